@@ -1,0 +1,66 @@
+"""hgm: hierarchical graph memory for LLM agents.
+
+>>> import hgm_engine
+>>> m = hgm_engine.Memory.from_document({"format": "hgm-graph/1",
+...     "nodes": [{"id": "g", "type": "goal"}], "edges": []})
+>>> m.query("root").ids
+['g']
+>>> hgm_engine.search("nodes.count()", m).value
+1
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .errors import (
+    GraphFileError,
+    HGMError,
+    Problem,
+    QueryAnalysisError,
+    QueryExecutionError,
+    QuerySyntaxError,
+    SchemaError,
+)
+from .executor import Limits
+from .memory import Memory
+from .query import CompiledQuery, QueryResult, compile
+from .schema import DEFAULT_SCHEMA, Schema
+
+__all__ = [
+    "Memory",
+    "compile",
+    "search",
+    "CompiledQuery",
+    "QueryResult",
+    "Schema",
+    "DEFAULT_SCHEMA",
+    "Limits",
+    "HGMError",
+    "Problem",
+    "QuerySyntaxError",
+    "QueryAnalysisError",
+    "QueryExecutionError",
+    "GraphFileError",
+    "SchemaError",
+]
+
+__version__ = "0.1.0"
+
+
+def search(
+    expr: str,
+    memory: "Memory | Mapping[str, Any]",
+    *,
+    focus: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> QueryResult:
+    """Evaluate ``expr`` on a :class:`Memory` or a graph document (a dict), like ``jmespath.search``.
+
+    >>> doc = {"format": "hgm-graph/1", "nodes": [{"id": "a", "type": "fact", "ok": True}], "edges": []}
+    >>> search("nodes.where(ok)", doc).ids
+    ['a']
+    """
+    if not isinstance(memory, Memory):
+        memory = Memory.from_document(memory)
+    return memory.query(expr, focus=focus, params=params)

@@ -1,0 +1,382 @@
+"""MemoryGraph: typed nodes and edges on rustworkx, addressed by stable string ids.
+
+rustworkx reuses an index after its node is removed, so indices never leave this module:
+everything outside speaks node ids. Payloads are immutable; changing a node stores a new
+payload. The graph keeps derived indexes that queries need — nodes by type, goal roots, and
+each node's edges in *edge order* (spec/dsl.md §1) — and refreshes them as it changes.
+
+>>> g = MemoryGraph()
+>>> _ = g.add_node("trip", "goal", {"content": "Plan a trip"})
+>>> _ = g.add_node("day2", "goal", {})
+>>> _ = g.add_node("day1", "goal", {})
+>>> _ = g.add_edge("trip", "day2", "parent_of", {"order": 1})
+>>> _ = g.add_edge("trip", "day1", "parent_of", {"order": 0})
+>>> g.out_ids("trip", "parent_of")
+('day1', 'day2')
+>>> g.roots()
+('trip',)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping
+
+import attrs
+import rustworkx as rx
+
+__all__ = ["FrozenDict", "Node", "Edge", "MemoryGraph", "freeze", "thaw", "edge_order_key"]
+
+
+class FrozenDict(dict):
+    """A dict that refuses to change; reads are as fast as a plain dict's.
+
+    >>> d = FrozenDict(a=1)
+    >>> d["a"]
+    1
+    >>> d["b"] = 2
+    Traceback (most recent call last):
+    ...
+    TypeError: FrozenDict is immutable
+    """
+
+    __slots__ = ()
+
+    def _immutable(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("FrozenDict is immutable")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable  # type: ignore
+    __ior__ = _immutable  # type: ignore
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
+
+    def __reduce__(self):
+        return (FrozenDict, (dict(self),))
+
+
+_EMPTY = FrozenDict()
+
+
+def freeze(value: Any) -> Any:
+    """A deep, immutable copy of a JSON value: lists become tuples, objects FrozenDicts.
+
+    >>> freeze({"tags": ["a", "b"]})
+    {'tags': ('a', 'b')}
+    """
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def thaw(value: Any) -> Any:
+    """The plain JSON form of a frozen value (tuples to lists, FrozenDicts to dicts).
+
+    >>> thaw(freeze({"tags": ["a"]}))
+    {'tags': ['a']}
+    """
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+@attrs.frozen(slots=True)
+class Node:
+    """A node payload. ``seq`` is its creation number (the tie-breaker for "in order")."""
+
+    id: str
+    type: str
+    attrs: FrozenDict
+    seq: int
+
+    def get(self, name: str) -> Any:
+        """An attribute by name; ``id`` and ``type`` are attributes like any other."""
+        if name == "id":
+            return self.id
+        if name == "type":
+            return self.type
+        return self.attrs.get(name)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"id": self.id, "type": self.type}
+        doc.update(thaw(self.attrs))
+        return doc
+
+
+@attrs.frozen(slots=True)
+class Edge:
+    """An edge payload; ``(source, target, type)`` identifies it."""
+
+    source: str
+    target: str
+    type: str
+    attrs: FrozenDict
+    seq: int
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.source, self.target, self.type)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"from": self.source, "to": self.target, "type": self.type}
+        doc.update(thaw(self.attrs))
+        return doc
+
+
+def edge_order_key(edge: Edge) -> tuple:
+    """Edge order (spec §1): numeric ``order`` first, ascending; then the rest; then creation."""
+    order = edge.attrs.get("order")
+    if isinstance(order, (int, float)) and not isinstance(order, bool):
+        return (0, order, edge.seq)
+    return (1, 0, edge.seq)
+
+
+class _Adjacency:
+    """One node's edges in one direction, in edge order, grouped by type as well."""
+
+    __slots__ = ("pairs", "by_type")
+
+    def __init__(self, edges: list[Edge], outgoing: bool):
+        edges.sort(key=edge_order_key)
+        if outgoing:
+            self.pairs = tuple((e.type, e.target) for e in edges)
+        else:
+            self.pairs = tuple((e.type, e.source) for e in edges)
+        by_type: dict[str, list[str]] = {}
+        for edge_type, other in self.pairs:
+            by_type.setdefault(edge_type, []).append(other)
+        self.by_type = {k: tuple(v) for k, v in by_type.items()}
+
+
+_NO_ADJACENCY = _Adjacency([], True)
+
+
+class MemoryGraph:
+    """A typed multigraph with stable string ids, creation order and edge order.
+
+    Mutations are primitive and unchecked beyond structural integrity (ids exist, no
+    duplicate); schema and constraint checks belong to the transaction layer.
+    """
+
+    def __init__(self) -> None:
+        self._rx = rx.PyDiGraph(multigraph=True)
+        self._index: dict[str, int] = {}  # id -> rustworkx index, in creation order
+        self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
+        self._edge_index: dict[tuple[str, str, str], int] = {}
+        self._by_type: dict[str, dict[str, None]] = {}
+        self._out: dict[str, _Adjacency] = {}
+        self._in: dict[str, _Adjacency] = {}
+        self._roots: tuple[str, ...] | None = None
+        self._node_seq = 0
+        self._edge_seq = 0
+        self.version = 0  # bumped by every change; caches compare it
+
+    # -- reading ------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    @property
+    def edge_count(self) -> int:
+        return len(self._edge_index)
+
+    def node(self, node_id: str) -> Node | None:
+        """The payload of ``node_id``, or None."""
+        return self._nodes.get(node_id)
+
+    def node_map(self) -> Mapping[str, Node]:
+        """Id → payload for every node, in creation order (read-only by convention)."""
+        return self._nodes
+
+    def nodes(self) -> Iterator[Node]:
+        """Every node, in creation order."""
+        return iter(self._nodes.values())
+
+    def node_ids(self) -> Iterable[str]:
+        return self._nodes.keys()
+
+    def ids_of_type(self, node_type: str) -> Iterable[str]:
+        """Ids of the nodes of one type, in creation order (the per-type index)."""
+        return self._by_type.get(node_type, {}).keys()
+
+    def edge(self, source: str, target: str, edge_type: str) -> Edge | None:
+        index = self._edge_index.get((source, target, edge_type))
+        return None if index is None else self._rx.get_edge_data_by_index(index)
+
+    def edges(self) -> list[Edge]:
+        """Every edge, in creation order."""
+        return sorted(self._rx.edges(), key=lambda e: e.seq)
+
+    def edges_of(self, node_id: str) -> list[Edge]:
+        """Every edge touching ``node_id`` (outgoing, then incoming), in creation order."""
+        index = self._index[node_id]
+        out = [e for _, _, e in self._rx.out_edges(index)]
+        inc = [e for _, _, e in self._rx.in_edges(index) if e.source != node_id]
+        return sorted(out, key=lambda e: e.seq) + sorted(inc, key=lambda e: e.seq)
+
+    def out_adjacency(self, node_id: str) -> _Adjacency:
+        """Outgoing edges of ``node_id`` in edge order (cached until they change)."""
+        adjacency = self._out.get(node_id)
+        if adjacency is None:
+            index = self._index.get(node_id)
+            if index is None:
+                return _NO_ADJACENCY
+            adjacency = _Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
+            self._out[node_id] = adjacency
+        return adjacency
+
+    def in_adjacency(self, node_id: str) -> _Adjacency:
+        """Incoming edges of ``node_id`` in edge order (cached until they change)."""
+        adjacency = self._in.get(node_id)
+        if adjacency is None:
+            index = self._index.get(node_id)
+            if index is None:
+                return _NO_ADJACENCY
+            adjacency = _Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
+            self._in[node_id] = adjacency
+        return adjacency
+
+    def out_ids(self, node_id: str, edge_type: str) -> tuple[str, ...]:
+        return self.out_adjacency(node_id).by_type.get(edge_type, ())
+
+    def in_ids(self, node_id: str, edge_type: str) -> tuple[str, ...]:
+        return self.in_adjacency(node_id).by_type.get(edge_type, ())
+
+    def roots(self) -> tuple[str, ...]:
+        """Goals with no incoming ``parent_of`` edge, in creation order."""
+        if self._roots is None:
+            in_ids = self.in_ids
+            self._roots = tuple(
+                node_id for node_id in self.ids_of_type("goal") if not in_ids(node_id, "parent_of")
+            )
+        return self._roots
+
+    # -- changing -----------------------------------------------------------------------
+
+    def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> Node:
+        """Add a node; ``node_id`` must be new."""
+        if node_id in self._nodes:
+            raise KeyError(f"node {node_id!r} already exists")
+        self._node_seq += 1
+        node = Node(node_id, node_type, freeze(attributes) if attributes else _EMPTY, self._node_seq)
+        self._index[node_id] = self._rx.add_node(node)
+        self._nodes[node_id] = node
+        self._by_type.setdefault(node_type, {})[node_id] = None
+        if node_type == "goal":
+            self._roots = None
+        self.version += 1
+        return node
+
+    def restore_node(self, node: Node) -> None:
+        """Put back a node payload exactly as it was (its ``seq`` too); used by loaders."""
+        if node.id in self._nodes:
+            raise KeyError(f"node {node.id!r} already exists")
+        self._node_seq = max(self._node_seq, node.seq)
+        self._index[node.id] = self._rx.add_node(node)
+        self._nodes[node.id] = node
+        self._by_type.setdefault(node.type, {})[node.id] = None
+        if node.type == "goal":
+            self._roots = None
+        self.version += 1
+
+    def set_node_attrs(self, node_id: str, attributes: Mapping[str, Any]) -> Node:
+        """Replace a node's attributes with a new immutable payload; returns it."""
+        old = self._nodes[node_id]
+        node = Node(node_id, old.type, freeze(attributes) if attributes else _EMPTY, old.seq)
+        self._rx[self._index[node_id]] = node
+        self._nodes[node_id] = node
+        self.version += 1
+        return node
+
+    def remove_node(self, node_id: str) -> list[Edge]:
+        """Remove a node and its edges; returns the removed edges in creation order."""
+        node = self._nodes[node_id]
+        removed = self.edges_of(node_id)
+        for edge in removed:
+            self._forget_edge(edge)
+        self._rx.remove_node(self._index.pop(node_id))
+        del self._nodes[node_id]
+        del self._by_type[node.type][node_id]
+        self._out.pop(node_id, None)
+        self._in.pop(node_id, None)
+        if node.type == "goal":
+            self._roots = None
+        self.version += 1
+        return removed
+
+    def add_edge(
+        self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None
+    ) -> Edge:
+        """Add an edge between existing nodes; ``(source, target, type)`` must be new."""
+        key = (source, target, edge_type)
+        if key in self._edge_index:
+            raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
+        if source not in self._nodes or target not in self._nodes:
+            missing = source if source not in self._nodes else target
+            raise KeyError(f"node {missing!r} does not exist")
+        self._edge_seq += 1
+        edge = Edge(source, target, edge_type, freeze(attributes) if attributes else _EMPTY, self._edge_seq)
+        self._insert_edge(edge)
+        return edge
+
+    def restore_edge(self, edge: Edge) -> None:
+        """Put back an edge payload exactly as it was (its ``seq`` too)."""
+        if edge.key in self._edge_index:
+            raise KeyError(f"edge {edge.key!r} already exists")
+        self._edge_seq = max(self._edge_seq, edge.seq)
+        self._insert_edge(edge)
+
+    def remove_edge(self, source: str, target: str, edge_type: str) -> Edge:
+        """Remove one edge; returns its payload."""
+        index = self._edge_index[(source, target, edge_type)]
+        edge = self._rx.get_edge_data_by_index(index)
+        self._forget_edge(edge)
+        self.version += 1
+        return edge
+
+    def set_edge_attrs(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any]) -> Edge:
+        """Replace an edge's attributes (its creation number stays)."""
+        index = self._edge_index[(source, target, edge_type)]
+        old = self._rx.get_edge_data_by_index(index)
+        edge = Edge(source, target, edge_type, freeze(attributes) if attributes else _EMPTY, old.seq)
+        self._rx.update_edge_by_index(index, edge)
+        self._invalidate(source, target, edge_type)
+        self.version += 1
+        return edge
+
+    def _insert_edge(self, edge: Edge) -> None:
+        index = self._rx.add_edge(self._index[edge.source], self._index[edge.target], edge)
+        self._edge_index[edge.key] = index
+        self._invalidate(edge.source, edge.target, edge.type)
+        self.version += 1
+
+    def _forget_edge(self, edge: Edge) -> None:
+        index = self._edge_index.pop(edge.key)
+        self._rx.remove_edge_from_index(index)
+        self._invalidate(edge.source, edge.target, edge.type)
+
+    def _invalidate(self, source: str, target: str, edge_type: str) -> None:
+        self._out.pop(source, None)
+        self._in.pop(target, None)
+        if edge_type == "parent_of":
+            self._roots = None
+
+    # -- whole-graph --------------------------------------------------------------------
+
+    def to_document(self) -> dict[str, Any]:
+        """The graph file document (formats.md): nodes and edges in creation order."""
+        return {
+            "format": "hgm-graph/1",
+            "nodes": [node.to_json() for node in self._nodes.values()],
+            "edges": [edge.to_json() for edge in self.edges()],
+        }
