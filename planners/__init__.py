@@ -1,0 +1,1 @@
+"""Planners that read and write hgm memory at every step (HTN, LLM, the agent loop)."""
