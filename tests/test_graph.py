@@ -1,0 +1,103 @@
+"""MemoryGraph: stable ids over rustworkx, immutable payloads, creation and edge order."""
+
+from __future__ import annotations
+
+import pytest
+
+from hgm_engine.graph import FrozenDict, MemoryGraph
+
+
+def small_tree() -> MemoryGraph:
+    g = MemoryGraph()
+    for node_id, node_type in (("g", "goal"), ("a", "action"), ("b", "action"), ("c", "action")):
+        g.add_node(node_id, node_type, {"content": node_id.upper()})
+    g.add_edge("g", "a", "parent_of")
+    g.add_edge("g", "b", "parent_of")
+    g.add_edge("g", "c", "parent_of")
+    return g
+
+
+def test_ids_stay_correct_when_rustworkx_reuses_an_index():
+    g = small_tree()
+    g.remove_node("a")
+    g.add_node("d", "action", {"content": "D"})  # rustworkx hands out a's old index here
+    g.add_edge("g", "d", "parent_of")
+    assert g.out_ids("g", "parent_of") == ("b", "c", "d")
+    assert g.node("d").attrs["content"] == "D"
+    assert g.node("a") is None
+
+
+def test_payloads_are_immutable():
+    g = small_tree()
+    node = g.node("a")
+    with pytest.raises(TypeError):
+        node.attrs["content"] = "changed"
+    with pytest.raises(AttributeError):
+        node.type = "goal"  # type: ignore[misc]
+
+
+def test_nested_attribute_values_are_frozen_too():
+    g = MemoryGraph()
+    node = g.add_node("x", "fact", {"tags": ["a"], "meta": {"k": [1]}})
+    assert node.attrs["tags"] == ("a",)
+    assert isinstance(node.attrs["meta"], FrozenDict)
+    assert node.to_json() == {"id": "x", "type": "fact", "tags": ["a"], "meta": {"k": [1]}}
+
+
+def test_changing_attributes_writes_a_new_payload():
+    g = small_tree()
+    old = g.node("a")
+    new = g.set_node_attrs("a", {"content": "A2"})
+    assert old.attrs["content"] == "A"
+    assert new.attrs["content"] == "A2" and new.seq == old.seq
+
+
+def test_edges_with_numeric_order_come_first_ascending():
+    g = small_tree()
+    g.set_edge_attrs("g", "c", "parent_of", {"order": 0})
+    g.set_edge_attrs("g", "b", "parent_of", {"order": 1})
+    assert g.out_ids("g", "parent_of") == ("c", "b", "a")
+
+
+def test_boolean_order_is_not_a_number():
+    g = small_tree()
+    g.set_edge_attrs("g", "c", "parent_of", {"order": True})
+    assert g.out_ids("g", "parent_of") == ("a", "b", "c")
+
+
+def test_adjacency_cache_follows_removals_and_additions():
+    g = small_tree()
+    assert g.out_ids("g", "parent_of") == ("a", "b", "c")
+    g.remove_edge("g", "b", "parent_of")
+    assert g.out_ids("g", "parent_of") == ("a", "c")
+    g.add_edge("g", "b", "parent_of")
+    assert g.out_ids("g", "parent_of") == ("a", "c", "b")  # a new edge is created last
+
+
+def test_roots_are_goals_without_parent_in_creation_order():
+    g = small_tree()
+    g.add_node("g2", "goal", {})
+    g.add_node("g3", "goal", {})
+    g.add_edge("g2", "g3", "parent_of")
+    assert g.roots() == ("g", "g2")
+    g.remove_edge("g2", "g3", "parent_of")
+    assert g.roots() == ("g", "g2", "g3")
+
+
+def test_parallel_edges_of_different_types_are_allowed_but_not_of_the_same_type():
+    g = small_tree()
+    g.add_edge("a", "b", "before")
+    g.add_edge("a", "b", "related_to")
+    with pytest.raises(KeyError):
+        g.add_edge("a", "b", "before")
+    assert g.out_adjacency("a").pairs == (("before", "b"), ("related_to", "b"))
+
+
+def test_removing_a_node_removes_its_edges_and_index_entries():
+    g = small_tree()
+    g.add_edge("a", "b", "before")
+    removed = g.remove_node("a")
+    assert [e.key for e in removed] == [("a", "b", "before"), ("g", "a", "parent_of")]
+    assert g.in_ids("b", "before") == ()
+    assert list(g.ids_of_type("action")) == ["b", "c"]
+    assert g.edge_count == 2

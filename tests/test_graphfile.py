@@ -1,0 +1,77 @@
+"""Graph files: all-or-nothing loading that names every problem; load → export → load."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hgm_engine import GraphFileError, Memory
+
+
+def test_load_export_load_gives_an_equal_graph(travel_graph_path):
+    first = Memory.from_file(travel_graph_path)
+    exported = first.export()
+    second = Memory.from_document(json.loads(json.dumps(exported)))
+    assert second.export() == exported
+    original = json.loads(travel_graph_path.read_text())
+    assert [n["id"] for n in exported["nodes"]] == [n["id"] for n in original["nodes"]]
+    assert exported["edges"] == original["edges"]
+
+
+def test_export_keeps_query_answers(travel_graph_path):
+    first = Memory.from_file(travel_graph_path)
+    second = Memory.from_document(first.export())
+    for expr in ("root.subgoals", "#trip.descendants", "nodes.where(type='fact')"):
+        assert first.query(expr).ids == second.query(expr).ids
+
+
+def test_bad_file_names_every_problem_and_loads_nothing(tmp_path):
+    doc = {
+        "format": "hgm-graph/1",
+        "nodes": [
+            {"id": "g", "type": "goal"},
+            {"id": "x", "type": "plac"},
+            {"id": "g", "type": "action"},
+            {"type": "fact"},
+        ],
+        "edges": [
+            {"from": "g", "to": "nowhere", "type": "parent_of"},
+            {"from": "g", "to": "x", "type": "flies_to"},
+        ],
+    }
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(GraphFileError) as caught:
+        Memory.from_file(path)
+    found = [(p.category, p.where) for p in caught.value.problems]
+    assert found == [
+        ("unknown-name", "nodes[1]"),
+        ("duplicate-id", "nodes[2]"),
+        ("invalid-document", "nodes[3]"),
+        ("missing-node", "edges[0]"),
+        ("unknown-name", "edges[1]"),
+    ]
+    assert "did you mean 'place'" not in str(caught.value)  # no such type
+    assert "first defined at nodes[0]" in str(caught.value)
+
+
+def test_invalid_json_reports_line_and_column(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"format": "hgm-graph/1",\n "nodes": [,]}')
+    with pytest.raises(GraphFileError) as caught:
+        Memory.from_file(path)
+    assert caught.value.category == "invalid-json"
+    assert caught.value.line == 2
+
+
+def test_wrong_format_tag_is_reported():
+    with pytest.raises(GraphFileError) as caught:
+        Memory.from_document({"format": "other", "nodes": [], "edges": []})
+    assert caught.value.problems[0].where == "format"
+
+
+def test_missing_file_is_a_graph_file_error(tmp_path):
+    with pytest.raises(GraphFileError) as caught:
+        Memory.from_file(tmp_path / "absent.json")
+    assert caught.value.category == "io"

@@ -1,0 +1,87 @@
+"""Optimizer rules fire where they should and never change an answer."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hgm_engine.executor import build
+from hgm_engine.graph import MemoryGraph
+from hgm_engine.plan import IdLookup, Navigate, TypeScan
+from hgm_engine.query import compile_uncached
+from hgm_engine.schema import NODE_TYPES
+
+TYPES = NODE_TYPES
+STATUSES = ("pending", "done", "failed")
+
+
+def test_id_start_becomes_a_direct_lookup():
+    q = compile_uncached("action#a1.children")
+    assert q.optimized_plan.branches[0].source == IdLookup("a1", None, "action")
+    assert "id_lookup" in q.optimized_plan.rules
+
+
+def test_type_filter_on_all_nodes_uses_the_type_index():
+    q = compile_uncached("nodes.where(status = 'done', type = 'fact')")
+    branch = q.optimized_plan.branches[0]
+    assert branch.source == TypeScan("fact")
+    assert len(branch.ops) == 1  # the status filter stays
+
+
+def test_type_filter_is_pushed_into_a_single_hop():
+    q = compile_uncached("#g.children.where(type = 'action')[0]")
+    nav = q.optimized_plan.branches[0].ops[0]
+    assert isinstance(nav, Navigate) and nav.relation.node_type == "action"
+    assert len(nav.predicates) == 1  # only the index is left
+
+
+def test_type_filter_is_not_pushed_into_a_repetition():
+    q = compile_uncached("#g.children{1,3}.where(type = 'action')")
+    nav = q.optimized_plan.branches[0].ops[0]
+    assert nav.relation.node_type is None  # pushing would stop the walk at non-actions
+
+
+def test_rules_apply_inside_exists_and_subqueries():
+    q = compile_uncached("(nodes.where(type = 'goal')).where(exists(children.where(type = 'action')))")
+    assert set(q.optimized_plan.rules) >= {"type_index", "type_pushdown"}
+
+
+@st.composite
+def graphs(draw):
+    g = MemoryGraph()
+    count = draw(st.integers(2, 14))
+    for i in range(count):
+        g.add_node(f"n{i}", draw(st.sampled_from(TYPES)), {"status": draw(st.sampled_from(STATUSES))})
+    for _ in range(draw(st.integers(0, 30))):
+        a, b = draw(st.integers(0, count - 1)), draw(st.integers(0, count - 1))
+        edge_type = draw(st.sampled_from(["parent_of", "before", "related_to", "replaces", "derived_from"]))
+        if ("n%d" % a, "n%d" % b, edge_type) not in g._edge_index:
+            attrs = {"order": draw(st.integers(0, 3))} if draw(st.booleans()) else {}
+            g.add_edge(f"n{a}", f"n{b}", edge_type, attrs)
+    return g
+
+
+STARTS = ["root", "nodes", "#n0", "goal#n1", "action#n2", "(#n0 | #n3)"]
+NAV = ["children", "parent", "subgoals", "actions", "descendants", "ancestors", "siblings", "next",
+       "related", "related_facts", "latest", "versions", "out()", "in(parent_of)", "both(related_to)",
+       "children{0,2}", "sources{1,}"]
+PRED = ["", ".where(type = 'action')", ".where(type = 'goal', status = 'done')", "[0]", "[-1]",
+        ".where(status != 'failed')[1:]", ".where(type = 'fact' or status = 'pending')"]
+TAIL = ["", ".count()", ".exists()", ".paths()", ".first()", ".sort_by(status, 'desc')"]
+
+
+@st.composite
+def queries(draw):
+    text = draw(st.sampled_from(STARTS)) + draw(st.sampled_from(["", ".where(type = 'goal')", ".where(type = 'action')"]))
+    for _ in range(draw(st.integers(0, 3))):
+        text += "." + draw(st.sampled_from(NAV)) + draw(st.sampled_from(PRED))
+    return text + draw(st.sampled_from(TAIL))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(), queries())
+def test_optimized_and_literal_plans_give_the_same_answer(graph, text):
+    compiled = compile_uncached(text)
+    literal = build(compiled.logical_plan).run(graph)
+    optimized = compiled.program.run(graph)
+    assert optimized == literal, text

@@ -1,0 +1,26 @@
+"""The wheel carries the grammar (the only definition of the syntax) and both packages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+from .conftest import REPO
+
+
+def test_wheel_ships_the_grammar_and_packages(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("hgm-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert "hgm_engine/grammar/hgm.lark" in names
+        assert archive.read("hgm_engine/grammar/hgm.lark") == (REPO / "grammar" / "hgm.lark").read_bytes()
+        assert "hgm_engine/__init__.py" in names
+        assert "planners/__init__.py" in names
+        entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+        assert "hgm = hgm_engine.cli:main" in archive.read(entry_points).decode()
