@@ -5,7 +5,7 @@ on ``err.category`` and the CLI prints it verbatim. An error may bundle several 
 (analysis and file validation report everything they find); the error's own fields are those
 of the first problem.
 
->>> err = QueryAnalysisError.single("unknown-name", "no relation 'subgoal'", "root.subgoal", 6)
+>>> err = QueryAnalysisError.single("unknown-name", "no relation 'subgoal'", "root.subgoal", 5)
 >>> (err.category, err.line, err.column)
 ('unknown-name', 1, 6)
 >>> print(err.excerpt)

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import attrs
 import rustworkx as rx
 
-__all__ = ["FrozenDict", "Node", "Edge", "MemoryGraph", "freeze", "thaw", "edge_order_key"]
+__all__ = ["FrozenDict", "Node", "Edge", "Adjacency", "MemoryGraph", "freeze", "thaw", "edge_order_key", "EMPTY_ATTRS"]
 
 
 class FrozenDict(dict):
@@ -54,7 +54,8 @@ class FrozenDict(dict):
         return (FrozenDict, (dict(self),))
 
 
-_EMPTY = FrozenDict()
+EMPTY_ATTRS = FrozenDict()
+_EMPTY = EMPTY_ATTRS
 
 
 def freeze(value: Any) -> Any:
@@ -138,8 +139,9 @@ def edge_order_key(edge: Edge) -> tuple:
     return (1, 0, edge.seq)
 
 
-class _Adjacency:
-    """One node's edges in one direction, in edge order, grouped by type as well."""
+class Adjacency:
+    """One node's edges in one direction, in edge order: ``pairs`` of (edge type, other id),
+    and ``by_type`` mapping each edge type to the other ids."""
 
     __slots__ = ("pairs", "by_type")
 
@@ -155,7 +157,7 @@ class _Adjacency:
         self.by_type = {k: tuple(v) for k, v in by_type.items()}
 
 
-_NO_ADJACENCY = _Adjacency([], True)
+NO_ADJACENCY = Adjacency([], True)
 
 
 class MemoryGraph:
@@ -171,8 +173,8 @@ class MemoryGraph:
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
         self._edge_index: dict[tuple[str, str, str], int] = {}
         self._by_type: dict[str, dict[str, None]] = {}
-        self._out: dict[str, _Adjacency] = {}
-        self._in: dict[str, _Adjacency] = {}
+        self._out: dict[str, Adjacency] = {}
+        self._in: dict[str, Adjacency] = {}
         self._roots: tuple[str, ...] | None = None
         self._node_seq = 0
         self._edge_seq = 0
@@ -224,25 +226,45 @@ class MemoryGraph:
         inc = [e for _, _, e in self._rx.in_edges(index) if e.source != node_id]
         return sorted(out, key=lambda e: e.seq) + sorted(inc, key=lambda e: e.seq)
 
-    def out_adjacency(self, node_id: str) -> _Adjacency:
+    def out_edges(self, node_id: str) -> list[Edge]:
+        """Outgoing edge payloads of ``node_id`` (any order)."""
+        index = self._index.get(node_id)
+        return [] if index is None else [e for _, _, e in self._rx.out_edges(index)]
+
+    def in_edges(self, node_id: str) -> list[Edge]:
+        """Incoming edge payloads of ``node_id`` (any order)."""
+        index = self._index.get(node_id)
+        return [] if index is None else [e for _, _, e in self._rx.in_edges(index)]
+
+    @property
+    def last_node_seq(self) -> int:
+        """The highest creation number handed out so far (nodes)."""
+        return self._node_seq
+
+    @property
+    def last_edge_seq(self) -> int:
+        """The highest creation number handed out so far (edges)."""
+        return self._edge_seq
+
+    def out_adjacency(self, node_id: str) -> Adjacency:
         """Outgoing edges of ``node_id`` in edge order (cached until they change)."""
         adjacency = self._out.get(node_id)
         if adjacency is None:
             index = self._index.get(node_id)
             if index is None:
-                return _NO_ADJACENCY
-            adjacency = _Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
+                return NO_ADJACENCY
+            adjacency = Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
             self._out[node_id] = adjacency
         return adjacency
 
-    def in_adjacency(self, node_id: str) -> _Adjacency:
+    def in_adjacency(self, node_id: str) -> Adjacency:
         """Incoming edges of ``node_id`` in edge order (cached until they change)."""
         adjacency = self._in.get(node_id)
         if adjacency is None:
             index = self._index.get(node_id)
             if index is None:
-                return _NO_ADJACENCY
-            adjacency = _Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
+                return NO_ADJACENCY
+            adjacency = Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
             self._in[node_id] = adjacency
         return adjacency
 
@@ -297,6 +319,15 @@ class MemoryGraph:
         self._nodes[node_id] = node
         self.version += 1
         return node
+
+    def put_node(self, node: Node) -> None:
+        """Replace an existing node's payload by ``node`` (same id and type)."""
+        old = self._nodes[node.id]
+        if old.type != node.type:
+            raise ValueError(f"node {node.id!r} cannot change type from {old.type!r} to {node.type!r}")
+        self._rx[self._index[node.id]] = node
+        self._nodes[node.id] = node
+        self.version += 1
 
     def remove_node(self, node_id: str) -> list[Edge]:
         """Remove a node and its edges; returns the removed edges in creation order."""

@@ -29,7 +29,7 @@ from lark.lexer import PatternStr
 from . import syntax as S
 from .errors import QuerySyntaxError, caret_excerpt, line_column
 
-__all__ = ["parse", "grammar_text", "grammar_path", "decode_string"]
+__all__ = ["parse", "parse_constraint", "grammar_text", "grammar_path", "decode_string"]
 
 # How regex-defined terminals are described in "expected ..." lists.
 _TERMINAL_WORDS = {
@@ -72,6 +72,8 @@ def grammar_text() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _parser(start: str = "start") -> Lark:
+    # One parser per start symbol: sharing LALR tables between starts would merge lookaheads
+    # and make "expected ..." lists less precise.
     return Lark(
         grammar_text(),
         parser="lalr",
@@ -99,6 +101,23 @@ def parse(text: str) -> S.Query:
         raise _syntax_error(text, exc, parser) from None
     query = _ToAst(text).transform(tree)
     return query
+
+
+def parse_constraint(text: str) -> S.ConstraintDef:
+    """Parse ``each TYPE [where COND] must COND``.
+
+    >>> c = parse_constraint("each action where status = 'done' must exists(results)")
+    >>> c.node_type, type(c.must).__name__
+    ('action', 'FuncCall')
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a constraint is a string, not {type(text).__name__}")
+    parser = _parser("constraint_def")
+    try:
+        tree = parser.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(text, exc, parser) from None
+    return _ToAst(text).transform(tree)
 
 
 def _describe_terminal(parser: Lark, name: str) -> str:
@@ -217,6 +236,10 @@ class _ToAst(Transformer):
 
     def rel_path(self, meta, children):
         return S.Path(None, tuple(children), _span(meta))
+
+    def constraint_def(self, meta, children):
+        _each, node_type, _where, where, _must, must = children
+        return S.ConstraintDef(str(node_type), _tspan(node_type), where, must, _span(meta), self.text)
 
     # starts
     def named_start(self, meta, children):

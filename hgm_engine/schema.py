@@ -30,7 +30,11 @@ __all__ = [
     "Latest",
     "Versions",
     "Relation",
+    "EdgeRule",
     "Schema",
+    "DEFAULT_EDGE_RULES",
+    "DEFAULT_ATTRIBUTE_SCHEMAS",
+    "ACYCLIC_EDGE_TYPES",
     "DEFAULT_SCHEMA",
     "NODE_TYPES",
     "EDGE_TYPES",
@@ -50,6 +54,64 @@ STATUSES = (
     "superseded",
     "cancelled",
 )
+
+
+@attrs.frozen
+class EdgeRule:
+    """Which node types an edge type may connect (None: any); ``same_type`` demands equal types."""
+
+    sources: frozenset[str] | None = None
+    targets: frozenset[str] | None = None
+    same_type: bool = False
+
+    def allows(self, source_type: str, target_type: str) -> bool:
+        if self.sources is not None and source_type not in self.sources:
+            return False
+        if self.targets is not None and target_type not in self.targets:
+            return False
+        return not self.same_type or source_type == target_type
+
+    def describe(self) -> str:
+        sources = "any" if self.sources is None else "/".join(sorted(self.sources))
+        targets = "any" if self.targets is None else "/".join(sorted(self.targets))
+        return f"{sources} -> {targets}" + (" (same type)" if self.same_type else "")
+
+
+_PLANNING = frozenset({"goal", "action"})
+
+DEFAULT_EDGE_RULES = {
+    "parent_of": EdgeRule(_PLANNING, None),
+    "before": EdgeRule(_PLANNING, _PLANNING),
+    "related_to": EdgeRule(),
+    "derived_from": EdgeRule(frozenset({"goal", "action", "fact", "result"}), None),
+    "produces": EdgeRule(frozenset({"action"}), frozenset({"result", "fact"})),
+    "replaces": EdgeRule(None, None, same_type=True),
+    "causes": EdgeRule(),
+}
+
+ACYCLIC_EDGE_TYPES = ("parent_of", "before", "replaces")
+
+_TAGS = {"type": "array", "items": {"type": "string"}}
+_CONTENT = {"type": "string"}
+_PLAN_ATTRIBUTES = {
+    "type": "object",
+    "properties": {
+        "content": _CONTENT,
+        "status": {"enum": list(STATUSES)},
+        "priority": {"type": "number"},
+        "tags": _TAGS,
+    },
+}
+DEFAULT_ATTRIBUTE_SCHEMAS = {
+    "goal": _PLAN_ATTRIBUTES,
+    "action": _PLAN_ATTRIBUTES,
+    "entity": {"type": "object", "properties": {"content": _CONTENT, "tags": _TAGS}},
+    "fact": {
+        "type": "object",
+        "properties": {"content": _CONTENT, "tags": _TAGS, "confidence": {"type": "number", "minimum": 0, "maximum": 1}},
+    },
+    "result": {"type": "object", "properties": {"content": _CONTENT, "tags": _TAGS}},
+}
 
 
 @attrs.frozen
@@ -141,7 +203,9 @@ class Schema:
     node_types: tuple[str, ...] = NODE_TYPES
     edge_types: tuple[str, ...] = EDGE_TYPES
     relations: Mapping[str, Relation] = attrs.field(factory=_default_relations)
-    attribute_schemas: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    attribute_schemas: Mapping[str, Mapping[str, Any]] = attrs.field(factory=lambda: dict(DEFAULT_ATTRIBUTE_SCHEMAS))
+    edge_rules: Mapping[str, EdgeRule] = attrs.field(factory=lambda: dict(DEFAULT_EDGE_RULES))
+    acyclic_edge_types: tuple[str, ...] = ACYCLIC_EDGE_TYPES
 
     def __attrs_post_init__(self) -> None:
         for name, relation in self.relations.items():
@@ -168,6 +232,7 @@ class Schema:
         edge_types: Iterable[str] = (),
         relations: Mapping[str, Relation] | None = None,
         attribute_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        edge_rules: Mapping[str, EdgeRule] | None = None,
     ) -> "Schema":
         """A new schema with more names; existing names keep their meaning."""
         new_nodes = tuple(dict.fromkeys((*self.node_types, *node_types)))
@@ -179,7 +244,9 @@ class Schema:
             new_relations[name] = relation
         schemas = dict(self.attribute_schemas)
         schemas.update(attribute_schemas or {})
-        return Schema(new_nodes, new_edges, new_relations, schemas)
+        rules = dict(self.edge_rules)
+        rules.update(edge_rules or {})
+        return Schema(new_nodes, new_edges, new_relations, schemas, rules, self.acyclic_edge_types)
 
     def relation(self, name: str) -> Relation | None:
         return self.relations.get(name)
@@ -198,6 +265,16 @@ class Schema:
             self.edge_types,
             tuple(sorted((k, repr(v)) for k, v in self.relations.items())),
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema's names as JSON (relations by kind), for ``hgm schema`` and the servers."""
+        return {
+            "node_types": list(self.node_types),
+            "edge_types": list(self.edge_types),
+            "relations": sorted(self.relations),
+            "edge_rules": {k: v.describe() for k, v in self.edge_rules.items()},
+            "attribute_schemas": {k: dict(v) for k, v in self.attribute_schemas.items()},
+        }
 
 
 DEFAULT_SCHEMA = Schema()

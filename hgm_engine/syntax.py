@@ -20,6 +20,7 @@ import attrs
 __all__ = [
     "Span",
     "Query",
+    "ConstraintDef",
     "Path",
     "NamedStart",
     "IdStart",
@@ -238,6 +239,18 @@ class Path:
     start: Start | None
     steps: tuple[Step, ...]
     span: Span
+
+
+@attrs.frozen
+class ConstraintDef:
+    """``each TYPE [where COND] must COND``."""
+
+    node_type: str
+    type_span: Span
+    where: "Expr | None"
+    must: "Expr"
+    span: Span
+    text: str = attrs.field(eq=False, repr=False, default="")
 
 
 @attrs.frozen
