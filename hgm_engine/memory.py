@@ -1,64 +1,194 @@
-"""Memory: the object an agent holds — a graph, its schema, and the queries it answers.
+"""Memory: the object an agent holds — a graph, its schema, its history and its store.
 
->>> m = Memory.from_document({"format": "hgm-graph/1",
-...     "nodes": [{"id": "trip", "type": "goal"},
-...               {"id": "visit", "type": "action", "status": "pending"}],
-...     "edges": [{"from": "trip", "to": "visit", "type": "parent_of"}]})
->>> r = m.query("root.actions.where(status = 'pending')")
->>> r.kind, r.ids
-('nodes', ['visit'])
->>> m.query("root.descendants.count()").value
+Reading is ``query`` (optionally ``as_of`` an earlier ``t`` or a snapshot name); changing is
+only through transactions: ``with memory.transaction(...) as tx`` or ``memory.apply(doc)``.
+
+>>> m = Memory()
+>>> with m.transaction(author="planner", reason="start a plan") as tx:
+...     trip = tx.add_node("goal", id="trip", content="Plan a trip")
+...     _ = tx.add_node("action", id="visit", parent="trip", status="pending")
+>>> tx.report.t
 1
+>>> with m.transaction(author="planner", reason="visited") as tx:
+...     tx.update_node("visit", set={"status": "done"})
+>>> m.query("root.actions.where(status = 'pending')").ids
+[]
+>>> m.query("root.actions.where(status = 'pending')", as_of=1).ids
+['visit']
+>>> m.diff(1, 2)
+[{'kind': 'node_updated', 'id': 'visit', 'before': {'status': 'pending'}, 'after': {'status': 'done'}}]
 """
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
-from typing import Any, Mapping
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, Mapping
 
-from .graph import MemoryGraph
-from .query import CompiledQuery, Limits, QueryCache, QueryResult
+from .constraints import ConstraintChecker, UserConstraint
+from .errors import GraphFileError, HGMError, Problem
 from .executor import DEFAULT_LIMITS
+from .graph import MemoryGraph, Node
+from .history import Commit, historical_view, net_changes
+from .overlay import Change, GraphOverlay, apply_changes
+from .query import CompiledQuery, Limits, QueryCache, QueryResult
 from .schema import DEFAULT_SCHEMA, Schema
-from .store.graphfile import graph_from_document, read_graph_file
+from .store.base import InMemoryStore, Store
+from .store.graphfile import graph_from_document, parse_graph_text
+from .transaction import (
+    ConflictError,
+    OpContext,
+    TransactionDoc,
+    TransactionError,
+    TransactionRefused,
+    TransactionReport,
+    Violation,
+    apply_op,
+    change_to_json,
+    parse_op,
+    parse_transaction,
+)
 
-__all__ = ["Memory"]
+__all__ = ["Memory", "Transaction", "MemoryError_"]
+
+
+class MemoryError_(HGMError):
+    """A request the memory cannot serve (unknown snapshot, ``t`` out of range, closed...)."""
+
+    stage = "memory"
+
+
+def _fail(category: str, message: str, where: str | None = None) -> MemoryError_:
+    return MemoryError_([Problem(category, message, where=where)])
+
+
+class _ReadWriteLock:
+    """Many readers or one writer: queries never see a commit half-applied."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._condition:
+            while self._writer:
+                self._condition.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._readers -= 1
+                if not self._readers:
+                    self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        with self._condition:
+            while self._writer or self._readers:
+                self._condition.wait()
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._writer = False
+                self._condition.notify_all()
 
 
 class Memory:
-    """A task memory: typed hierarchical graph plus schema, query cache and limits.
+    """A task memory: typed hierarchical graph, schema, constraints, history and a store.
 
-    ``Memory()`` is empty; use the named constructors to load one.
+    ``Memory()`` is empty and lives in the process; ``Memory.open(path)`` uses a SQLite file.
     """
 
-    def __init__(self, schema: Schema = DEFAULT_SCHEMA, *, limits: Limits = DEFAULT_LIMITS):
+    def __init__(
+        self,
+        schema: Schema = DEFAULT_SCHEMA,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        store: Store | None = None,
+    ):
         self.schema = schema
         self.limits = limits
-        self._graph = MemoryGraph()
+        self._store = store if store is not None else InMemoryStore()
+        self._graph, self._t = self._store.load_state()
         self._cache = QueryCache(schema)
+        self._checker = ConstraintChecker(schema)
+        for name, text in self._store.constraints().items():
+            self._checker.add(UserConstraint.compile(name, text, schema))
+        self._write_lock = threading.RLock()
+        self._state = _ReadWriteLock()
+        self._views: OrderedDict[int, tuple[int, int, Any]] = OrderedDict()
+        self._listeners: list[Callable[[Commit], None]] = []
+        self.commit_hooks: list[Callable] = []
 
-    # -- constructors -----------------------------------------------------------------------
+    # -- constructors -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, location: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA, **kwargs: Any) -> "Memory":
+        """Open (or create) a durable memory: a SQLite file path.
+
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "memory.db")
+        >>> with Memory.open(path) as m:
+        ...     m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]}).t
+        1
+        >>> Memory.open(path).query("root").ids
+        ['g']
+        """
+        from .store.sqlite import SQLiteStore
+
+        return cls(schema, store=SQLiteStore(str(location)), **kwargs)
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA) -> "Memory":
-        """A memory loaded from a graph file (formats.md); nothing is loaded if it has problems."""
+        """An in-process memory loaded from a graph file (all or nothing, as one transaction)."""
+        path = pathlib.Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
         memory = cls(schema)
-        memory._graph = read_graph_file(path, schema)
+        memory.load(parse_graph_text(text, str(path)), reason=f"load {path.name}")
         return memory
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], schema: Schema = DEFAULT_SCHEMA) -> "Memory":
-        """A memory built from a graph document already parsed from JSON."""
+        """An in-process memory built from a graph document already parsed from JSON."""
         memory = cls(schema)
-        memory._graph = graph_from_document(doc, schema)
+        memory.load(doc)
         return memory
 
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def t(self) -> int:
+        """The ``t`` of the last commit this memory has applied (0 when nothing yet)."""
+        return self._t
 
     @property
     def graph(self) -> MemoryGraph:
         """The current graph (read it; change memory only through transactions)."""
         return self._graph
+
+    @property
+    def store(self) -> Store:
+        return self._store
 
     def __len__(self) -> int:
         return len(self._graph)
@@ -73,14 +203,18 @@ class Memory:
         *,
         focus: str | None = None,
         params: Mapping[str, Any] | None = None,
+        as_of: int | str | None = None,
     ) -> QueryResult:
-        """Evaluate a path expression; errors are raised before anything runs.
+        """Evaluate a path expression on the current state, or ``as_of`` an earlier ``t`` or a
+        snapshot name. Errors are raised before anything runs.
 
-        >>> m = Memory()
-        >>> m.query("nodes.count()").value
+        >>> Memory().query("nodes.count()").value
         0
         """
-        return self._cache.get(expr).run(self._graph, focus=focus, params=params, limits=self.limits)
+        compiled = self._cache.get(expr)
+        with self._state.reading():
+            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
+            return compiled.run(view, focus=focus, params=params, limits=self.limits)
 
     def explain(self, expr: str) -> str:
         """The optimized plan of ``expr`` as text.
@@ -90,11 +224,509 @@ class Memory:
         """
         return self._cache.get(expr).explain()
 
-    def node(self, node_id: str) -> dict[str, Any] | None:
+    def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""
-        node = self._graph.node(node_id)
-        return None if node is None else node.to_json()
+        with self._state.reading():
+            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
+            node = view.node(node_id)
+            return None if node is None else node.to_json()
+
+    def export(self, *, as_of: int | str | None = None) -> dict[str, Any]:
+        """The whole memory as a graph document (formats.md), now or at an earlier state."""
+        with self._state.reading():
+            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
+            nodes = [view.node_map()[n] for n in view.node_map()]
+            edges = []
+            for node in nodes:
+                edges.extend(view.out_edges(node.id))
+            edges.sort(key=lambda e: e.seq)
+            return {
+                "format": "hgm-graph/1",
+                "nodes": [n.to_json() for n in nodes],
+                "edges": [e.to_json() for e in edges],
+            }
+
+    # -- history ------------------------------------------------------------------------------
+
+    def _resolve_t(self, as_of: int | str) -> int:
+        if isinstance(as_of, str) and not as_of.lstrip("-").isdigit():
+            snapshots = self._store.snapshots()
+            if as_of not in snapshots:
+                known = ", ".join(sorted(snapshots)) or "none"
+                raise _fail("unknown-snapshot", f"no snapshot named {as_of!r} (known: {known})")
+            return snapshots[as_of]
+        t = int(as_of)
+        if not 0 <= t <= self._t:
+            raise _fail("invalid-argument", f"t={t} is outside the history (0..{self._t})")
+        return t
+
+    def _view_at(self, t: int):
+        if t == self._t:
+            return self._graph
+        cached = self._views.get(t)
+        if cached is not None and cached[0] == self._graph.version and cached[1] == self._t:
+            self._views.move_to_end(t)
+            return cached[2]
+        view = historical_view(self._graph, self._store.commits_after(t, self._t))
+        self._views[t] = (self._graph.version, self._t, view)
+        if len(self._views) > 8:
+            self._views.popitem(last=False)
+        return view
+
+    def as_of(self, t: int | str) -> "HistoricalMemory":
+        """A read-only memory fixed at ``t`` (or a snapshot name)."""
+        return HistoricalMemory(self, self._resolve_t(t))
+
+    def diff(self, t1: int | str, t2: int | str) -> list[dict[str, Any]]:
+        """What changed from state ``t1`` to state ``t2``: one entry per node or edge."""
+        low, high = self._resolve_t(t1), self._resolve_t(t2)
+        with self._state.reading():
+            before, after = self._view_at(low), self._view_at(high)
+            commits = self._store.commits_after(min(low, high), max(low, high))
+            return net_changes(before, after, commits)
+
+    def commits(self, since: int = 0) -> list[Commit]:
+        """The commits after ``since``, oldest first."""
+        return self._store.commits_after(since, self._t)
+
+    def history(self, node_id: str) -> list[dict[str, Any]]:
+        """Every commit that touched ``node_id`` (its attributes or its edges), oldest first."""
+        entries = []
+        for commit in self._store.commits_after(0, self._t):
+            if commit.genesis:
+                view = self._view_at(commit.t)
+                if view.node(node_id) is not None:
+                    entries.append(_history_entry(commit, [{"kind": "loaded", "id": node_id}]))
+                continue
+            mine = [change_to_json(c) for c in commit.changes if node_id in c.touched]
+            if mine:
+                entries.append(_history_entry(commit, mine))
+        return entries
+
+    def snapshot(self, name: str, t: int | None = None) -> int:
+        """Name a state (the current one by default); returns its ``t``. Costs O(1)."""
+        if not isinstance(name, str) or not name or name.lstrip("-").isdigit():
+            raise _fail("invalid-argument", "a snapshot name is a non-empty string that is not a number")
+        t = self._t if t is None else self._resolve_t(t)
+        self._store.set_snapshot(name, t)
+        return t
+
+    def snapshots(self) -> dict[str, int]:
+        return self._store.snapshots()
+
+    # -- constraints --------------------------------------------------------------------------
+
+    def add_constraint(self, name: str, text: str, *, check_existing: bool = True) -> None:
+        """Add a user constraint ``each TYPE [where COND] must COND``; it must already hold
+        (every violation is listed otherwise, and nothing is added).
+
+        >>> m = Memory()
+        >>> m.add_constraint("done_has_result", "each action where status = 'done' must exists(results)")
+        >>> sorted(m.constraints())
+        ['done_has_result']
+        """
+        constraint = UserConstraint.compile(name, text, self.schema)
+        if check_existing:
+            with self._state.reading():
+                violations = constraint.violations(self._graph, None)
+            if violations:
+                raise TransactionRefused(
+                    TransactionReport(False, None, None, None, f"add constraint {name}", violations=tuple(violations))
+                )
+        self._store.set_constraint(name, text)
+        self._checker.add(constraint)
+
+    def remove_constraint(self, name: str) -> None:
+        if name not in self._checker.user:
+            raise _fail("unknown-name", f"no constraint named {name!r}")
+        self._store.set_constraint(name, None)
+        self._checker.remove(name)
+
+    def constraints(self) -> dict[str, str]:
+        return {name: c.text for name, c in self._checker.user.items()}
+
+    def violations(self) -> list[Violation]:
+        """Every violation in the current state (normally none)."""
+        with self._state.reading():
+            return self._checker.check_all(self._graph)
+
+    # -- changing -----------------------------------------------------------------------------
+
+    def transaction(
+        self,
+        author: str | None = None,
+        reason: str | None = None,
+        *,
+        base_t: int | None = None,
+        dry_run: bool = False,
+    ) -> "Transaction":
+        """A transaction to fill with ops; it commits when the ``with`` block ends.
+
+        Constraint violations raise :class:`TransactionRefused` (its ``report`` lists them);
+        an exception inside the block drops every op.
+        """
+        return Transaction(self, author, reason, base_t, dry_run)
+
+    def apply(self, doc: Mapping[str, Any], *, dry_run: bool = False) -> TransactionReport:
+        """Apply a transaction document (formats.md). Returns the report: committed, or
+        refused with every violation. Malformed documents and conflicts raise
+        :class:`TransactionError` / :class:`ConflictError` and change nothing."""
+        parsed = parse_transaction(doc)
+        dry_run = dry_run or bool(doc.get("dry_run", False))
+        return self._commit(
+            _ops_builder(parsed.ops), author=parsed.author, reason=parsed.reason, base_t=parsed.base_t, dry_run=dry_run
+        )
+
+    def load(self, doc: Any, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
+        """Load a graph document as one transaction: all or nothing, every problem named.
+
+        Into an empty memory this is a *genesis* commit (the history starts there)."""
+        from .store.graphfile import check_document
+
+        problems = check_document(doc, self.schema)
+        if problems:
+            raise GraphFileError(problems)
+        with self._write_lock:
+            self._catch_up()
+            if self._t == 0 and len(self._graph) == 0:
+                return self._genesis(doc, author, reason)
+        ops = [dict(node, op="add_node") for node in doc.get("nodes", [])]
+        ops += [dict(edge, op="add_edge") for edge in doc.get("edges", [])]
+        report = self._commit(_ops_builder([parse_op(op, f"item {i}") for i, op in enumerate(ops)]), author=author, reason=reason or "load")
+        if not report.committed:
+            raise GraphFileError(
+                [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations]
+            )
+        return report
+
+    def _genesis(self, doc: Any, author: str | None, reason: str | None) -> TransactionReport:
+        graph = graph_from_document(doc, self.schema)
+        violations = self._checker.check_all(graph)
+        if violations:
+            raise GraphFileError(
+                [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in violations]
+            )
+        commit = Commit(1, author, reason or "load", None, time.time(), (), genesis=True, kind="load")
+        with self._store.write():
+            if hasattr(self._store, "write_genesis"):
+                self._store.write_genesis(commit, graph)
+            else:
+                self._store.append(commit)
+        with self._state.writing():
+            self._graph = graph
+            self._t = 1
+            self._views.clear()
+        self._notify(commit)
+        return TransactionReport(True, 1, None, author, commit.reason)
+
+    def revert(self, t: int, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
+        """Append a transaction that undoes commit ``t`` (history is never rewritten).
+
+        Refused as a conflict when a later commit changed the same nodes or edges again."""
+        if not isinstance(t, int) or not 1 <= t <= self._t:
+            raise _fail("invalid-argument", f"t={t!r} is not a commit (1..{self._t})")
+
+        def build(overlay: GraphOverlay, ctx: OpContext) -> list[str]:
+            (commit,) = self._store.commits_after(t - 1, t)
+            if commit.genesis:
+                raise TransactionError(
+                    [Problem("invalid-argument", f"t={t} loaded the memory; delete nodes instead of reverting it")]
+                )
+            for change in commit.changes:
+                payload = change.after if change.after is not None else change.before
+                current = overlay.node(payload.id) if isinstance(payload, Node) else overlay.edge(*payload.key)
+                if current != change.after:
+                    later = [c.t for c in self._store.commits_after(t, self._t) if set(change.touched) & c.touched]
+                    raise ConflictError(
+                        [
+                            Problem(
+                                "conflict",
+                                f"cannot revert t={t}: {change.kind} of {change.touched[0]!r} was changed again "
+                                f"at t={later[0] if later else '?'}",
+                            )
+                        ]
+                    )
+            apply_changes(overlay, [change.inverse() for change in reversed(commit.changes)])
+            return []
+
+        return self._commit(build, author=author, reason=reason or f"revert t={t}", base_t=None, dry_run=False, kind="revert")
+
+    # -- the commit pipeline ------------------------------------------------------------------
+
+    def _catch_up(self) -> None:
+        """Apply commits another process wrote to the store since we last looked."""
+        latest = self._store.latest_t()
+        if latest <= self._t:
+            return
+        commits = self._store.commits_after(self._t, latest)
+        with self._state.writing():
+            if any(c.genesis for c in commits):
+                self._graph, self._t = self._store.load_state()
+            else:
+                for commit in commits:
+                    apply_changes(self._graph, list(commit.changes))
+                    self._t = commit.t
+            self._views.clear()
+        stored = self._store.constraints()
+        for name, text in stored.items():
+            if name not in self._checker.user:
+                self._checker.add(UserConstraint.compile(name, text, self.schema))
+        for name in [n for n in self._checker.user if n not in stored]:
+            self._checker.remove(name)
+        for commit in commits:
+            self._notify(commit)
+
+    def refresh(self) -> int:
+        """Catch up with commits other processes made; returns the new ``t``."""
+        with self._write_lock:
+            self._catch_up()
+        return self._t
+
+    def _build(self, build: Callable) -> tuple[GraphOverlay, OpContext, list[str]]:
+        overlay = GraphOverlay(self._graph)
+        ctx = OpContext(self.schema, id_prefix=f"{self._t + 1}-")
+        created = build(overlay, ctx)
+        return overlay, ctx, created
+
+    def _check_conflict(self, base_t: int | None, overlay: GraphOverlay, ctx: OpContext, changes: list[Change]) -> None:
+        if base_t is None or base_t == self._t:
+            return
+        if base_t > self._t:
+            raise TransactionError([Problem("invalid-argument", f"base_t={base_t} is after the last commit t={self._t}")])
+        mine = set(ctx.read_ids)
+        for change in changes:
+            mine.update(change.touched)
+        for commit in self._store.commits_after(base_t, self._t):
+            overlap = mine if commit.genesis else (mine & commit.touched)
+            if overlap:
+                names = ", ".join(repr(i) for i in sorted(overlap)[:5])
+                raise ConflictError(
+                    [
+                        Problem(
+                            "conflict",
+                            f"t={commit.t} changed {names} after base_t={base_t}; read again and retry",
+                            where=f"t={commit.t}",
+                        )
+                    ]
+                )
+
+    def _commit(
+        self,
+        build: Callable,
+        *,
+        author: str | None,
+        reason: str | None,
+        base_t: int | None,
+        dry_run: bool,
+        prepared: tuple[GraphOverlay, OpContext, list[str], int] | None = None,
+        kind: str = "transaction",
+    ) -> TransactionReport:
+        with self._write_lock:
+            with self._store.write():
+                self._catch_up()
+                if prepared is not None and prepared[3] == self._graph.version:
+                    overlay, ctx, created = prepared[:3]
+                else:
+                    overlay, ctx, created = self._build(build)
+                fired: list[str] = []
+                dirtied: list[Mapping[str, Any]] = []
+                for hook in self.commit_hooks:
+                    more_fired, more_dirtied = hook(self, overlay, ctx)
+                    fired.extend(more_fired)
+                    dirtied.extend(more_dirtied)
+                changes = overlay.changes()
+                self._check_conflict(base_t, overlay, ctx, changes)
+                violations = self._checker.check(overlay, changes, ctx.violations)
+                if violations or dry_run:
+                    return TransactionReport(
+                        False,
+                        None,
+                        base_t,
+                        author,
+                        reason,
+                        tuple(changes),
+                        tuple(fired),
+                        tuple(dirtied),
+                        tuple(violations),
+                        dry_run=dry_run,
+                        created=tuple(created),
+                    )
+                t = self._t + 1
+                commit = Commit(t, author, reason, base_t, time.time(), tuple(changes), tuple(fired), tuple(dirtied), kind=kind)
+                self._store.append(commit)
+            # Durable now; make it visible.
+            with self._state.writing():
+                apply_changes(self._graph, changes)
+                self._t = t
+                self._views.clear()
+        self._notify(commit)
+        return TransactionReport(
+            True, t, base_t, author, reason, tuple(changes), tuple(fired), tuple(dirtied), (), created=tuple(created)
+        )
+
+    # -- listeners ----------------------------------------------------------------------------
+
+    def on_commit(self, listener: Callable[[Commit], None]) -> None:
+        """Call ``listener(commit)`` after every commit this memory applies (its own or caught up)."""
+        self._listeners.append(listener)
+
+    def _notify(self, commit: Commit) -> None:
+        for listener in self._listeners:
+            listener(commit)
+
+
+def _ops_builder(ops) -> Callable[[GraphOverlay, OpContext], list[str]]:
+    def build(overlay: GraphOverlay, ctx: OpContext) -> list[str]:
+        created: list[str] = []
+        for index, op in enumerate(ops):
+            created.extend(apply_op(overlay, op, ctx, f"ops[{index}]"))
+        return created
+
+    return build
+
+
+def _history_entry(commit: Commit, changes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "t": commit.t,
+        "author": commit.author,
+        "reason": commit.reason,
+        "timestamp": commit.timestamp,
+        "kind": commit.kind,
+        "changes": changes,
+    }
+
+
+class HistoricalMemory:
+    """A read-only memory fixed at one ``t``."""
+
+    def __init__(self, memory: Memory, t: int):
+        self._memory = memory
+        self.t = t
+
+    def query(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None) -> QueryResult:
+        return self._memory.query(expr, focus=focus, params=params, as_of=self.t)
+
+    def node(self, node_id: str) -> dict[str, Any] | None:
+        return self._memory.node(node_id, as_of=self.t)
 
     def export(self) -> dict[str, Any]:
-        """The whole memory as a graph document (formats.md)."""
-        return self._graph.to_document()
+        return self._memory.export(as_of=self.t)
+
+
+class Transaction:
+    """Ops applied in order, each seeing the ones before; committed when the block ends.
+
+    Reads inside the transaction (``tx.query``) see its own changes; other readers keep
+    seeing the committed state until the commit.
+    """
+
+    def __init__(self, memory: Memory, author: str | None, reason: str | None, base_t: int | None, dry_run: bool):
+        self.memory = memory
+        self.author = author
+        self.reason = reason
+        self.base_t = base_t
+        self.dry_run = dry_run
+        self.ops: list = []
+        self.report: TransactionReport | None = None
+        self._overlay: GraphOverlay | None = None
+        self._ctx: OpContext | None = None
+        self._created: list[str] = []
+        self._built_at = -1
+        self._done = False
+
+    def __enter__(self) -> "Transaction":
+        self._start()
+        return self
+
+    def _start(self) -> None:
+        memory = self.memory
+        with memory._state.reading():
+            self._built_at = memory.graph.version
+            self._overlay = GraphOverlay(memory.graph)
+        self._ctx = OpContext(memory.schema, id_prefix=f"{memory.t + 1}-")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self._done = True
+            return
+        self.commit()
+
+    # ops
+    def op(self, doc: Mapping[str, Any]) -> list[str]:
+        """Apply one op in transaction-file form; returns the ids it created."""
+        if self._done:
+            raise _fail("invalid-argument", "this transaction has already ended")
+        if self._overlay is None:
+            self._start()
+        op = parse_op(dict(doc), f"ops[{len(self.ops)}]")
+        created = apply_op(self._overlay, op, self._ctx, f"ops[{len(self.ops)}]")
+        self.ops.append(op)
+        self._created.extend(created)
+        return created
+
+    def add_node(self, type: str, *, id: str | None = None, parent: str | None = None, order: float | None = None, **attributes: Any) -> str:  # noqa: A002
+        """Add a node (under ``parent`` when given); returns its id (generated if not given)."""
+        doc: dict[str, Any] = dict(attributes, op="add_node", type=type)
+        if id is not None:
+            doc["id"] = id
+        if parent is not None:
+            doc["parent"] = parent
+        if order is not None:
+            doc["order"] = order
+        return self.op(doc)[0]
+
+    def update_node(self, id: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
+        self.op({"op": "update_node", "id": id, "set": dict(set or {}), "unset": list(unset)})
+
+    def delete_node(self, id: str, *, cascade: bool = False) -> None:  # noqa: A002
+        self.op({"op": "delete_node", "id": id, "cascade": cascade})
+
+    def add_edge(self, source: str, target: str, type: str, **attributes: Any) -> None:  # noqa: A002
+        self.op(dict(attributes, op="add_edge", **{"from": source, "to": target, "type": type}))
+
+    def update_edge(self, source: str, target: str, type: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
+        self.op({"op": "update_edge", "from": source, "to": target, "type": type, "set": dict(set or {}), "unset": list(unset)})
+
+    def delete_edge(self, source: str, target: str, type: str) -> None:  # noqa: A002
+        self.op({"op": "delete_edge", "from": source, "to": target, "type": type})
+
+    def replace_branch(self, id: str, plan: list[Mapping[str, Any]], *, set: Mapping[str, Any] | None = None) -> list[str]:  # noqa: A002
+        """Replace everything below ``id`` with a nested plan; returns the new top ids."""
+        doc: dict[str, Any] = {"op": "replace_branch", "id": id, "with": list(plan)}
+        if set:
+            doc["set"] = dict(set)
+        return self.op(doc)
+
+    def query(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None) -> QueryResult:
+        """Read the memory as this transaction has changed it so far."""
+        if self._overlay is None:
+            self._start()
+        return self.memory.compile(expr).run(self._overlay, focus=focus, params=params, limits=self.memory.limits)
+
+    def commit(self) -> TransactionReport:
+        """Commit now (the ``with`` block does this); raises TransactionRefused on violations."""
+        if self._done:
+            raise _fail("invalid-argument", "this transaction has already ended")
+        self._done = True
+        ops = tuple(self.ops)
+        prepared = None
+        if self._overlay is not None:
+            prepared = (self._overlay, self._ctx, self._created, self._built_at)
+        report = self.memory._commit(
+            _ops_builder(ops),
+            author=self.author,
+            reason=self.reason,
+            base_t=self.base_t,
+            dry_run=self.dry_run,
+            prepared=prepared,
+        )
+        self.report = report
+        if report.violations:
+            raise TransactionRefused(report)
+        return report
+
+    def rollback(self) -> None:
+        """Drop every op; nothing is committed."""
+        self._done = True
+
+

@@ -9,7 +9,7 @@ text → :func:`~hgm_engine.parser.parse` → :func:`~hgm_engine.analyze.analyze
 ('s',)
 >>> print(q.explain())  # doctest: +NORMALIZE_WHITESPACE
 query: root.subgoals[0].actions.where(status = $s)
-rules applied: type_pushdown
+rules applied: none
 plan:
   roots (goals without a parent)
     navigate subgoals: out(parent_of) to type 'goal'

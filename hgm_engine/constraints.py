@@ -1,0 +1,334 @@
+"""Constraints: what must hold after every transaction, checked only where it changed.
+
+Built in for the default schema: every action has exactly one parent and it is a goal or an
+action; every result is produced by at least one action; ``parent_of``, ``before`` and
+``replaces`` are acyclic; each edge type connects only the node types its rule allows; node
+attributes match their type's JSON Schema. User constraints are written in the path
+language — ``each TYPE [where COND] must COND`` — and are checked on the nodes of that type
+within reach of the change (how far a constraint looks is computed from its conditions).
+
+>>> c = UserConstraint.compile("done_has_result", "each action where status = 'done' must exists(results)")
+>>> c.radius
+1
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+import attrs
+import jsonschema
+
+from .analyze import _Checker
+from .errors import Problem, QueryAnalysisError
+from .graph import thaw
+from .overlay import Change
+from .parser import parse_constraint
+from .executor import Program, build
+from .optimizer import optimize
+from .plan import (
+    AllNodes,
+    AllOf,
+    AnyOf,
+    Attr,
+    Cmp,
+    Const,
+    Filter,
+    Navigate,
+    Negate,
+    ParamNodes,
+    PathCount,
+    PathExists,
+    PathPlan,
+    QueryPlan,
+    Truthy,
+    _condition,
+)
+from .schema import DEFAULT_SCHEMA, Closure, Hop, Schema
+from .transaction import Violation
+
+__all__ = ["UserConstraint", "ConstraintChecker", "check_full"]
+
+
+def _path_radius(path: PathPlan) -> float:
+    depth: float = 0
+    for op in path.ops:
+        if isinstance(op, Navigate):
+            relation = op.relation
+            if isinstance(relation, Hop):
+                if op.repeat is None:
+                    depth += 1
+                elif op.repeat[1] is None:
+                    return math.inf
+                else:
+                    depth += op.repeat[1]
+            elif isinstance(relation, Closure):
+                return math.inf
+            else:  # siblings go up and down; version chains have no bound
+                depth += 2 if type(relation).__name__ == "Siblings" else math.inf
+            for predicate in op.predicates:
+                if isinstance(predicate, Filter):
+                    depth = max(depth, depth + _condition_radius(predicate.condition))
+        elif isinstance(op, Filter):
+            depth = max(depth, depth + _condition_radius(op.condition))
+    return depth
+
+
+def _condition_radius(cond: Any) -> float:
+    """How many hops from the node a condition looks."""
+    if isinstance(cond, (AllOf, AnyOf)):
+        return max((_condition_radius(c) for c in cond.items), default=0)
+    if isinstance(cond, Negate):
+        return _condition_radius(cond.item)
+    if isinstance(cond, Truthy):
+        return _condition_radius(cond.operand)
+    if isinstance(cond, Cmp):
+        return max(_condition_radius(cond.left), _condition_radius(cond.right))
+    if isinstance(cond, (PathCount, PathExists)):
+        return _path_radius(cond.path)
+    return 0
+
+
+@attrs.frozen
+class UserConstraint:
+    """A constraint in the path language, compiled once."""
+
+    name: str
+    text: str
+    node_type: str
+    radius: float  # hops its conditions look; inf means "check every node of the type"
+    scoped: Program = attrs.field(repr=False, eq=False)  # violators among $scope
+    everywhere: Program = attrs.field(repr=False, eq=False)  # violators in the whole graph
+
+    @classmethod
+    def compile(cls, name: str, text: str, schema: Schema = DEFAULT_SCHEMA) -> "UserConstraint":
+        """Parse and check ``text``; errors carry positions in ``text``."""
+        if not isinstance(name, str) or not name:
+            raise QueryAnalysisError([Problem("invalid-argument", "a constraint needs a non-empty name")])
+        definition = parse_constraint(text)
+        checker = _Checker(text, schema)
+        if definition.node_type not in schema.node_types:
+            checker.unknown("node type", definition.node_type, definition.type_span.start, schema.node_types)
+        for condition in (definition.where, definition.must):
+            if condition is not None:
+                checker.condition(condition)
+        for param, offset in checker.params.items():
+            checker.report("invalid-argument", f"a constraint cannot use parameters (${param})", offset)
+        if checker.problems:
+            checker.problems.sort(key=lambda item: item[0])
+            raise QueryAnalysisError([p for _, p in checker.problems], text)
+        radius = max(
+            _condition_radius(_condition(c, schema)) for c in (definition.where, definition.must) if c is not None
+        )
+        # Violators are the nodes of the type that meet ``where`` and fail ``must``.
+        parts = [Cmp("=", Attr("type"), Const(definition.node_type))]
+        if definition.where is not None:
+            parts.append(_condition(definition.where, schema))
+        parts.append(Negate(_condition(definition.must, schema)))
+        violator = Filter(AllOf(tuple(parts)))
+        scoped = optimize(QueryPlan((PathPlan(ParamNodes("scope"), (violator,)),)))
+        everywhere = optimize(QueryPlan((PathPlan(AllNodes(), (violator,)),)))
+        return cls(name, text, definition.node_type, radius, build(scoped), build(everywhere))
+
+    def violations(self, view, scope: Iterable[str] | None) -> list[Violation]:
+        """Nodes of ``view`` breaking this constraint (among ``scope``, or all when None)."""
+        if scope is None or math.isinf(self.radius):
+            ids = self.everywhere.run(view)
+        else:
+            ids = self.scoped.run(view, params={"scope": tuple(scope)})
+        return [Violation(self.name, node_id, f"{node_id!r} breaks: {self.text}") for node_id in ids]
+
+
+class ConstraintChecker:
+    """Checks a transaction's net changes against the schema's rules and user constraints."""
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self.user: dict[str, UserConstraint] = {}
+        # Validators are built once per type (jsonschema compiles nothing lazily we can reuse).
+        self._validators = {
+            node_type: jsonschema.validators.validator_for(spec)(spec)
+            for node_type, spec in schema.attribute_schemas.items()
+        }
+        for spec in schema.attribute_schemas.values():
+            jsonschema.validators.validator_for(spec).check_schema(spec)
+
+    def add(self, constraint: UserConstraint) -> None:
+        self.user[constraint.name] = constraint
+
+    def remove(self, name: str) -> None:
+        del self.user[name]
+
+    # -- checking -----------------------------------------------------------------------------
+
+    def check(self, view, changes: list[Change], extra: Iterable[Violation] = ()) -> list[Violation]:
+        """Every violation caused by ``changes`` in ``view`` (the state after them)."""
+        violations = list(extra)
+        touched: dict[str, None] = {}
+        added_edges = []
+        changed_nodes = []
+        for change in changes:
+            for node_id in change.touched:
+                touched[node_id] = None
+            if change.kind in ("edge_added", "edge_updated"):
+                added_edges.append(change.after)
+            elif change.kind in ("node_added", "node_updated"):
+                changed_nodes.append(change.after)
+        present = [node_id for node_id in touched if node_id in view]
+        violations.extend(self._structure(view, present))
+        violations.extend(self._edges(view, added_edges))
+        violations.extend(self._attributes(changed_nodes))
+        violations.extend(self._user(view, present))
+        return _unique(violations)
+
+    def check_all(self, view) -> list[Violation]:
+        """Every violation in the whole of ``view`` (used when loading a graph file)."""
+        nodes = list(view.node_map())
+        violations = self._structure(view, nodes)
+        edges = []
+        for node_id in nodes:
+            edges.extend(view.out_edges(node_id))
+        edges.sort(key=lambda e: e.seq)
+        violations.extend(self._edges(view, edges))
+        violations.extend(self._attributes([view.node_map()[n] for n in nodes]))
+        for constraint in self.user.values():
+            violations.extend(constraint.violations(view, None))
+        return _unique(violations)
+
+    def _structure(self, view, node_ids: list[str]) -> list[Violation]:
+        out = []
+        nodes = view.node_map()
+        for node_id in node_ids:
+            node = nodes[node_id]
+            if node.type == "action":
+                parents = view.in_adjacency(node_id).by_type.get("parent_of", ())
+                if len(parents) != 1:
+                    out.append(
+                        Violation(
+                            "action_has_one_parent",
+                            node_id,
+                            f"action {node_id!r} has {len(parents)} parents; an action has exactly one",
+                        )
+                    )
+                elif nodes[parents[0]].type not in ("goal", "action"):
+                    out.append(
+                        Violation(
+                            "action_parent_is_goal_or_action",
+                            node_id,
+                            f"action {node_id!r} is under {nodes[parents[0]].type} {parents[0]!r}; "
+                            "an action's parent is a goal or an action",
+                        )
+                    )
+            elif node.type == "result":
+                producers = view.in_adjacency(node_id).by_type.get("produces", ())
+                if not any(nodes[p].type == "action" for p in producers):
+                    out.append(
+                        Violation(
+                            "result_is_produced",
+                            node_id,
+                            f"result {node_id!r} is produced by no action",
+                        )
+                    )
+        return out
+
+    def _edges(self, view, edges: list) -> list[Violation]:
+        out = []
+        nodes = view.node_map()
+        for edge in edges:
+            if edge is None or edge.source not in view or edge.target not in view:
+                continue
+            rule = self.schema.edge_rules.get(edge.type)
+            source_type, target_type = nodes[edge.source].type, nodes[edge.target].type
+            if rule is not None and not rule.allows(source_type, target_type):
+                out.append(
+                    Violation(
+                        f"{edge.type}_endpoints",
+                        edge.source,
+                        f"{edge.type} from {source_type} {edge.source!r} to {target_type} {edge.target!r}; "
+                        f"allowed: {rule.describe()}",
+                    )
+                )
+            if edge.type in self.schema.acyclic_edge_types and _reaches(view, edge.target, edge.source, edge.type):
+                out.append(
+                    Violation(
+                        f"{edge.type}_acyclic",
+                        edge.source,
+                        f"{edge.type} {edge.source!r} -> {edge.target!r} closes a cycle",
+                    )
+                )
+        return out
+
+    def _attributes(self, nodes: list) -> list[Violation]:
+        out = []
+        for node in nodes:
+            validator = self._validators.get(node.type)
+            if validator is None:
+                continue
+            for error in sorted(validator.iter_errors(thaw(node.attrs)), key=lambda e: list(e.path)):
+                where = ".".join(str(p) for p in error.absolute_path) or "attributes"
+                out.append(
+                    Violation(f"{node.type}_attributes", node.id, f"{node.id!r} {where}: {error.message}")
+                )
+        return out
+
+    def _user(self, view, touched: list[str]) -> list[Violation]:
+        out = []
+        for constraint in self.user.values():
+            if math.isinf(constraint.radius):
+                out.extend(constraint.violations(view, None))
+            else:
+                scope = _neighbourhood(view, touched, int(constraint.radius))
+                out.extend(constraint.violations(view, scope))
+        return out
+
+
+def _reaches(view, start: str, goal: str, edge_type: str) -> bool:
+    """Whether ``goal`` can be reached from ``start`` along ``edge_type`` edges.
+
+    Walks backwards from ``goal`` instead when that side is narrower (a tree's ancestors)."""
+    if start == goal:
+        return True
+    seen = {goal}
+    level = [goal]
+    while level:
+        following = []
+        for node_id in level:
+            for previous in view.in_adjacency(node_id).by_type.get(edge_type, ()):
+                if previous == start:
+                    return True
+                if previous not in seen:
+                    seen.add(previous)
+                    following.append(previous)
+        level = following
+    return False
+
+
+def _neighbourhood(view, seeds: list[str], radius: int) -> list[str]:
+    seen = dict.fromkeys(seeds)
+    level = list(seeds)
+    for _ in range(radius):
+        following = []
+        for node_id in level:
+            for _, other in view.out_adjacency(node_id).pairs:
+                if other not in seen:
+                    seen[other] = None
+                    following.append(other)
+            for _, other in view.in_adjacency(node_id).pairs:
+                if other not in seen:
+                    seen[other] = None
+                    following.append(other)
+        level = following
+    return list(seen)
+
+
+def _unique(violations: list[Violation]) -> list[Violation]:
+    return list(dict.fromkeys(violations))
+
+
+def check_full(view, schema: Schema = DEFAULT_SCHEMA, constraints: Mapping[str, UserConstraint] | None = None) -> list[Violation]:
+    """Every violation in a whole graph (for loading files and ``hgm validate``)."""
+    checker = ConstraintChecker(schema)
+    for constraint in (constraints or {}).values():
+        checker.add(constraint)
+    return checker.check_all(view)

@@ -1,0 +1,253 @@
+"""The default durable store: one SQLite file holding the journal and the current state.
+
+A commit writes its journal row and its state changes in one SQLite transaction with
+``synchronous=FULL`` in WAL mode, so it is durable when it returns and a process killed at
+any moment reopens at the last committed ``t``. Writers take SQLite's write lock
+(``BEGIN IMMEDIATE``) for the whole commit, so two processes on one file are serialized.
+
+>>> import tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "m.db")
+>>> store = SQLiteStore(path)
+>>> store.latest_t()
+0
+>>> store.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from typing import Iterator
+
+from ..errors import HGMError, Problem
+from ..graph import MemoryGraph, thaw
+from ..history import (
+    Commit,
+    commit_from_record,
+    commit_to_record,
+    edge_from_record,
+    node_from_record,
+)
+from .base import Store
+
+__all__ = ["SQLiteStore", "StoreError"]
+
+SCHEMA_VERSION = "1"
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS journal (
+    t INTEGER PRIMARY KEY,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS nodes (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    attrs TEXT NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS edges (
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    type TEXT NOT NULL,
+    attrs TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (source, target, type)
+);
+CREATE TABLE IF NOT EXISTS snapshots (name TEXT PRIMARY KEY, t INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL);
+"""
+
+
+class StoreError(HGMError):
+    """The store cannot be opened or written (not a database, newer format, locked...)."""
+
+    stage = "store"
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class SQLiteStore(Store):
+    """Journal and state in one SQLite file."""
+
+    def __init__(self, path: str, *, timeout: float = 30.0):
+        self.location = str(path)
+        try:
+            self._db = sqlite3.connect(
+                self.location, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_TABLES)
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError([Problem("store", f"cannot open {self.location}: {exc}", where=self.location)]) from None
+        if row is None:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise StoreError(
+                [Problem("store", f"{self.location} has store format {row[0]}, this hgm reads {SCHEMA_VERSION}")]
+            )
+        self._lock = threading.RLock()
+        self._in_write = 0
+        self._commit_cache: dict[int, Commit] = {}
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def load_state(self) -> tuple[MemoryGraph, int]:
+        with self._lock:
+            # One read transaction, so the state and its t agree even while others write.
+            self._db.execute("BEGIN")
+            try:
+                t = self._latest_t()
+                graph = MemoryGraph()
+                for node_id, node_type, attrs, seq in self._db.execute(
+                    "SELECT id, type, attrs, seq FROM nodes ORDER BY seq"
+                ):
+                    graph.restore_node(
+                        node_from_record({"id": node_id, "type": node_type, "attrs": json.loads(attrs), "seq": seq})
+                    )
+                for source, target, edge_type, attrs, seq in self._db.execute(
+                    "SELECT source, target, type, attrs, seq FROM edges ORDER BY seq"
+                ):
+                    graph.restore_edge(
+                        edge_from_record(
+                            {"from": source, "to": target, "type": edge_type, "attrs": json.loads(attrs), "seq": seq}
+                        )
+                    )
+            finally:
+                self._db.execute("COMMIT")
+            return graph, t
+
+    def _latest_t(self) -> int:
+        row = self._db.execute("SELECT MAX(t) FROM journal").fetchone()
+        return row[0] or 0
+
+    def latest_t(self) -> int:
+        with self._lock:
+            return self._latest_t()
+
+    def commits_after(self, t: int, upto: int | None = None) -> list[Commit]:
+        with self._lock:
+            high = self._latest_t() if upto is None else upto
+            missing = [n for n in range(t + 1, high + 1) if n not in self._commit_cache]
+            if missing:
+                rows = self._db.execute(
+                    "SELECT t, record FROM journal WHERE t > ? AND t <= ? ORDER BY t", (t, high)
+                ).fetchall()
+                for number, record in rows:
+                    if number not in self._commit_cache:
+                        self._commit_cache[number] = commit_from_record(json.loads(record))
+            return [self._commit_cache[n] for n in range(t + 1, high + 1) if n in self._commit_cache]
+
+    # -- writing ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator["SQLiteStore"]:
+        with self._lock:
+            if self._in_write:
+                self._in_write += 1
+                try:
+                    yield self
+                finally:
+                    self._in_write -= 1
+                return
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError([Problem("store", f"cannot lock {self.location} for writing: {exc}")]) from None
+            self._in_write = 1
+            try:
+                yield self
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+            finally:
+                self._in_write = 0
+
+    def append(self, commit: Commit) -> None:
+        assert self._in_write, "append() runs inside write()"
+        record = commit_to_record(commit)
+        self._db.execute("INSERT INTO journal (t, record) VALUES (?, ?)", (commit.t, _dumps(record)))
+        self._apply_state(commit)
+        self._commit_cache[commit.t] = commit
+
+    def _apply_state(self, commit: Commit) -> None:
+        db = self._db
+        for change in commit.changes:
+            kind = change.kind
+            if kind == "edge_removed":
+                db.execute("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?", change.before.key)
+            elif kind == "node_removed":
+                db.execute("DELETE FROM nodes WHERE id = ?", (change.before.id,))
+            elif kind in ("node_added", "node_updated"):
+                node = change.after
+                db.execute(
+                    "INSERT OR REPLACE INTO nodes (id, type, attrs, seq) VALUES (?, ?, ?, ?)",
+                    (node.id, node.type, _dumps(thaw(node.attrs)), node.seq),
+                )
+            elif kind in ("edge_added", "edge_updated"):
+                edge = change.after
+                db.execute(
+                    "INSERT OR REPLACE INTO edges (source, target, type, attrs, seq) VALUES (?, ?, ?, ?, ?)",
+                    (edge.source, edge.target, edge.type, _dumps(thaw(edge.attrs)), edge.seq),
+                )
+
+    def write_genesis(self, commit: Commit, graph: MemoryGraph) -> None:
+        """Record a load into an empty store: the whole graph, in bulk."""
+        assert self._in_write and commit.genesis
+        self._db.execute("INSERT INTO journal (t, record) VALUES (?, ?)", (commit.t, _dumps(commit_to_record(commit))))
+        self._db.executemany(
+            "INSERT INTO nodes (id, type, attrs, seq) VALUES (?, ?, ?, ?)",
+            ((n.id, n.type, _dumps(thaw(n.attrs)), n.seq) for n in graph.nodes()),
+        )
+        self._db.executemany(
+            "INSERT INTO edges (source, target, type, attrs, seq) VALUES (?, ?, ?, ?, ?)",
+            ((e.source, e.target, e.type, _dumps(thaw(e.attrs)), e.seq) for e in graph.edges()),
+        )
+        self._commit_cache[commit.t] = commit
+
+    # -- small tables -------------------------------------------------------------------------
+
+    def snapshots(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._db.execute("SELECT name, t FROM snapshots ORDER BY t, name"))
+
+    def set_snapshot(self, name: str, t: int) -> None:
+        with self.write():
+            self._db.execute("INSERT OR REPLACE INTO snapshots (name, t) VALUES (?, ?)", (name, t))
+
+    def constraints(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT name, text FROM constraints ORDER BY name"))
+
+    def set_constraint(self, name: str, text: str | None) -> None:
+        with self.write():
+            if text is None:
+                self._db.execute("DELETE FROM constraints WHERE name = ?", (name,))
+            else:
+                self._db.execute("INSERT OR REPLACE INTO constraints (name, text) VALUES (?, ?)", (name, text))
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self.write():
+            if value is None:
+                self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
