@@ -435,7 +435,7 @@ class Memory:
             for change in commit.changes:
                 payload = change.after if change.after is not None else change.before
                 current = overlay.node(payload.id) if isinstance(payload, Node) else overlay.edge(*payload.key)
-                if current != change.after:
+                if _content(current) != _content(change.after):
                     later = [c.t for c in self._store.commits_after(t, self._t) if set(change.touched) & c.touched]
                     raise ConflictError(
                         [
@@ -446,7 +446,15 @@ class Memory:
                             )
                         ]
                     )
-            apply_changes(overlay, [change.inverse() for change in reversed(commit.changes)])
+            for change in reversed(commit.changes):
+                undo = change.inverse()
+                # What the revert re-creates is created now: it gets a new creation number.
+                if undo.kind == "node_added":
+                    overlay.add_node(undo.after.id, undo.after.type, undo.after.attrs)
+                elif undo.kind == "edge_added":
+                    overlay.add_edge(undo.after.source, undo.after.target, undo.after.type, undo.after.attrs)
+                else:
+                    apply_changes(overlay, [undo])
             return []
 
         return self._commit(build, author=author, reason=reason or f"revert t={t}", base_t=None, dry_run=False, kind="revert")
@@ -573,6 +581,15 @@ class Memory:
     def _notify(self, commit: Commit) -> None:
         for listener in self._listeners:
             listener(commit)
+
+
+def _content(payload) -> tuple | None:
+    """What a node or edge holds, ignoring its creation number (a re-created node is the same)."""
+    if payload is None:
+        return None
+    if isinstance(payload, Node):
+        return (payload.id, payload.type, payload.attrs)
+    return (payload.key, payload.attrs)
 
 
 def _ops_builder(ops) -> Callable[[GraphOverlay, OpContext], list[str]]:
