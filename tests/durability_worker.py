@@ -1,0 +1,80 @@
+"""Child processes for the durability tests (run as scripts, killed or raced on purpose)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def ops_for(t: int) -> list[dict]:
+    """The deterministic transaction number ``t`` of the crash stream."""
+    if t % 7 == 0 and t > 7:
+        # The goal's action produced r{t-6}; a result must keep a producer, so it goes first.
+        return [
+            {"op": "delete_node", "id": f"r{t - 6}"},
+            {"op": "delete_node", "id": f"g{t - 7}", "cascade": True},
+        ]
+    if t % 2 == 1:
+        return [
+            {"op": "add_node", "id": f"g{t}", "type": "goal", "content": f"goal {t}", "status": "active"},
+            {"op": "add_node", "id": f"a{t}", "type": "action", "parent": f"g{t}", "status": "pending"},
+            {"op": "add_node", "id": f"f{t}", "type": "fact", "content": "x" * (t % 50)},
+            {"op": "add_edge", "from": f"a{t}", "to": f"f{t}", "type": "related_to"},
+        ]
+    previous = t - 1
+    return [
+        {"op": "update_node", "id": f"a{previous}", "set": {"status": "done", "step": t}},
+        {"op": "add_node", "id": f"r{t}", "type": "result", "ok": True},
+        {"op": "add_edge", "from": f"a{previous}", "to": f"r{t}", "type": "produces"},
+    ]
+
+
+def crash_writer(path: str, stop_at: int) -> None:
+    from hgm_engine import Memory
+
+    memory = Memory.open(path)
+    while memory.t < stop_at:
+        t = memory.t + 1
+        ops = ops_for(t)
+        if not any(op["op"] == "update_node" and op["id"] not in memory.graph for op in ops) and not any(
+            op["op"] == "delete_node" and op["id"] not in memory.graph for op in ops
+        ):
+            report = memory.apply({"author": "crash", "reason": f"step {t}", "ops": ops})
+        else:  # the target was removed earlier in the stream; commit a marker instead
+            report = memory.apply({"author": "crash", "reason": f"step {t}", "ops": [
+                {"op": "add_node", "id": f"m{t}", "type": "fact", "content": "marker"}]})
+        assert report.committed, report.to_json()
+        print(report.t, flush=True)
+
+
+def racer(path: str, name: str, attempts: int) -> None:
+    from hgm_engine import Memory
+    from hgm_engine.transaction import ConflictError
+
+    memory = Memory.open(path)
+    outcomes = []
+    for _ in range(attempts):
+        base_t = memory.refresh()
+        value = memory.node("counter")["value"]
+        try:
+            report = memory.apply(
+                {
+                    "author": name,
+                    "base_t": base_t,
+                    "ops": [{"op": "update_node", "id": "counter", "set": {"value": value + 1, "by": name}}],
+                }
+            )
+            outcomes.append({"committed": True, "t": report.t, "value": value + 1})
+        except ConflictError as err:
+            outcomes.append({"committed": False, "conflict": err.message})
+        time.sleep(0.001)
+    print(json.dumps(outcomes), flush=True)
+
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "crash":
+        crash_writer(sys.argv[2], int(sys.argv[3]))
+    elif command == "race":
+        racer(sys.argv[2], sys.argv[3], int(sys.argv[4]))

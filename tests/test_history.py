@@ -1,0 +1,108 @@
+"""History: t per commit, as_of, diff, node history, revert, snapshots; the SQLite store."""
+
+from __future__ import annotations
+
+import pytest
+
+from hgm_engine import HGMError, Memory
+from hgm_engine.transaction import ConflictError
+
+
+@pytest.fixture
+def memory(travel_graph_path) -> Memory:
+    m = Memory.from_file(travel_graph_path)
+    m.apply({"reason": "closed Mondays", "ops": [{"op": "update_node", "id": "a_forbidden", "set": {"day": "Tue"}}]})
+    m.apply({"reason": "new stop", "ops": [{"op": "add_node", "id": "a9", "type": "action", "parent": "day2", "status": "pending"}]})
+    return m
+
+
+def test_every_commit_gets_the_next_t(memory):
+    assert [c.t for c in memory.commits()] == [1, 2, 3]
+    assert memory.commits()[0].genesis  # loading the file was the first commit
+
+
+def test_as_of_answers_with_the_state_at_that_t(memory):
+    assert memory.query("#day2.actions", as_of=2).ids == ["a_temple"]
+    assert memory.query("#day2.actions").ids == ["a_temple", "a9"]
+    assert memory.node("a_forbidden", as_of=1)["day"] == "Mon"
+    assert memory.query("nodes.count()", as_of=0).value == 0
+
+
+def test_as_of_outside_the_history_is_an_error(memory):
+    with pytest.raises(HGMError) as caught:
+        memory.query("root", as_of=99)
+    assert caught.value.category == "invalid-argument"
+
+
+def test_diff_lists_net_changes_between_two_states(memory):
+    assert memory.diff(1, 3) == [
+        {"kind": "node_updated", "id": "a_forbidden", "before": {"day": "Mon"}, "after": {"day": "Tue"}},
+        {"kind": "node_added", "id": "a9", "node": {"id": "a9", "type": "action", "status": "pending"}},
+        {"kind": "edge_added", "from": "day2", "to": "a9", "type": "parent_of"},
+    ]
+    assert memory.diff(2, 2) == []
+
+
+def test_history_of_a_node_lists_the_commits_that_touched_it(memory):
+    entries = memory.history("a_forbidden")
+    assert [e["t"] for e in entries] == [1, 2]
+    assert entries[1]["reason"] == "closed Mondays"
+
+
+def test_revert_appends_a_compensating_transaction(memory):
+    report = memory.revert(3, author="me")
+    assert report.committed and report.t == 4
+    assert memory.node("a9") is None
+    assert memory.query("#day2.actions", as_of=3).ids == ["a_temple", "a9"]  # history kept
+
+
+def test_revert_of_a_later_changed_node_is_a_conflict(memory):
+    memory.apply({"ops": [{"op": "update_node", "id": "a_forbidden", "set": {"day": "Wed"}}]})
+    with pytest.raises(ConflictError):
+        memory.revert(2)
+
+
+def test_snapshot_is_a_name_for_a_t(memory):
+    assert memory.snapshot("before-rewrite") == 3
+    memory.apply({"ops": [{"op": "update_node", "id": "a9", "set": {"status": "done"}}]})
+    assert memory.query("#a9.where(status = 'pending')", as_of="before-rewrite").ids == ["a9"]
+    assert memory.snapshots() == {"before-rewrite": 3}
+    with pytest.raises(HGMError) as caught:
+        memory.query("root", as_of="nope")
+    assert caught.value.category == "unknown-snapshot"
+
+
+def test_sqlite_store_reopens_with_state_history_snapshots_and_constraints(tmp_path, travel_graph_path):
+    path = tmp_path / "memory.db"
+    with Memory.open(path) as m:
+        m.load(Memory.from_file(travel_graph_path).export())
+        m.apply({"ops": [{"op": "update_node", "id": "a_temple", "set": {"status": "active"}}]})
+        m.snapshot("start", 1)
+        m.add_constraint("facts_have_content", "each fact must has(content)")
+        exported = m.export()
+    with Memory.open(path) as m:
+        assert m.t == 2 and m.export() == exported
+        assert m.query("#a_temple.where(status = 'pending')", as_of="start").ids == ["a_temple"]
+        assert m.constraints() == {"facts_have_content": "each fact must has(content)"}
+        report = m.apply({"ops": [{"op": "add_node", "id": "f_x", "type": "fact"}]})
+        assert not report.committed
+
+
+def test_a_second_memory_on_the_same_file_catches_up_before_writing(tmp_path):
+    path = tmp_path / "shared.db"
+    first, second = Memory.open(path), Memory.open(path)
+    first.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    report = second.apply({"ops": [{"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+    assert report.t == 2
+    assert first.refresh() == 2 and first.query("#g.actions").ids == ["a"]
+    first.close()
+    second.close()
+
+
+def test_a_refused_commit_leaves_the_file_unchanged(tmp_path):
+    path = tmp_path / "refuse.db"
+    with Memory.open(path) as m:
+        m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        m.apply({"ops": [{"op": "add_node", "id": "a", "type": "action"}]})  # refused
+    with Memory.open(path) as m:
+        assert m.t == 1 and m.node("a") is None
