@@ -1,0 +1,465 @@
+"""Hand-written baselines for the benchmark queries: a rustworkx floor and networkx.
+
+Both build their own graph from the same graph document and answer every benchmark query
+with code written for that query, following the language's ordering rules (spec/dsl.md):
+starts in creation order; each node's edges in *edge order* (numeric ``order`` first,
+ascending, then the rest, ties by creation order); per-source predicates; breadth-first
+levels for repetition and closures, with de-duplication where the first occurrence wins.
+
+Both get, built once with the graph and not timed, the same indexes hgm's ``MemoryGraph``
+keeps from load time: id → node, node ids by type in creation order, and the root goals. The
+per-edge sort key ``(0, order, seq)`` / ``(1, 0, seq)`` is stored on each edge. What they do
+*not* get is hgm's per-node adjacency cache (edges already grouped by type and sorted): the
+floor walks ``out_edges``/``in_edges`` of rustworkx and sorts each node's matching edges
+every time, which is the work a traversal written against rustworkx does.
+
+Every query function returns ``(answer, touched)``: the answer as hgm returns it (a list of
+ids or a count) and the number of node visits: the start list plus every node reached
+through an edge of the followed type (before type restrictions, predicates and
+de-duplication), or, for a type scan, the candidates read from the type index.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import networkx as nx
+import rustworkx as rx
+
+__all__ = ["QUERIES", "RxFloor", "NxBaseline", "edge_key"]
+
+_NUMBER = (int, float)
+
+# name -> (expression template over the generator's anchors, description)
+QUERIES: dict[str, tuple[str, str]] = {
+    "card": ("root.subgoals[0].actions.where(status = 'pending')",
+             "design card: pending actions of each root's first subgoal"),
+    "project_pending": ("#{big_root}.descendants.where(type = 'action', status = 'pending')",
+                        "pending actions anywhere under the biggest project"),
+    "hub_facts": ("#{hub_entity}.related_facts", "facts related to the most connected entity"),
+    "entity_facts": ("#{small_entity}.related_facts", "facts related to an ordinary entity"),
+    "fact_count": ("nodes.where(type = 'fact').count()", "type scan with a count"),
+    "failed_urgent": ("nodes.where(type = 'action', status = 'failed', priority >= 4)",
+                      "type scan with a filter on two attributes"),
+    "grandchildren": ("#{mid_root}.children{{2,3}}", "repetition: levels 2 and 3 under a typical root"),
+    "derived_chain": ("#{chain_result}.derived{{1,3}}", "repetition along derived_from, up to 3 levels"),
+    "lineage": ("#{chain_action}.results.derived{{1,}}.where(confidence >= 0.5)",
+                "everything derived from an action's results, filtered per result"),
+    "ancestors": ("#{deep_action}.ancestors", "ancestors of the deepest action"),
+    "following": ("#{first_action}.following", "the before chain after an action"),
+    "five_steps": ("root.subgoals.actions.where(status = 'done').results.derived.where(type = 'fact').related_entities",
+                   "five navigation steps from the roots"),
+}
+
+
+def edge_key(edge: dict[str, Any], seq: int) -> tuple:
+    """Edge order (dsl.md §1) as a sort key: numeric ``order`` first, ascending; then creation."""
+    order = edge.get("order")
+    if type(order) in _NUMBER:
+        return (0, order, seq)
+    return (1, 0, seq)
+
+
+# ---------------------------------------------------------------------------------------------
+# rustworkx floor
+# ---------------------------------------------------------------------------------------------
+
+
+def _rx_out(g: rx.PyDiGraph, i: int, edge_type: str) -> list[int]:
+    """Targets of ``i``'s outgoing edges of one type, in edge order."""
+    found = [(data[1], j) for _, j, data in g.out_edges(i) if data[0] == edge_type]
+    if len(found) > 1:
+        found.sort()
+    return [j for _, j in found]
+
+
+def _rx_in(g: rx.PyDiGraph, i: int, edge_type: str) -> list[int]:
+    """Sources of ``i``'s incoming edges of one type, in edge order."""
+    found = [(data[1], j) for j, _, data in g.in_edges(i) if data[0] == edge_type]
+    if len(found) > 1:
+        found.sort()
+    return [j for _, j in found]
+
+
+class RxFloor:
+    """The hand-written rustworkx traversal: node payloads are the documents' node objects."""
+
+    def __init__(self, doc: dict[str, Any]):
+        g = rx.PyDiGraph(multigraph=True)
+        nodes = doc["nodes"]
+        indices = g.add_nodes_from(nodes)
+        self.index = index = {node["id"]: i for node, i in zip(nodes, indices)}
+        g.add_edges_from(
+            [(index[e["from"]], index[e["to"]], (e["type"], edge_key(e, seq))) for seq, e in enumerate(doc["edges"])]
+        )
+        self.g = g
+        self.by_type: dict[str, list[int]] = {}
+        for node, i in zip(nodes, indices):
+            self.by_type.setdefault(node["type"], []).append(i)
+        self.roots = [
+            i for i in self.by_type.get("goal", ()) if not any(data[0] == "parent_of" for _, _, data in g.in_edges(i))
+        ]
+
+    def ids(self, indices: list[int]) -> list[str]:
+        g = self.g
+        return [g[i]["id"] for i in indices]
+
+    def _bfs(self, source: int, hop: Callable, edge_type: str, low: int, high: int | None) -> tuple[list[int], int]:
+        g = self.g
+        reached = {source}
+        level = [source]
+        out = [source] if low == 0 else []
+        depth = 0
+        touched = 0
+        while level and (high is None or depth < high):
+            depth += 1
+            following = []
+            for i in level:
+                found = hop(g, i, edge_type)
+                touched += len(found)
+                for j in found:
+                    if j not in reached:
+                        reached.add(j)
+                        following.append(j)
+            if depth >= low:
+                out.extend(following)
+            level = following
+        return out, touched
+
+    # -- the queries ------------------------------------------------------------------------
+
+    def card(self, a) -> tuple[list[str], int]:
+        g = self.g
+        touched = len(self.roots)
+        firsts: dict[int, None] = {}
+        for r in self.roots:
+            children = _rx_out(g, r, "parent_of")
+            touched += len(children)
+            for c in children:
+                if g[c]["type"] == "goal":
+                    firsts[c] = None
+                    break
+        out: dict[int, None] = {}
+        for s in firsts:
+            children = _rx_out(g, s, "parent_of")
+            touched += len(children)
+            for c in children:
+                node = g[c]
+                if node["type"] == "action" and node.get("status") == "pending":
+                    out[c] = None
+        return self.ids(list(out)), touched
+
+    def project_pending(self, a) -> tuple[list[str], int]:
+        g = self.g
+        source = self.index.get(a["big_root"])
+        if source is None:
+            return [], 0
+        found, touched = self._bfs(source, _rx_out, "parent_of", 1, None)
+        out = []
+        for i in found:
+            node = g[i]
+            if node["type"] == "action" and node.get("status") == "pending":
+                out.append(node["id"])
+        return out, touched + 1
+
+    def _related_of_type(self, node_id: str, node_type: str) -> tuple[list[str], int]:
+        g = self.g
+        i = self.index.get(node_id)
+        if i is None:
+            return [], 0
+        both = _rx_out(g, i, "related_to") + _rx_in(g, i, "related_to")
+        out: dict[str, None] = {}
+        for j in both:
+            node = g[j]
+            if node["type"] == node_type:
+                out[node["id"]] = None
+        return list(out), 1 + len(both)
+
+    def hub_facts(self, a) -> tuple[list[str], int]:
+        return self._related_of_type(a["hub_entity"], "fact")
+
+    def entity_facts(self, a) -> tuple[list[str], int]:
+        return self._related_of_type(a["small_entity"], "fact")
+
+    def fact_count(self, a) -> tuple[int, int]:
+        facts = self.by_type.get("fact", ())
+        return len(facts), len(facts)
+
+    def failed_urgent(self, a) -> tuple[list[str], int]:
+        g = self.g
+        actions = self.by_type.get("action", ())
+        out = []
+        for i in actions:
+            node = g[i]
+            if node.get("status") == "failed":
+                priority = node.get("priority")
+                if type(priority) in _NUMBER and priority >= 4:
+                    out.append(node["id"])
+        return out, len(actions)
+
+    def _repeat_from(self, node_id: str, hop: Callable, edge_type: str, low: int, high: int | None) -> tuple[list[str], int]:
+        source = self.index.get(node_id)
+        if source is None:
+            return [], 0
+        found, touched = self._bfs(source, hop, edge_type, low, high)
+        return self.ids(found), touched + 1
+
+    def grandchildren(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["mid_root"], _rx_out, "parent_of", 2, 3)
+
+    def derived_chain(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["chain_result"], _rx_in, "derived_from", 1, 3)
+
+    def ancestors(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["deep_action"], _rx_in, "parent_of", 1, None)
+
+    def following(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["first_action"], _rx_out, "before", 1, None)
+
+    def lineage(self, a) -> tuple[list[str], int]:
+        g = self.g
+        source = self.index.get(a["chain_action"])
+        if source is None:
+            return [], 0
+        results = _rx_out(g, source, "produces")
+        touched = 1 + len(results)
+        out: dict[int, None] = {}
+        for r in results:  # repetition and its predicate apply per source
+            found, t = self._bfs(r, _rx_in, "derived_from", 1, None)
+            touched += t
+            for i in found:
+                confidence = g[i].get("confidence")
+                if type(confidence) in _NUMBER and confidence >= 0.5:
+                    out[i] = None
+        return self.ids(list(out)), touched
+
+    def five_steps(self, a) -> tuple[list[str], int]:
+        g = self.g
+        touched = len(self.roots)
+        subgoals: dict[int, None] = {}
+        for r in self.roots:
+            children = _rx_out(g, r, "parent_of")
+            touched += len(children)
+            for c in children:
+                if g[c]["type"] == "goal":
+                    subgoals[c] = None
+        done: dict[int, None] = {}
+        for s in subgoals:
+            children = _rx_out(g, s, "parent_of")
+            touched += len(children)
+            for c in children:
+                node = g[c]
+                if node["type"] == "action" and node.get("status") == "done":
+                    done[c] = None
+        results: dict[int, None] = {}
+        for d in done:
+            found = _rx_out(g, d, "produces")
+            touched += len(found)
+            results.update(dict.fromkeys(found))
+        facts: dict[int, None] = {}
+        for r in results:
+            found = _rx_in(g, r, "derived_from")
+            touched += len(found)
+            for f in found:
+                if g[f]["type"] == "fact":
+                    facts[f] = None
+        entities: dict[int, None] = {}
+        for f in facts:
+            found = _rx_out(g, f, "related_to") + _rx_in(g, f, "related_to")
+            touched += len(found)
+            for e in found:
+                if g[e]["type"] == "entity":
+                    entities[e] = None
+        return self.ids(list(entities)), touched
+
+
+# ---------------------------------------------------------------------------------------------
+# networkx
+# ---------------------------------------------------------------------------------------------
+
+
+def _nx_out(G: nx.MultiDiGraph, u: str, edge_type: str) -> list[str]:
+    found = [(keys[edge_type]["sk"], v) for v, keys in G.succ[u].items() if edge_type in keys]
+    if len(found) > 1:
+        found.sort()
+    return [v for _, v in found]
+
+
+def _nx_in(G: nx.MultiDiGraph, u: str, edge_type: str) -> list[str]:
+    found = [(keys[edge_type]["sk"], v) for v, keys in G.pred[u].items() if edge_type in keys]
+    if len(found) > 1:
+        found.sort()
+    return [v for _, v in found]
+
+
+class NxBaseline:
+    """The same queries on a ``networkx.MultiDiGraph`` keyed by node id, edge key = edge type."""
+
+    def __init__(self, doc: dict[str, Any]):
+        G = nx.MultiDiGraph()
+        G.add_nodes_from((node["id"], node) for node in doc["nodes"])
+        G.add_edges_from(
+            (e["from"], e["to"], e["type"], {**{k: v for k, v in e.items() if k not in ("from", "to", "type")}, "sk": edge_key(e, seq)})
+            for seq, e in enumerate(doc["edges"])
+        )
+        self.G = G
+        self.by_type: dict[str, list[str]] = {}
+        for node_id, node_type in G.nodes(data="type"):
+            self.by_type.setdefault(node_type, []).append(node_id)
+        self.roots = [n for n in self.by_type.get("goal", ()) if not any("parent_of" in keys for keys in G.pred[n].values())]
+
+    def _bfs(self, source: str, hop: Callable, edge_type: str, low: int, high: int | None) -> tuple[list[str], int]:
+        G = self.G
+        reached = {source}
+        level = [source]
+        out = [source] if low == 0 else []
+        depth = 0
+        touched = 0
+        while level and (high is None or depth < high):
+            depth += 1
+            following = []
+            for u in level:
+                found = hop(G, u, edge_type)
+                touched += len(found)
+                for v in found:
+                    if v not in reached:
+                        reached.add(v)
+                        following.append(v)
+            if depth >= low:
+                out.extend(following)
+            level = following
+        return out, touched
+
+    def card(self, a) -> tuple[list[str], int]:
+        G, nodes = self.G, self.G.nodes
+        touched = len(self.roots)
+        firsts: dict[str, None] = {}
+        for r in self.roots:
+            children = _nx_out(G, r, "parent_of")
+            touched += len(children)
+            for c in children:
+                if nodes[c]["type"] == "goal":
+                    firsts[c] = None
+                    break
+        out: dict[str, None] = {}
+        for s in firsts:
+            children = _nx_out(G, s, "parent_of")
+            touched += len(children)
+            for c in children:
+                data = nodes[c]
+                if data["type"] == "action" and data.get("status") == "pending":
+                    out[c] = None
+        return list(out), touched
+
+    def project_pending(self, a) -> tuple[list[str], int]:
+        G, nodes = self.G, self.G.nodes
+        source = a["big_root"]
+        if source not in G:
+            return [], 0
+        found, touched = self._bfs(source, _nx_out, "parent_of", 1, None)
+        out = [v for v in found if nodes[v]["type"] == "action" and nodes[v].get("status") == "pending"]
+        return out, touched + 1
+
+    def _related_of_type(self, node_id: str, node_type: str) -> tuple[list[str], int]:
+        G, nodes = self.G, self.G.nodes
+        if node_id not in G:
+            return [], 0
+        both = _nx_out(G, node_id, "related_to") + _nx_in(G, node_id, "related_to")
+        out = dict.fromkeys(v for v in both if nodes[v]["type"] == node_type)
+        return list(out), 1 + len(both)
+
+    def hub_facts(self, a) -> tuple[list[str], int]:
+        return self._related_of_type(a["hub_entity"], "fact")
+
+    def entity_facts(self, a) -> tuple[list[str], int]:
+        return self._related_of_type(a["small_entity"], "fact")
+
+    def fact_count(self, a) -> tuple[int, int]:
+        facts = self.by_type.get("fact", ())
+        return len(facts), len(facts)
+
+    def failed_urgent(self, a) -> tuple[list[str], int]:
+        nodes = self.G.nodes
+        actions = self.by_type.get("action", ())
+        out = []
+        for v in actions:
+            data = nodes[v]
+            if data.get("status") == "failed":
+                priority = data.get("priority")
+                if type(priority) in _NUMBER and priority >= 4:
+                    out.append(v)
+        return out, len(actions)
+
+    def _repeat_from(self, node_id: str, hop: Callable, edge_type: str, low: int, high: int | None) -> tuple[list[str], int]:
+        if node_id not in self.G:
+            return [], 0
+        found, touched = self._bfs(node_id, hop, edge_type, low, high)
+        return found, touched + 1
+
+    def grandchildren(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["mid_root"], _nx_out, "parent_of", 2, 3)
+
+    def derived_chain(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["chain_result"], _nx_in, "derived_from", 1, 3)
+
+    def ancestors(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["deep_action"], _nx_in, "parent_of", 1, None)
+
+    def following(self, a) -> tuple[list[str], int]:
+        return self._repeat_from(a["first_action"], _nx_out, "before", 1, None)
+
+    def lineage(self, a) -> tuple[list[str], int]:
+        G, nodes = self.G, self.G.nodes
+        source = a["chain_action"]
+        if source not in G:
+            return [], 0
+        results = _nx_out(G, source, "produces")
+        touched = 1 + len(results)
+        out: dict[str, None] = {}
+        for r in results:
+            found, t = self._bfs(r, _nx_in, "derived_from", 1, None)
+            touched += t
+            for v in found:
+                confidence = nodes[v].get("confidence")
+                if type(confidence) in _NUMBER and confidence >= 0.5:
+                    out[v] = None
+        return list(out), touched
+
+    def five_steps(self, a) -> tuple[list[str], int]:
+        G, nodes = self.G, self.G.nodes
+        touched = len(self.roots)
+        subgoals: dict[str, None] = {}
+        for r in self.roots:
+            children = _nx_out(G, r, "parent_of")
+            touched += len(children)
+            for c in children:
+                if nodes[c]["type"] == "goal":
+                    subgoals[c] = None
+        done: dict[str, None] = {}
+        for s in subgoals:
+            children = _nx_out(G, s, "parent_of")
+            touched += len(children)
+            for c in children:
+                data = nodes[c]
+                if data["type"] == "action" and data.get("status") == "done":
+                    done[c] = None
+        results: dict[str, None] = {}
+        for d in done:
+            found = _nx_out(G, d, "produces")
+            touched += len(found)
+            results.update(dict.fromkeys(found))
+        facts: dict[str, None] = {}
+        for r in results:
+            found = _nx_in(G, r, "derived_from")
+            touched += len(found)
+            for f in found:
+                if nodes[f]["type"] == "fact":
+                    facts[f] = None
+        entities: dict[str, None] = {}
+        for f in facts:
+            found = _nx_out(G, f, "related_to") + _nx_in(G, f, "related_to")
+            touched += len(found)
+            for e in found:
+                if nodes[e]["type"] == "entity":
+                    entities[e] = None
+        return list(entities), touched
