@@ -58,15 +58,25 @@ EMPTY_ATTRS = FrozenDict()
 _EMPTY = EMPTY_ATTRS
 
 
+_SCALARS = frozenset({str, int, float, bool})
+_FLAT = _SCALARS | {type(None)}
+
+
 def freeze(value: Any) -> Any:
     """A deep, immutable copy of a JSON value: lists become tuples, objects FrozenDicts.
 
     >>> freeze({"tags": ["a", "b"]})
     {'tags': ('a', 'b')}
     """
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    kind = type(value)
+    if kind in _SCALARS or value is None or kind is FrozenDict:
         return value
-    if isinstance(value, FrozenDict):
+    if kind is dict:
+        # Most attribute maps are flat; copy them without a call per value.
+        if set(map(type, value.values())) <= _FLAT:
+            return FrozenDict(value)
+        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
+    if isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, Mapping):
         return FrozenDict({str(k): freeze(v) for k, v in value.items()})
@@ -179,6 +189,45 @@ class MemoryGraph:
         self._node_seq = 0
         self._edge_seq = 0
         self.version = 0  # bumped by every change; caches compare it
+
+    @classmethod
+    def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
+        """Build a graph in bulk from ``(id, type, attrs)`` and ``(from, to, type, attrs)``
+        records, in creation order; the records must already be valid (ids unique, ends exist).
+
+        >>> g = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {})], [("g", "a", "parent_of", {})])
+        >>> g.out_ids("g", "parent_of")
+        ('a',)
+        """
+        node_payloads = [
+            Node(node_id, node_type, freeze(attributes) if attributes else _EMPTY, seq)
+            for seq, (node_id, node_type, attributes) in enumerate(nodes, start=1)
+        ]
+        edge_payloads = [
+            Edge(source, target, edge_type, freeze(attributes) if attributes else _EMPTY, seq)
+            for seq, (source, target, edge_type, attributes) in enumerate(edges, start=1)
+        ]
+        return cls.from_payloads(node_payloads, edge_payloads)
+
+    @classmethod
+    def from_payloads(cls, nodes: list[Node], edges: list[Edge]) -> "MemoryGraph":
+        """Build a graph in bulk from payloads in creation order (ids unique, ends present)."""
+        graph = cls()
+        indices = graph._rx.add_nodes_from(nodes)
+        graph._index = dict(zip([node.id for node in nodes], indices))
+        graph._nodes = {node.id: node for node in nodes}
+        by_type = graph._by_type
+        for node in nodes:
+            by_type.setdefault(node.type, {})[node.id] = None
+        graph._node_seq = max((node.seq for node in nodes), default=0)
+        index = graph._index
+        edge_indices = graph._rx.add_edges_from([(index[e.source], index[e.target], e) for e in edges])
+        graph._edge_index = {(e.source, e.target, e.type): i for e, i in zip(edges, edge_indices)}
+        if len(graph._edge_index) != len(edges):
+            raise KeyError("duplicate edge in bulk payloads")
+        graph._edge_seq = max((edge.seq for edge in edges), default=0)
+        graph.version = 1
+        return graph
 
     # -- reading ------------------------------------------------------------------------
 
@@ -403,6 +452,27 @@ class MemoryGraph:
             self._roots = None
 
     # -- whole-graph --------------------------------------------------------------------
+
+    def iter_edges(self) -> Iterable[Edge]:
+        """Every edge, in no particular order (cheaper than :meth:`edges`)."""
+        return self._rx.edges()
+
+    def find_cycle(self, edge_type: str) -> list[str] | None:
+        """The ids along one cycle of ``edge_type`` edges, or None when there is none."""
+        sub = rx.PyDiGraph(multigraph=False)
+        sub.add_nodes_from(range(max(self._index.values(), default=-1) + 1))
+        index = self._index
+        sub.add_edges_from_no_data(
+            [(index[s], index[t]) for (s, t, kind) in self._edge_index if kind == edge_type]
+        )
+        if rx.is_directed_acyclic_graph(sub):
+            return None
+        for start in sub.node_indices():
+            cycle = rx.digraph_find_cycle(sub, start)
+            if cycle:
+                ids = {i: node_id for node_id, i in index.items()}
+                return [ids[a] for a, _ in cycle]
+        return None
 
     def to_document(self) -> dict[str, Any]:
         """The graph file document (formats.md): nodes and edges in creation order."""

@@ -383,13 +383,13 @@ class Memory:
         Into an empty memory this is a *genesis* commit (the history starts there)."""
         from .store.graphfile import check_document
 
-        problems = check_document(doc, self.schema)
-        if problems:
-            raise GraphFileError(problems)
         with self._write_lock:
             self._catch_up()
             if self._t == 0 and len(self._graph) == 0:
                 return self._genesis(doc, author, reason)
+        problems = check_document(doc, self.schema)
+        if problems:
+            raise GraphFileError(problems)
         ops = [dict(node, op="add_node") for node in doc.get("nodes", [])]
         ops += [dict(edge, op="add_edge") for edge in doc.get("edges", [])]
         report = self._commit(_ops_builder([parse_op(op, f"item {i}") for i, op in enumerate(ops)]), author=author, reason=reason or "load")

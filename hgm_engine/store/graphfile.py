@@ -19,7 +19,7 @@ import pathlib
 from typing import Any, Iterable
 
 from ..errors import GraphFileError, Problem
-from ..graph import MemoryGraph
+from ..graph import EMPTY_ATTRS, _FLAT, Edge, FrozenDict, MemoryGraph, Node, freeze
 from ..schema import DEFAULT_SCHEMA, Schema, closest
 
 __all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text"]
@@ -60,87 +60,158 @@ def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA) -> list[Problem]:
         problems.append(_problem("invalid-document", "edges must be a list", "edges"))
         edges = []
 
+    # Fast pass: well-formed documents (the common case) cost one dict lookup per field;
+    # only a document with problems is walked again to describe them.
+    node_types = set(schema.node_types)
+    edge_types = set(schema.edge_types)
     first_seen: dict[str, int] = {}
+    bad_nodes: list[int] = []
     for position, node in enumerate(nodes):
-        where = f"nodes[{position}]"
-        if not isinstance(node, dict):
-            problems.append(_problem("invalid-document", "a node is a JSON object", where))
-            continue
-        node_id, node_type = node.get("id"), node.get("type")
-        if not isinstance(node_id, str) or not node_id:
-            problems.append(_problem("invalid-document", "a node needs a non-empty string id", where))
-        if not isinstance(node_type, str):
-            problems.append(_problem("invalid-document", "a node needs a string type", where))
-        elif node_type not in schema.node_types:
-            problems.append(
-                _problem(
-                    "unknown-name",
-                    f"unknown node type {node_type!r}" + _suggest(node_type, schema.node_types),
-                    where,
-                )
-            )
-        if isinstance(node_id, str) and node_id:
-            if node_id in first_seen:
-                problems.append(
-                    _problem(
-                        "duplicate-id",
-                        f"duplicate node id {node_id!r} (first defined at nodes[{first_seen[node_id]}])",
-                        where,
-                    )
-                )
-            else:
-                first_seen[node_id] = position
+        if (
+            type(node) is dict
+            and type(node.get("id")) is str
+            and node["id"]
+            and node.get("type") in node_types
+            and node["id"] not in first_seen
+        ):
+            first_seen[node["id"]] = position
+        else:
+            bad_nodes.append(position)
+    for position in bad_nodes:
+        problems.extend(_node_problems(nodes[position], position, schema, first_seen))
+        node = nodes[position]
+        if isinstance(node, dict) and isinstance(node.get("id"), str) and node["id"] and node["id"] not in first_seen:
+            first_seen[node["id"]] = position
 
     seen_edges: dict[tuple, int] = {}
     for position, edge in enumerate(edges):
-        where = f"edges[{position}]"
-        if not isinstance(edge, dict):
-            problems.append(_problem("invalid-document", "an edge is a JSON object", where))
-            continue
-        source, target, edge_type = edge.get("from"), edge.get("to"), edge.get("type")
-        for key, value in (("from", source), ("to", target), ("type", edge_type)):
-            if not isinstance(value, str):
-                problems.append(_problem("invalid-document", f"an edge needs a string {key!r}", where))
-        if isinstance(edge_type, str) and edge_type not in schema.edge_types:
-            problems.append(
-                _problem(
-                    "unknown-name",
-                    f"unknown edge type {edge_type!r}" + _suggest(edge_type, schema.edge_types),
-                    where,
-                )
-            )
-        for end, value in (("from", source), ("to", target)):
-            if isinstance(value, str) and value not in first_seen:
-                word = "edge from" if end == "from" else "edge to"
-                problems.append(_problem("missing-node", f"{word} a missing node {value!r}", where))
-        key = (source, target, edge_type)
-        if all(isinstance(v, str) for v in key):
-            if key in seen_edges:
-                problems.append(
-                    _problem(
-                        "duplicate-edge",
-                        f"duplicate edge {source!r} -{edge_type}-> {target!r} (first at edges[{seen_edges[key]}])",
-                        where,
-                    )
-                )
-            else:
+        if type(edge) is dict:
+            key = (edge.get("from"), edge.get("to"), edge.get("type"))
+            if key[0] in first_seen and key[1] in first_seen and key[2] in edge_types and key not in seen_edges:
                 seen_edges[key] = position
+                continue
+        problems.extend(_edge_problems(edge, position, schema, first_seen, seen_edges))
     return problems
 
 
-def graph_from_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, *, source: str | None = None) -> MemoryGraph:
-    """Build a :class:`MemoryGraph` from a graph document, or raise listing every problem."""
-    problems = check_document(doc, schema)
-    if problems:
-        raise GraphFileError(problems, None)
-    graph = MemoryGraph()
-    for node in doc.get("nodes", []):
-        graph.add_node(node["id"], node["type"], {k: v for k, v in node.items() if k not in _NODE_RESERVED})
-    for edge in doc.get("edges", []):
-        graph.add_edge(
-            edge["from"], edge["to"], edge["type"], {k: v for k, v in edge.items() if k not in _EDGE_RESERVED}
+def _node_problems(node: Any, position: int, schema: Schema, first_seen: dict[str, int]) -> list[Problem]:
+    where = f"nodes[{position}]"
+    if not isinstance(node, dict):
+        return [_problem("invalid-document", "a node is a JSON object", where)]
+    problems = []
+    node_id, node_type = node.get("id"), node.get("type")
+    if not isinstance(node_id, str) or not node_id:
+        problems.append(_problem("invalid-document", "a node needs a non-empty string id", where))
+    if not isinstance(node_type, str):
+        problems.append(_problem("invalid-document", "a node needs a string type", where))
+    elif node_type not in schema.node_types:
+        problems.append(
+            _problem(
+                "unknown-name", f"unknown node type {node_type!r}" + _suggest(node_type, schema.node_types), where
+            )
         )
-    return graph
+    if isinstance(node_id, str) and node_id in first_seen:
+        problems.append(
+            _problem(
+                "duplicate-id", f"duplicate node id {node_id!r} (first defined at nodes[{first_seen[node_id]}])", where
+            )
+        )
+    return problems
+
+
+def _edge_problems(edge: Any, position: int, schema: Schema, first_seen: dict, seen_edges: dict) -> list[Problem]:
+    where = f"edges[{position}]"
+    if not isinstance(edge, dict):
+        return [_problem("invalid-document", "an edge is a JSON object", where)]
+    problems = []
+    source, target, edge_type = edge.get("from"), edge.get("to"), edge.get("type")
+    for key, value in (("from", source), ("to", target), ("type", edge_type)):
+        if not isinstance(value, str):
+            problems.append(_problem("invalid-document", f"an edge needs a string {key!r}", where))
+    if isinstance(edge_type, str) and edge_type not in schema.edge_types:
+        problems.append(
+            _problem(
+                "unknown-name", f"unknown edge type {edge_type!r}" + _suggest(edge_type, schema.edge_types), where
+            )
+        )
+    for end, value in (("from", source), ("to", target)):
+        if isinstance(value, str) and value not in first_seen:
+            word = "edge from" if end == "from" else "edge to"
+            problems.append(_problem("missing-node", f"{word} a missing node {value!r}", where))
+    key = (source, target, edge_type)
+    if all(isinstance(v, str) for v in key):
+        if key in seen_edges:
+            problems.append(
+                _problem(
+                    "duplicate-edge",
+                    f"duplicate edge {source!r} -{edge_type}-> {target!r} (first at edges[{seen_edges[key]}])",
+                    where,
+                )
+            )
+        elif not problems:
+            seen_edges[key] = position
+    return problems
+
+
+def graph_from_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, *, checked: bool = False) -> MemoryGraph:
+    """Build a :class:`MemoryGraph` from a graph document, or raise listing every problem.
+
+    One pass builds the payloads while checking each record cheaply; the first bad record
+    stops it and :func:`check_document` then describes every problem. ``checked`` is kept
+    for callers that validated already (the build checks again at almost no cost)."""
+    try:
+        nodes, edges = _payloads(doc, schema)
+    except _Malformed:
+        raise GraphFileError(check_document(doc, schema) or [_problem("invalid-document", "malformed", "document")])
+    return MemoryGraph.from_payloads(nodes, edges)
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _attributes(record: dict, reserved: tuple[str, ...]) -> FrozenDict:
+    """The record without its reserved keys, frozen (one copy for the common flat case)."""
+    if len(record) == len(reserved):
+        return EMPTY_ATTRS
+    attributes = FrozenDict(record)
+    for key in reserved:
+        dict.__delitem__(attributes, key)
+    if not attributes:
+        return EMPTY_ATTRS
+    if set(map(type, attributes.values())) <= _FLAT:
+        return attributes
+    return freeze(dict(attributes))
+
+
+def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], list[Edge]]:
+    if type(doc) is not dict or doc.get("format") != GRAPH_FORMAT or set(doc) - {"format", "nodes", "edges"}:
+        raise _Malformed
+    raw_nodes, raw_edges = doc.get("nodes", []), doc.get("edges", [])
+    if type(raw_nodes) is not list or type(raw_edges) is not list:
+        raise _Malformed
+    node_types, edge_types = set(schema.node_types), set(schema.edge_types)
+    seen: set[str] = set()
+    nodes = []
+    for seq, record in enumerate(raw_nodes, start=1):
+        if type(record) is not dict:
+            raise _Malformed
+        node_id, node_type = record.get("id"), record.get("type")
+        if type(node_id) is not str or not node_id or node_type not in node_types or node_id in seen:
+            raise _Malformed
+        seen.add(node_id)
+        nodes.append(Node(node_id, node_type, _attributes(record, _NODE_RESERVED), seq))
+    edges = []
+    seen_edges: set[tuple] = set()
+    for seq, record in enumerate(raw_edges, start=1):
+        if type(record) is not dict:
+            raise _Malformed
+        key = (record.get("from"), record.get("to"), record.get("type"))
+        if key[0] not in seen or key[1] not in seen or key[2] not in edge_types or key in seen_edges:
+            raise _Malformed
+        seen_edges.add(key)
+        edges.append(Edge(key[0], key[1], key[2], _attributes(record, _EDGE_RESERVED), seq))
+    return nodes, edges
 
 
 def parse_graph_text(text: str, where: str = "graph file") -> Any:
