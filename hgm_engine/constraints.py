@@ -18,7 +18,6 @@ import math
 from typing import Any, Iterable, Mapping
 
 import attrs
-import jsonschema
 
 from .analyze import _Checker
 from .errors import Problem, QueryAnalysisError
@@ -46,7 +45,7 @@ from .plan import (
     Truthy,
     _condition,
 )
-from .schema import DEFAULT_SCHEMA, Closure, Hop, Schema
+from .schema import DEFAULT_ATTRIBUTE_SCHEMAS, DEFAULT_SCHEMA, Closure, Hop, Schema
 from .transaction import Violation
 
 __all__ = ["UserConstraint", "ConstraintChecker", "check_full"]
@@ -147,14 +146,26 @@ class ConstraintChecker:
     def __init__(self, schema: Schema):
         self.schema = schema
         self.user: dict[str, UserConstraint] = {}
-        # Validators are built once per type (jsonschema compiles nothing lazily we can reuse).
-        self._validators = {
-            node_type: jsonschema.validators.validator_for(spec)(spec)
-            for node_type, spec in schema.attribute_schemas.items()
-        }
-        for spec in schema.attribute_schemas.values():
-            jsonschema.validators.validator_for(spec).check_schema(spec)
+        # The compiled checks decide valid/invalid; jsonschema validators (built once, on first
+        # need, since importing jsonschema costs start-up time) write the messages.
         self._fast = {node_type: compile_schema(spec) for node_type, spec in schema.attribute_schemas.items()}
+        self._validators: dict[str, Any] = {}
+        if schema.attribute_schemas is not DEFAULT_SCHEMA.attribute_schemas and any(
+            spec is not DEFAULT_ATTRIBUTE_SCHEMAS.get(t) for t, spec in schema.attribute_schemas.items()
+        ):
+            import jsonschema
+
+            for spec in schema.attribute_schemas.values():
+                jsonschema.validators.validator_for(spec).check_schema(spec)
+
+    def _validator(self, node_type: str):
+        validator = self._validators.get(node_type)
+        if validator is None:
+            import jsonschema
+
+            spec = self.schema.attribute_schemas[node_type]
+            validator = self._validators[node_type] = jsonschema.validators.validator_for(spec)(spec)
+        return validator
 
     def add(self, constraint: UserConstraint) -> None:
         self.user[constraint.name] = constraint
@@ -303,12 +314,12 @@ class ConstraintChecker:
     def _attributes(self, nodes: list) -> list[Violation]:
         out = []
         for node in nodes:
-            validator = self._validators.get(node.type)
-            if validator is None:
+            if node.type not in self._fast:
                 continue
-            fast = self._fast.get(node.type)
+            fast = self._fast[node.type]
             if fast is not None and fast(node.attrs):
                 continue
+            validator = self._validator(node.type)
             for error in sorted(validator.iter_errors(thaw(node.attrs)), key=lambda e: list(e.path)):
                 where = ".".join(str(p) for p in error.absolute_path) or "attributes"
                 out.append(

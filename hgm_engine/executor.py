@@ -208,6 +208,117 @@ def _operand(operand, compile_path) -> Callable:
 
 
 def _condition(cond, compile_path) -> Callable:
+    """A function ``(node, ctx) -> bool`` for a condition.
+
+    Conditions are generated as the source of one Python function (constants are passed in
+    as names, never pasted as text), so a conjunction of attribute tests costs one call per
+    node instead of one per test; parts the generator does not handle are closures it calls.
+    """
+    return _Generator(compile_path).function(cond)
+
+
+class _Generator:
+    """Writes a condition as Python source over ``n`` (the node) and ``a`` (its attributes)."""
+
+    def __init__(self, compile_path):
+        self.compile_path = compile_path
+        self.names: dict[str, Any] = {"_NUM": _NUMBER_TYPES}
+        self.temps = 0
+
+    def constant(self, value: Any) -> str:
+        name = f"_k{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"_v{self.temps}"
+
+    def _define(self, source: str, name: str) -> Callable:
+        namespace = dict(self.names)
+        exec(compile(source, "<hgm condition>", "exec"), namespace)  # noqa: S102 - generated from the plan
+        function = namespace[name]
+        function.source = source
+        return function
+
+    def function(self, cond) -> Callable:
+        """``test(node, ctx) -> bool``."""
+        body = self.expression(cond)
+        return self._define(f"def _test(n, ctx):\n    a = n.attrs\n    return {body}\n", "_test")
+
+    def id_filter(self, cond) -> Callable:
+        """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop."""
+        body = self.expression(cond)
+        return self._define(
+            "def _keep(ids, ctx):\n"
+            "    nodes = ctx.nodes\n"
+            f"    return [i for i in ids if (a := (n := nodes[i]).attrs) is not None and {body}]\n",
+            "_keep",
+        )
+
+    def payload_scan(self, cond) -> Callable:
+        """``scan(payloads, ctx) -> ids`` of the payloads passing the condition."""
+        body = self.expression(cond)
+        return self._define(
+            "def _scan(payloads, ctx):\n"
+            f"    return [n.id for n in payloads if (a := n.attrs) is not None and {body}]\n",
+            "_scan",
+        )
+
+    def fallback(self, cond) -> str:
+        name = self.constant(_closure_condition(cond, self.compile_path))
+        return f"{name}(n, ctx)"
+
+    def attribute(self, name: str) -> str:
+        if name == "id":
+            return "n.id"
+        if name == "type":
+            return "n.type"
+        return f"a.get({self.constant(name)})"
+
+    def expression(self, cond) -> str:
+        if isinstance(cond, AllOf):
+            return "(" + " and ".join(self.expression(c) for c in cond.items) + ")"
+        if isinstance(cond, AnyOf):
+            return "(" + " or ".join(self.expression(c) for c in cond.items) + ")"
+        if isinstance(cond, Negate):
+            return f"(not {self.expression(cond.item)})"
+        if isinstance(cond, Truthy) and isinstance(cond.operand, Attr):
+            return f"({self.attribute(cond.operand.name)} is True)"
+        if isinstance(cond, Truthy) and isinstance(cond.operand, HasAttr):
+            return f"({self.attribute(cond.operand.name)} is not None)"
+        if isinstance(cond, Cmp) and isinstance(cond.left, Attr) and isinstance(cond.right, Const):
+            generated = self.comparison(cond.op, self.attribute(cond.left.name), cond.right.value)
+            if generated is not None:
+                return generated
+        return self.fallback(cond)
+
+    def comparison(self, op: str, value: str, constant: Any) -> str | None:
+        kind = type(constant)
+        if op in ("=", "!="):
+            if kind is str:
+                test = f"({value} == {self.constant(constant)})"
+            elif constant is None or kind is bool:
+                test = f"({value} is {self.constant(constant)})"
+            elif kind in _NUMBER_TYPES:
+                v = self.temp()
+                test = f"(type({v} := {value}) in _NUM and {v} == {self.constant(constant)})"
+            else:
+                return None
+            return test if op == "=" else f"(not {test})"
+        if op in ("<", "<=", ">", ">="):
+            v = self.temp()
+            if kind in _NUMBER_TYPES:
+                return f"(type({v} := {value}) in _NUM and {v} {op} {self.constant(constant)})"
+            if kind is str:
+                return f"(type({v} := {value}) is str and {v} {op} {self.constant(constant)})"
+            return "False"
+        if op in ("in", "not in") and isinstance(constant, tuple) and all(type(c) is str for c in constant):
+            return f"({value} {op} {self.constant(frozenset(constant))})"
+        return None
+
+
+def _closure_condition(cond, compile_path) -> Callable:
     """A closure ``(node, ctx) -> bool``; common shapes get specialised fast paths."""
     if isinstance(cond, AllOf):
         parts = [_condition(c, compile_path) for c in cond.items]
@@ -511,10 +622,7 @@ def _list_op(op, compile_path) -> tuple[Callable, Callable]:
     """``(fast(ids, ctx), traced(items, ctx))`` for a whole-list operator."""
     if isinstance(op, Filter):
         test = _condition(op.condition, compile_path)
-
-        def fast(ids, ctx):
-            nodes = ctx.nodes
-            return [i for i in ids if test(nodes[i], ctx)]
+        fast = _Generator(compile_path).id_filter(op.condition)
 
         def traced(items, ctx):
             nodes = ctx.nodes
@@ -550,13 +658,76 @@ def _list_op(op, compile_path) -> tuple[Callable, Callable]:
     raise TypeError(op)
 
 
+def _single_hop_step(relation: Hop) -> Callable | None:
+    """The whole-list step for a one-type hop: one loop, no call per node but the lookup."""
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+        return None
+    edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
+
+    def step(ids, ctx):
+        adjacency = ctx.out_adj if outgoing else ctx.in_adj
+        if len(ids) == 1:
+            out = list(adjacency(ids[0]).by_type.get(edge_type, ()))
+        else:
+            out = []
+            extend = out.extend
+            for node_id in ids:
+                extend(adjacency(node_id).by_type.get(edge_type, ()))
+            out = list(dict.fromkeys(out))
+        if node_type is not None:
+            nodes = ctx.nodes
+            out = [other for other in out if nodes[other].type == node_type]
+        ctx.charge(len(out))
+        return out
+
+    return step
+
+
+def _single_hop_per_source(relation: Hop, predicates: list[Callable]) -> Callable | None:
+    """A one-type hop whose predicates apply to each source's targets, in one loop."""
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+        return None
+    edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
+
+    def step(ids, ctx):
+        adjacency = ctx.out_adj if outgoing else ctx.in_adj
+        nodes = ctx.nodes
+        out: list[str] = []
+        extend = out.extend
+        for node_id in ids:
+            targets = adjacency(node_id).by_type.get(edge_type, ())
+            if node_type is not None:
+                targets = [other for other in targets if nodes[other].type == node_type]
+            for predicate in predicates:
+                if not targets:
+                    break
+                targets = predicate(targets, ctx)
+            extend(targets)
+        if len(ids) > 1:
+            out = list(dict.fromkeys(out))
+        ctx.charge(len(out))
+        return out
+
+    return step
+
+
 def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
     plain, traced_expand = _navigation(op)
     predicates = [_list_op(p, compile_path) for p in op.predicates]
     fast_predicates = [fast for fast, _ in predicates]
     traced_predicates = [traced for _, traced in predicates]
 
-    if not fast_predicates:
+    single = _single_hop_step(op.relation) if isinstance(op.relation, Hop) and op.repeat is None else None
+    per_source_single = (
+        _single_hop_per_source(op.relation, fast_predicates)
+        if isinstance(op.relation, Hop) and op.repeat is None and fast_predicates
+        else None
+    )
+    if not fast_predicates and single is not None:
+        fast = single
+    elif per_source_single is not None:
+        fast = per_source_single
+    elif not fast_predicates:
 
         def fast(ids, ctx):
             if len(ids) == 1:
@@ -664,13 +835,27 @@ def _source(source, compile_query) -> Callable[[Any], list]:
 
 
 class _PathProgram:
-    __slots__ = ("source", "fast_ops", "traced_ops", "traced_source")
+    __slots__ = ("source", "fast_ops", "traced_ops", "traced_source", "scan_filter", "counter")
 
     def run_fast(self, ctx, start_ids=None) -> list:
-        ids = self.source(ctx) if start_ids is None else start_ids
-        for op in self.fast_ops:
+        if start_ids is not None:
+            ids = start_ids
+            ops = self.fast_ops
+        elif self.scan_filter is not None:
+            # A scan followed by a filter reads payloads straight from the index.
+            ids = self.scan_filter(ctx)
+            ops = self.fast_ops[1:]
+        else:
+            ids = self.source(ctx)
+            ops = self.fast_ops
+        for op in ops:
             ids = op(ids, ctx)
         return ids
+
+    def count(self, ctx) -> int:
+        if self.counter is not None:
+            return self.counter(ctx)
+        return len(self.run_fast(ctx))
 
     def run_traced(self, ctx) -> list:
         items = self.traced_source(ctx)
@@ -699,6 +884,8 @@ class Program:
             traced_ops.append(traced)
         program.fast_ops = tuple(fast_ops)
         program.traced_ops = tuple(traced_ops)
+        program.scan_filter = _scan_filter(path, self._relative)
+        program.counter = _index_counter(path)
         if path.source is None:
             program.source = None
             program.traced_source = None
@@ -715,6 +902,11 @@ class Program:
     def _relative(self, path: PathPlan) -> Callable[[list, Any], list]:
         program = self._compile_path(path)
         return lambda start_ids, ctx: program.run_fast(ctx, start_ids)
+
+    def count(self, ctx) -> int:
+        if len(self._paths) == 1:
+            return self._paths[0].count(ctx)
+        return len(self.fast(ctx))
 
     def fast(self, ctx) -> list:
         if len(self._paths) == 1:
@@ -736,12 +928,37 @@ class Program:
         ctx = _Context(view, params or {}, focus, limits)
         if self.final == "paths":
             return [list(walk) for _, walk in self.traced(ctx)]
-        ids = self.fast(ctx)
         if self.final == "count":
-            return len(ids)
+            return self.count(ctx)
+        ids = self.fast(ctx)
         if self.final == "exists":
             return bool(ids)
         return ids
+
+
+def _scan_filter(path: PathPlan, compile_path) -> Callable | None:
+    """For ``scan → filter``: iterate the payloads and keep the ids that pass."""
+    if not path.ops or not isinstance(path.ops[0], Filter):
+        return None
+    scan = _Generator(compile_path).payload_scan(path.ops[0].condition)
+    if isinstance(path.source, TypeScan):
+        node_type = path.source.node_type
+        return lambda ctx: scan(ctx.view.nodes_of_type(node_type), ctx)
+    if isinstance(path.source, AllNodes):
+        return lambda ctx: scan(ctx.nodes.values(), ctx)
+    return None
+
+
+def _index_counter(path: PathPlan) -> Callable | None:
+    """``count()`` of a bare scan is the size of the index."""
+    if path.ops:
+        return None
+    if isinstance(path.source, TypeScan):
+        node_type = path.source.node_type
+        return lambda ctx: ctx.view.count_of_type(node_type)
+    if isinstance(path.source, AllNodes):
+        return lambda ctx: len(ctx.nodes)
+    return None
 
 
 def build(query_plan: QueryPlan) -> Program:

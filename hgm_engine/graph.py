@@ -182,7 +182,7 @@ class MemoryGraph:
         self._index: dict[str, int] = {}  # id -> rustworkx index, in creation order
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
         self._edge_index: dict[tuple[str, str, str], int] = {}
-        self._by_type: dict[str, dict[str, None]] = {}
+        self._by_type: dict[str, dict[str, Node]] = {}  # type -> id -> payload, creation order
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
         self._roots: tuple[str, ...] | None = None
@@ -218,7 +218,7 @@ class MemoryGraph:
         graph._nodes = {node.id: node for node in nodes}
         by_type = graph._by_type
         for node in nodes:
-            by_type.setdefault(node.type, {})[node.id] = None
+            by_type.setdefault(node.type, {})[node.id] = node
         graph._node_seq = max((node.seq for node in nodes), default=0)
         index = graph._index
         edge_indices = graph._rx.add_edges_from([(index[e.source], index[e.target], e) for e in edges])
@@ -259,6 +259,13 @@ class MemoryGraph:
     def ids_of_type(self, node_type: str) -> Iterable[str]:
         """Ids of the nodes of one type, in creation order (the per-type index)."""
         return self._by_type.get(node_type, {}).keys()
+
+    def nodes_of_type(self, node_type: str) -> Iterable[Node]:
+        """Payloads of the nodes of one type, in creation order."""
+        return self._by_type.get(node_type, {}).values()
+
+    def count_of_type(self, node_type: str) -> int:
+        return len(self._by_type.get(node_type, ()))
 
     def edge(self, source: str, target: str, edge_type: str) -> Edge | None:
         index = self._edge_index.get((source, target, edge_type))
@@ -342,7 +349,7 @@ class MemoryGraph:
         node = Node(node_id, node_type, freeze(attributes) if attributes else _EMPTY, self._node_seq)
         self._index[node_id] = self._rx.add_node(node)
         self._nodes[node_id] = node
-        self._by_type.setdefault(node_type, {})[node_id] = None
+        self._by_type.setdefault(node_type, {})[node_id] = node
         if node_type == "goal":
             self._roots = None
         self.version += 1
@@ -355,7 +362,7 @@ class MemoryGraph:
         self._node_seq = max(self._node_seq, node.seq)
         self._index[node.id] = self._rx.add_node(node)
         self._nodes[node.id] = node
-        self._by_type.setdefault(node.type, {})[node.id] = None
+        self._by_type.setdefault(node.type, {})[node.id] = node
         if node.type == "goal":
             self._roots = None
         self.version += 1
@@ -366,6 +373,7 @@ class MemoryGraph:
         node = Node(node_id, old.type, freeze(attributes) if attributes else _EMPTY, old.seq)
         self._rx[self._index[node_id]] = node
         self._nodes[node_id] = node
+        self._by_type[node.type][node_id] = node
         self.version += 1
         return node
 
@@ -376,6 +384,7 @@ class MemoryGraph:
             raise ValueError(f"node {node.id!r} cannot change type from {old.type!r} to {node.type!r}")
         self._rx[self._index[node.id]] = node
         self._nodes[node.id] = node
+        self._by_type[node.type][node.id] = node
         self.version += 1
 
     def remove_node(self, node_id: str) -> list[Edge]:

@@ -213,8 +213,18 @@ class Memory:
         """
         compiled = self._cache.get(expr)
         with self._state.reading():
-            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
-            return compiled.run(view, focus=focus, params=params, limits=self.limits)
+            t = self._t if as_of is None else self._resolve_t(as_of)
+            view = self._graph if as_of is None else self._view_at(t)
+            return compiled.run(
+                view, focus=focus, params=params, limits=self.limits, payloads=lambda ids: self._payloads(ids, t)
+            )
+
+    def _payloads(self, ids: list[str], t: int) -> tuple[Node, ...]:
+        """Node payloads as they were at ``t`` (for results read after later commits)."""
+        with self._state.reading():
+            view = self._graph if t == self._t else self._view_at(t)
+            nodes = view.node_map()
+            return tuple(nodes[i] for i in ids)
 
     def explain(self, expr: str) -> str:
         """The optimized plan of ``expr`` as text.

@@ -177,6 +177,13 @@ class GraphOverlay:
             return self.base.ids_of_type(node_type)
         return list(self._nodes.merged(self.base.ids_of_type(node_type), lambda n: n.type == node_type))
 
+    def nodes_of_type(self, node_type: str):
+        nodes = self._nodes
+        return [nodes[node_id] for node_id in self.ids_of_type(node_type)]
+
+    def count_of_type(self, node_type: str) -> int:
+        return len(list(self.ids_of_type(node_type)))
+
     def roots(self) -> tuple[str, ...]:
         if self._roots is None:
             self._roots = tuple(

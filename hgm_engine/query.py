@@ -51,7 +51,8 @@ class QueryResult:
 
     kind: str
     value: Any
-    _payloads: tuple[Node, ...] = attrs.field(default=(), repr=False, eq=False)
+    # The payloads, or a function that returns them as they were when the query ran.
+    _payloads: Any = attrs.field(default=(), repr=False, eq=False)
 
     @property
     def ids(self) -> list[str]:
@@ -63,7 +64,8 @@ class QueryResult:
     def nodes(self) -> list[dict[str, Any]]:
         if self.kind != "nodes":
             raise AttributeError(f"a {self.kind} result has no nodes")
-        return [node.to_json() for node in self._payloads]
+        payloads = self._payloads() if callable(self._payloads) else self._payloads
+        return [node.to_json() for node in payloads]
 
     @property
     def paths(self) -> list[list[str]]:
@@ -146,11 +148,24 @@ class CompiledQuery:
             raise error_class([p for _, p in problems], self.text)
         return bound
 
-    def run(self, view, *, focus: str | None = None, params: Mapping[str, Any] | None = None, limits: Limits = DEFAULT_LIMITS) -> QueryResult:
-        """Bind and run on ``view`` (a MemoryGraph or a historical view)."""
+    def run(
+        self,
+        view,
+        *,
+        focus: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        payloads: Any = None,
+    ) -> QueryResult:
+        """Bind and run on ``view`` (a MemoryGraph or a historical view).
+
+        ``payloads(ids)``, when given, fetches node payloads later, on demand, as they were
+        when the query ran; otherwise they are captured now."""
         bound = self.bind(focus, params)
         value = self.program.run(view, focus=focus, params=bound, limits=limits)
         if self.program.final is None:
+            if payloads is not None:
+                return QueryResult("nodes", value, lambda: payloads(value))
             nodes = view.node_map()
             return QueryResult("nodes", value, tuple(nodes[i] for i in value))
         return QueryResult(self.program.final, value)

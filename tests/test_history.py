@@ -106,3 +106,10 @@ def test_a_refused_commit_leaves_the_file_unchanged(tmp_path):
         m.apply({"ops": [{"op": "add_node", "id": "a", "type": "action"}]})  # refused
     with Memory.open(path) as m:
         assert m.t == 1 and m.node("a") is None
+
+
+def test_result_nodes_show_the_state_when_the_query_ran(memory):
+    result = memory.query("#a9")
+    memory.apply({"ops": [{"op": "update_node", "id": "a9", "set": {"status": "done"}}]})
+    assert result.nodes[0]["status"] == "pending"
+    assert memory.query("#a9").nodes[0]["status"] == "done"
