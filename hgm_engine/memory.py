@@ -34,6 +34,8 @@ from .executor import DEFAULT_LIMITS
 from .graph import MemoryGraph, Node
 from .history import Commit, historical_view, net_changes
 from .overlay import Change, GraphOverlay, apply_changes
+from .propagate import RuleEngine
+from .rules import RuleSet, parse_rules
 from .query import CompiledQuery, Limits, QueryCache, QueryResult
 from .schema import DEFAULT_SCHEMA, Schema
 from .store.base import InMemoryStore, Store
@@ -52,7 +54,12 @@ from .transaction import (
     parse_transaction,
 )
 
-__all__ = ["Memory", "Transaction", "MemoryError_"]
+__all__ = ["Memory", "Transaction", "MemoryError_", "FRONTIER_QUERY"]
+
+FRONTIER_QUERY = (
+    "#$goal.descendants.where(type = 'action', status = 'pending', not has(dirty), "
+    "not exists(prev.where(status != 'done')))"
+)
 
 
 class MemoryError_(HGMError):
@@ -126,7 +133,10 @@ class Memory:
         self._state = _ReadWriteLock()
         self._views: OrderedDict[int, tuple[int, int, Any]] = OrderedDict()
         self._listeners: list[Callable[[Commit], None]] = []
-        self.commit_hooks: list[Callable] = []
+        self._rules = RuleEngine(schema)
+        self._load_stored_rules()
+        # Hooks run inside every commit, before constraints, on the transaction's overlay.
+        self.commit_hooks: list[Callable] = [self._rules]
 
     # -- constructors -------------------------------------------------------------------------
 
@@ -360,6 +370,135 @@ class Memory:
         with self._state.reading():
             return self._checker.check_all(self._graph)
 
+    # -- rules ---------------------------------------------------------------------------------
+
+    def _load_stored_rules(self) -> None:
+        stored = self._stored_rule_texts()
+        for name in [n for n in self._rules.rule_sets if n not in stored]:
+            self._rules.set(name, None)
+        for name, text in stored.items():
+            current = self._rules.rule_sets.get(name)
+            if current is None or current.text != text:
+                self._rules.set(name, parse_rules(text, self.schema))
+
+    def _stored_rule_texts(self) -> dict[str, str]:
+        import json
+
+        names = json.loads(self._store.get_meta("rule_sets") or "[]")
+        return {name: self._store.get_meta(f"rules:{name}") or "" for name in names}
+
+    def load_rules(self, text: str, name: str = "default") -> RuleSet:
+        """Load a rule file (constraints, triggers, propagation) under ``name``, replacing a
+        set of that name. Nothing changes unless the whole file is valid, its trigger graph
+        has no cycle and its constraints already hold.
+
+        >>> m = Memory()
+        >>> rs = m.load_rules("propagate derived_from backward depth 2")
+        >>> [p.edge_type for p in rs.propagations]
+        ['derived_from']
+        """
+        import json
+
+        rule_set = parse_rules(text, self.schema)
+        compiled = [UserConstraint.compile(c.name, c.text, self.schema) for c in rule_set.constraints]
+        with self._state.reading():
+            violations = [v for c in compiled for v in c.violations(self._graph, None)]
+        if violations:
+            raise TransactionRefused(
+                TransactionReport(False, None, None, None, f"load rules {name}", violations=tuple(violations))
+            )
+        previous = self._rules.rule_sets.get(name)
+        names = list(self._stored_rule_texts())
+        if name not in names:
+            names.append(name)
+        self._store.set_meta(f"rules:{name}", text)
+        self._store.set_meta("rule_sets", json.dumps(names))
+        for constraint in previous.constraints if previous else ():
+            if constraint.name in self._checker.user:
+                self._store.set_constraint(constraint.name, None)
+                self._checker.remove(constraint.name)
+        for constraint, rule in zip(compiled, rule_set.constraints):
+            self._store.set_constraint(rule.name, rule.text)
+            self._checker.add(constraint)
+        self._rules.set(name, rule_set)
+        return rule_set
+
+    def remove_rules(self, name: str) -> None:
+        import json
+
+        rule_set = self._rules.rule_sets.get(name)
+        if rule_set is None:
+            raise _fail("unknown-name", f"no rule set named {name!r}")
+        for constraint in rule_set.constraints:
+            if constraint.name in self._checker.user:
+                self._store.set_constraint(constraint.name, None)
+                self._checker.remove(constraint.name)
+        names = [n for n in self._stored_rule_texts() if n != name]
+        self._store.set_meta(f"rules:{name}", None)
+        self._store.set_meta("rule_sets", json.dumps(names))
+        self._rules.set(name, None)
+
+    def rules(self) -> dict[str, str]:
+        """Loaded rule sets: name → text."""
+        return {name: rule_set.text for name, rule_set in self._rules.rule_sets.items()}
+
+    # -- planner views --------------------------------------------------------------------------
+
+    def frontier(self, goal: str, *, as_of: int | str | None = None) -> list[str]:
+        """Pending actions under ``goal`` that can run now: every ``before`` predecessor is
+        done, and the action is neither blocked nor stale (no ``dirty`` mark).
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
+        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"},
+        ...     {"op": "add_node", "id": "b", "type": "action", "parent": "g", "status": "pending"},
+        ...     {"op": "add_edge", "from": "a", "to": "b", "type": "before"}]})
+        >>> m.frontier("g")
+        ['a']
+        """
+        return self.query(FRONTIER_QUERY, params={"goal": goal}, as_of=as_of).ids
+
+    def stale(self, *, as_of: int | str | None = None) -> list[dict[str, Any]]:
+        """Nodes marked ``needs_review`` or ``blocked``, with every mark's rule, cause and t."""
+        result = self.query("nodes.where(has(dirty))", as_of=as_of)
+        return [
+            {"id": node["id"], "type": node["type"], "state": node["dirty"], "marks": node.get("dirty_marks", [])}
+            for node in result.nodes
+        ]
+
+    def changes_since(self, t: int | str) -> dict[str, Any]:
+        """What happened after ``t``: the commits (with their reports' rules) and the net diff."""
+        since = self._resolve_t(t)
+        return {
+            "since": since,
+            "t": self._t,
+            "commits": [c.summary() for c in self._store.commits_after(since, self._t)],
+            "changes": self.diff(since, self._t),
+        }
+
+    def focus_path(self, node_id: str, *, as_of: int | str | None = None) -> list[str]:
+        """The path from a root down to ``node_id``, following first parents (edge order).
+
+        >>> m = Memory.from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"},
+        ...     {"id": "a", "type": "action"}], "edges": [{"from": "g", "to": "a", "type": "parent_of"}]})
+        >>> m.focus_path("a")
+        ['g', 'a']
+        """
+        with self._state.reading():
+            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
+            if view.node(node_id) is None:
+                return []
+            path = [node_id]
+            while True:
+                parents = view.in_adjacency(path[-1]).by_type.get("parent_of", ())
+                if not parents or parents[0] in path:
+                    return list(reversed(path))
+                path.append(parents[0])
+
+    def confirm(self, node_id: str, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
+        """Clear ``node_id``'s staleness marks (recorded as a commit)."""
+        return self.apply({"author": author, "reason": reason or f"confirm {node_id}", "ops": [{"op": "confirm", "id": node_id}]})
+
     # -- changing -----------------------------------------------------------------------------
 
     def transaction(
@@ -491,6 +630,7 @@ class Memory:
                 self._checker.add(UserConstraint.compile(name, text, self.schema))
         for name in [n for n in self._checker.user if n not in stored]:
             self._checker.remove(name)
+        self._load_stored_rules()
         for commit in commits:
             self._notify(commit)
 
@@ -568,6 +708,7 @@ class Memory:
                         tuple(violations),
                         dry_run=dry_run,
                         created=tuple(created),
+                        cleared=tuple(ctx.cleared),
                     )
                 t = self._t + 1
                 commit = Commit(t, author, reason, base_t, time.time(), tuple(changes), tuple(fired), tuple(dirtied), kind=kind)
@@ -579,7 +720,17 @@ class Memory:
                 self._views.clear()
         self._notify(commit)
         return TransactionReport(
-            True, t, base_t, author, reason, tuple(changes), tuple(fired), tuple(dirtied), (), created=tuple(created)
+            True,
+            t,
+            base_t,
+            author,
+            reason,
+            tuple(changes),
+            tuple(fired),
+            tuple(dirtied),
+            (),
+            created=tuple(created),
+            cleared=tuple(ctx.cleared),
         )
 
     # -- listeners ----------------------------------------------------------------------------

@@ -43,6 +43,9 @@ _TERMINAL_WORDS = {
     "STRING": "a string",
     "COMP_OP": "a comparison ('=', '!=', '<', '<=', '>', '>=')",
     "$END": "end of query",
+    "DIRTY_STATE": "'needs_review' or 'blocked'",
+    "EVENT": "'add', 'update' or 'delete'",
+    "DIRECTION": "'forward', 'backward' or 'both'",
 }
 
 

@@ -13,7 +13,7 @@ overlay and nothing has changed.
 >>> parse_transaction({"ops": [{"op": "fly"}]})
 Traceback (most recent call last):
 ...
-hgm_engine.transaction.TransactionError: invalid-transaction at ops[0]: unknown op 'fly'; known: add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch
+hgm_engine.transaction.TransactionError: invalid-transaction at ops[0]: unknown op 'fly'; known: add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ __all__ = [
     "UpdateEdge",
     "DeleteEdge",
     "ReplaceBranch",
+    "Confirm",
     "PlanNode",
     "TransactionDoc",
     "parse_transaction",
@@ -103,6 +104,13 @@ class UpdateNode:
 
 
 @attrs.frozen
+class Confirm:
+    """Clear a node's staleness marks (``dirty``): the planner has looked and it still holds."""
+
+    node_id: str
+
+
+@attrs.frozen
 class DeleteNode:
     node_id: str
     cascade: bool = False
@@ -154,7 +162,7 @@ class ReplaceBranch:
     set: Mapping[str, Any] = attrs.field(factory=dict)
 
 
-Op = AddNode | UpdateNode | DeleteNode | AddEdge | UpdateEdge | DeleteEdge | ReplaceBranch
+Op = AddNode | UpdateNode | DeleteNode | AddEdge | UpdateEdge | DeleteEdge | ReplaceBranch | Confirm
 
 
 @attrs.frozen
@@ -175,6 +183,7 @@ _OP_KEYS = {
     "delete_node": ({"op", "id"}, {"cascade"}),
     "delete_edge": ({"op", "from", "to", "type"}, set()),
     "replace_branch": ({"op", "id", "with"}, {"set"}),
+    "confirm": ({"op", "id"}, set()),
 }
 
 
@@ -262,6 +271,8 @@ def parse_op(doc: Any, where: str) -> Op:
         if not isinstance(cascade, bool):
             raise _fail("'cascade' must be true or false", where)
         return DeleteNode(_string(doc, "id", where), cascade)
+    if name == "confirm":
+        return Confirm(_string(doc, "id", where))
     if name == "delete_edge":
         return DeleteEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where))
     if name == "replace_branch":
@@ -330,6 +341,10 @@ class OpContext:
         self.schema = schema
         self.violations: list[Violation] = []
         self.read_ids: set[str] = set()
+        self.updated_ids: dict[str, None] = {}  # nodes the ops updated (in order)
+        self.dirty_set_ids: set[str] = set()  # updated nodes whose update set their marks
+        self.confirmed_ids: dict[str, None] = {}
+        self.cleared: list[dict[str, Any]] = []
         self._counter = itertools.count(1)
         self.id_prefix = id_prefix
 
@@ -425,6 +440,13 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
             attributes.pop(name, None)
         attributes.update(op.set)
         overlay.set_node_attrs(op.node_id, attributes)
+        ctx.updated_ids[op.node_id] = None
+        if "dirty" in op.set or "dirty_marks" in op.set:
+            ctx.dirty_set_ids.add(op.node_id)
+        return []
+    if isinstance(op, Confirm):
+        _need_node(overlay, op.node_id, where, ctx)
+        ctx.confirmed_ids[op.node_id] = None
         return []
     if isinstance(op, DeleteNode):
         _need_node(overlay, op.node_id, where, ctx)
@@ -533,6 +555,7 @@ class TransactionReport:
     dry_run: bool = False
     error: Mapping[str, Any] | None = None
     created: tuple[str, ...] = ()
+    cleared: tuple[Mapping[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -550,6 +573,8 @@ class TransactionReport:
             doc["dry_run"] = True
         if self.created:
             doc["created"] = list(self.created)
+        if self.cleared:
+            doc["cleared"] = [dict(c) for c in self.cleared]
         if self.error is not None:
             doc["error"] = dict(self.error)
         return doc
