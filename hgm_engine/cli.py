@@ -1,4 +1,5 @@
-"""The ``hgm`` command: query, explain, validate and show a memory graph from a terminal.
+"""The ``hgm`` command: query, explain, validate and show a memory graph from a terminal, and
+keep a durable memory in a SQLite file (``--db``) changed only through transactions.
 
 ::
 
@@ -9,23 +10,47 @@
     hgm show --graph trip.json --root d1 --depth 2
     hgm demo
 
-``hgm --help`` lists the commands and ``hgm COMMAND --help`` explains one, with examples.
+    hgm load trip.json --db memory.db              # the initial load: t=1
+    hgm apply change.json --db memory.db [--dry-run] [--json]   # FILE may be - (stdin)
+    hgm query "root.actions" --db memory.db --as-of 1
+    hgm export --db memory.db [--as-of T] [--compact] > trip.json
+    hgm history --db memory.db [NODE_ID]
+    hgm diff 1 before-change --db memory.db
+    hgm revert 2 --db memory.db
+    hgm snapshot before-change --db memory.db ; hgm snapshots --db memory.db
+    hgm constraint add NAME "each action where status = 'done' must exists(results)" --db memory.db
+    hgm constraint list --db memory.db ; hgm constraint remove NAME --db memory.db
+
+``query`` and ``show`` read a graph file (``--graph``) or a memory (``--db``); ``--as-of T``
+(a commit number or a snapshot name) needs ``--db``. ``load``, ``apply`` and ``constraint add``
+create the SQLite file when it does not exist; every other ``--db`` command refuses a missing
+file (exit 1) rather than quietly starting an empty memory. ``hgm --help`` lists the commands
+and ``hgm COMMAND --help`` explains one, with examples.
 
 Exit codes (the same for every command):
 
 - ``0`` success. A query that finds nothing succeeds too (an empty list, 0 or false).
-- ``1`` a graph file that cannot be read, is not JSON or breaks the schema (``hgm validate``
-  finding problems included), an unknown ``--root``, a malformed command line, or any other
-  failure.
+- ``1`` a file that cannot be read, is not JSON or breaks the schema (``hgm validate`` finding
+  problems included, a graph file ``hgm load`` refuses included), a malformed transaction, a
+  conflict with ``base_t`` or a revert of something changed since, an unknown ``--root``,
+  node, snapshot or ``t``, a ``--db`` that cannot be opened, a malformed command line, or any
+  other failure.
 - ``2`` a query error: any :class:`~hgm_engine.errors.HGMError` raised while compiling,
   binding or running a query (``syntax``, ``unknown-name``, ``invalid-argument``,
   ``misplaced``, ``invalid-regex``, ``missing-parameter``, ``missing-focus``). A ``--params``
-  value that is not a JSON object is an ``invalid-argument`` query error as well.
+  value that is not a JSON object is an ``invalid-argument`` query error as well, and so is a
+  constraint text that does not compile (``hgm constraint add``).
+- ``3`` refused by constraints: ``hgm apply`` or ``hgm revert`` whose result breaks one, or
+  ``hgm constraint add`` of a constraint the memory already breaks. Every violation is listed.
 
 With ``--json``, once the command line has been parsed, standard output carries exactly one
 JSON document whatever happens: the result, or ``{"error": {"category", "message", "line",
-"column", ...}}`` (spec/dsl.md §6). Without it, results go to standard output for people and
-errors to standard error with their category, position and a caret under the place.
+"column", ...}}`` (spec/dsl.md §6). ``hgm apply --json`` and ``hgm revert --json`` always
+print a transaction report (formats.md): refused ones with ``"committed": false``, ``"t":
+null`` and the violations, failed ones with an ``"error"`` as well. Without ``--json``,
+results go to standard output for people and errors (and refusals) to standard error with
+their category, position and a caret under the place. ``hgm export`` always writes the graph
+file format.
 
 >>> main(["explain", "root.subgoals[0]"])  # doctest: +ELLIPSIS
 query: root.subgoals[0]
@@ -40,23 +65,25 @@ plan:
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.resources
 import json
 import pathlib
 import sys
 import textwrap
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 import attrs
 
 from . import __version__
 from .errors import GraphFileError, HGMError, Problem, QueryAnalysisError
 from .graph import MemoryGraph, Node
-from .memory import Memory
+from .memory import Memory, MemoryError_
 from .plan import describe
 from .query import QueryResult, compile
-from .store.graphfile import check_document, parse_graph_text
+from .store.graphfile import check_document, graph_from_document, parse_graph_text
+from .transaction import TransactionError, TransactionRefused, TransactionReport, change_to_json
 
 __all__ = [
     "main",
@@ -64,14 +91,17 @@ __all__ = [
     "sample_document",
     "tree_lines",
     "result_lines",
+    "change_lines",
     "EXIT_OK",
     "EXIT_FAILURE",
     "EXIT_QUERY_ERROR",
+    "EXIT_REFUSED",
 ]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_QUERY_ERROR = 2
+EXIT_REFUSED = 3
 
 SAMPLE_RESOURCE = "data/sample_memory.json"
 _CONTENT_WIDTH = 64
@@ -199,14 +229,24 @@ def _plural(count: int, word: str) -> str:
 # -- loading ---------------------------------------------------------------------------------
 
 
-def _read_document(path: str) -> Any:
-    """The JSON document of a graph file; GraphFileError (``io`` or ``invalid-json``) if not."""
+def _input_name(path: str) -> str:
+    return "standard input" if path == "-" else path
+
+
+def _read_text(path: str) -> str:
+    """The text of the file ``path`` (``-``: standard input); GraphFileError ``io`` if unreadable."""
     try:
-        text = pathlib.Path(path).read_text(encoding="utf-8")
+        if path == "-":
+            return sys.stdin.read()
+        return pathlib.Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise GraphFileError([Problem("io", f"cannot read {path}: {reason}")]) from None
-    return parse_graph_text(text, "not valid JSON")
+        raise GraphFileError([Problem("io", f"cannot read {_input_name(path)}: {reason}")]) from None
+
+
+def _read_document(path: str) -> Any:
+    """The JSON document of a graph file; GraphFileError (``io`` or ``invalid-json``) if not."""
+    return parse_graph_text(_read_text(path), "not valid JSON")
 
 
 def _load(path: str, out: _Output) -> Memory | int:
@@ -491,13 +531,22 @@ def _cmd_query(args: argparse.Namespace, out: _Output) -> int:
         params = _parse_params(args.params)
     except HGMError as err:
         return out.error(err, EXIT_QUERY_ERROR)
-    memory = _load(args.graph, out)
-    if isinstance(memory, int):
-        return memory
+    if args.db is None:
+        if args.as_of is not None:
+            return out.failure("invalid-argument", "--as-of needs --db: a graph file has no history", where="--as-of")
+        memory = _load(args.graph, out)
+        if isinstance(memory, int):
+            return memory
+        return _run_query(memory, args, params, out)
+    return _on_db(args.db, out, lambda memory: _run_query(memory, args, params, out))
+
+
+def _run_query(memory: Memory, args: argparse.Namespace, params: dict[str, Any] | None, out: _Output) -> int:
     try:
-        result = memory.query(args.expr, focus=args.focus, params=params)
+        result = memory.query(args.expr, focus=args.focus, params=params, as_of=args.as_of)
     except HGMError as err:
-        return out.error(err, EXIT_QUERY_ERROR)
+        # An unknown snapshot or a t outside the history is bad input, not a query error.
+        return out.error(err, EXIT_FAILURE if isinstance(err, MemoryError_) else EXIT_QUERY_ERROR)
     if out.as_json:
         out.document(result.to_json())
     else:
@@ -583,14 +632,545 @@ def _cmd_validate(args: argparse.Namespace, out: _Output) -> int:
 
 
 def _cmd_show(args: argparse.Namespace, out: _Output) -> int:
-    memory = _load(args.graph, out)
-    if isinstance(memory, int):
-        return memory
-    if args.root is not None and args.root not in memory.graph:
-        return out.failure("unknown-node", f"no node {args.root!r} in {args.graph}", where="--root")
-    lines = tree_lines(memory.graph, args.root, depth=args.depth, unicode=out.unicode)
+    if args.db is None:
+        if args.as_of is not None:
+            return out.failure("invalid-argument", "--as-of needs --db: a graph file has no history", where="--as-of")
+        memory = _load(args.graph, out)
+        if isinstance(memory, int):
+            return memory
+        return _draw_tree(memory.graph, args.graph, args, out)
+
+    def run(memory: Memory) -> int:
+        if args.as_of is None:
+            return _draw_tree(memory.graph, args.db, args, out)
+        try:
+            doc = memory.export(as_of=args.as_of)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        return _draw_tree(graph_from_document(doc, memory.schema), f"{args.db} as of {args.as_of}", args, out)
+
+    return _on_db(args.db, out, run)
+
+
+def _draw_tree(graph: MemoryGraph, source: str, args: argparse.Namespace, out: _Output) -> int:
+    if args.root is not None and args.root not in graph:
+        return out.failure("unknown-node", f"no node {args.root!r} in {source}", where="--root")
+    lines = tree_lines(graph, args.root, depth=args.depth, unicode=out.unicode)
     out.lines(lines or ["(the graph is empty)"])
     return EXIT_OK
+
+
+# -- the durable store (--db) ------------------------------------------------------------------
+
+
+def _open_memory(path: str, *, create: bool) -> Memory:
+    """The memory in the SQLite file ``path``. Commands that only read refuse a file that does
+    not exist (a mistyped path must not quietly become a new, empty memory)."""
+    if not create and not pathlib.Path(path).exists():
+        raise HGMError(
+            [
+                Problem(
+                    "io",
+                    f"no memory at {path}; create one with 'hgm load FILE.json --db {path}' "
+                    f"or 'hgm apply FILE.json --db {path}'",
+                    where="--db",
+                )
+            ]
+        )
+    return Memory.open(path)
+
+
+def _on_db(path: str, out: _Output, command: Callable[[Memory], int], *, create: bool = False) -> int:
+    """Run ``command`` on the memory at ``path`` and close it; exit 1 if it cannot be opened."""
+    try:
+        memory = _open_memory(path, create=create)
+    except HGMError as err:
+        return out.error(err, EXIT_FAILURE)
+    try:
+        return command(memory)
+    finally:
+        memory.close()
+
+
+def _resolve_t(memory: Memory, text: str) -> int | str:
+    """``text`` as a ``t``: a number, or the ``t`` a snapshot names (unknown names are left for
+    the memory to refuse, with the list of known ones)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return memory.snapshots().get(text, text)
+
+
+def _state_name(text: str, t: int | str) -> str:
+    """``t=3``, or ``t=3 (before)`` when a snapshot name was given."""
+    return f"t={t}" if str(t) == text else f"t={t} ({text})"
+
+
+def _time(timestamp: float | None) -> str:
+    """A commit time for people and for --json: UTC, ISO 8601, to the second.
+
+    >>> _time(0)
+    '1970-01-01T00:00:00Z'
+    """
+    if timestamp is None:
+        return ""
+    return datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _value(value: Any, glyphs: _Glyphs = _UNICODE) -> str:
+    return _shorten(json.dumps(value, ensure_ascii=False), 48, glyphs.ellipsis)
+
+
+def _doc_label(node: Mapping[str, Any], glyphs: _Glyphs) -> str:
+    """``id [type] status: content`` of a node in its JSON form."""
+    label = f"{node.get('id')} [{node.get('type')}]"
+    if node.get("status") is not None:
+        label += f" {node['status']}"
+    if node.get("content") is not None:
+        label += ": " + _shorten(node["content"], _CONTENT_WIDTH, glyphs.ellipsis)
+    return label
+
+
+def _attr_changes(before: Mapping[str, Any], after: Mapping[str, Any], glyphs: _Glyphs) -> str:
+    parts = []
+    for key in [*before, *(k for k in after if k not in before)]:
+        old = _value(before[key], glyphs) if key in before else "(unset)"
+        new = _value(after[key], glyphs) if key in after else "(unset)"
+        if old != new:
+            parts.append(f"{key} {old}{glyphs.arrow}{new}")
+    return ", ".join(parts) or "(no attribute changed)"
+
+
+def change_lines(changes: Iterable[Mapping[str, Any]], *, unicode: bool = True) -> list[str]:
+    """Changes (in transaction-report form, formats.md) one per line: ``+`` added, ``-``
+    removed, ``~`` updated.
+
+    >>> print("\\n".join(change_lines([
+    ...     {"kind": "node_added", "id": "a9", "node": {"id": "a9", "type": "action", "status": "pending"}},
+    ...     {"kind": "edge_added", "from": "day1", "to": "a9", "type": "parent_of", "attrs": {"order": 2}},
+    ...     {"kind": "node_updated", "id": "a1", "before": {"day": "Mon", "slot": "am"}, "after": {"day": "Tue"}},
+    ...     {"kind": "node_removed", "id": "a2", "node": {"id": "a2", "type": "action"}},
+    ...     {"kind": "edge_removed", "from": "a1", "to": "e1", "type": "related_to"}], unicode=False)))
+    + node a9 [action] pending
+    + edge day1 -parent_of-> a9 {"order": 2}
+    ~ node a1: day "Mon" -> "Tue", slot "am" -> (unset)
+    - node a2 [action]
+    - edge a1 -related_to-> e1
+    """
+    glyphs = _UNICODE if unicode else _ASCII
+    lines = []
+    for change in changes:
+        kind = change.get("kind")
+        if kind in ("node_added", "node_removed"):
+            sign = "+" if kind == "node_added" else "-"
+            lines.append(f"{sign} node {_doc_label(change.get('node') or {'id': change.get('id')}, glyphs)}")
+        elif kind == "node_updated":
+            lines.append(f"~ node {change['id']}: {_attr_changes(change['before'], change['after'], glyphs)}")
+        elif kind in ("edge_added", "edge_removed", "edge_updated"):
+            edge = f"edge {change['from']} -{change['type']}-> {change['to']}"
+            if kind == "edge_updated":
+                lines.append(f"~ {edge}: {_attr_changes(change['before'], change['after'], glyphs)}")
+            else:
+                attributes = f" {json.dumps(change['attrs'], ensure_ascii=False)}" if change.get("attrs") else ""
+                lines.append(f"{'+' if kind == 'edge_added' else '-'} {edge}{attributes}")
+        elif kind == "loaded":
+            lines.append(f"+ node {change['id']} (in the initial load)")
+        else:  # a kind added to the engine after this was written
+            lines.append(f"* {json.dumps(dict(change), ensure_ascii=False)}")
+    return lines
+
+
+def _violation_lines(violations: Iterable[Any]) -> list[str]:
+    lines = []
+    for violation in violations:
+        place = f" at {violation.node}" if violation.node is not None else ""
+        lines.append(f"  {violation.constraint}{place}: {violation.message}")
+    return lines
+
+
+def _print_report(out: _Output, report: TransactionReport) -> int:
+    """A transaction report: the JSON document, or for people what was committed (stdout) or
+    why it was refused (stderr). Returns 3 when constraints refused it, else 0."""
+    refused = bool(report.violations)
+    if out.as_json:
+        out.document(report.to_json())
+        return EXIT_REFUSED if refused else EXIT_OK
+    glyphs = _UNICODE if out.unicode else _ASCII
+    changes = [change_to_json(change) for change in report.changes]
+    by = f" by {report.author}" if report.author else ""
+    base = f" (base_t {report.base_t})" if report.base_t is not None else ""
+    reason = f": {report.reason}" if report.reason else ""
+    if report.committed:
+        out.line(f"committed t={report.t}{by}{base}{reason}")
+    elif report.dry_run:
+        outcome = "would be refused" if refused else "would commit"
+        out.line(f"dry run{by}{base}{reason}: {outcome} {_plural(len(changes), 'change')}; nothing was written")
+    if report.committed or report.dry_run:
+        out.lines(change_lines(changes, unicode=out.unicode) or ["(no changes)"], indent="  ")
+        if report.fired_rules:
+            out.line("fired rules: " + ", ".join(report.fired_rules))
+        for entry in report.dirtied:
+            because = f" (because of {', '.join(entry.get('because', []))})" if entry.get("because") else ""
+            out.line(f"dirtied: {entry.get('id')} {entry.get('state', '')}{because}".rstrip())
+    if refused:
+        heading = "dry run: refused" if report.dry_run else "refused"
+        print(
+            f"{heading} by constraints: {_plural(len(report.violations), 'violation')}; nothing was committed",
+            file=out.err,
+        )
+        print("\n".join(_violation_lines(report.violations)), file=out.err)
+        return EXIT_REFUSED
+    return EXIT_OK
+
+
+def _report_failure(out: _Output, err: HGMError, doc: Any = None, *, dry_run: bool = False) -> int:
+    """A transaction that could not run (malformed, conflict, unreadable, no store): exit 1.
+    With --json, a report-shaped document whose ``error`` says why (formats.md)."""
+    if out.as_json:
+        fields = doc if isinstance(doc, dict) else {}
+        text = {key: fields.get(key) if isinstance(fields.get(key), str) else None for key in ("author", "reason")}
+        base_t = fields.get("base_t")
+        if isinstance(base_t, bool) or not isinstance(base_t, int):
+            base_t = None
+        report = TransactionReport(
+            False, None, base_t, text["author"], text["reason"], dry_run=dry_run, error=err.to_json()["error"]
+        )
+        out.document(report.to_json())
+    else:
+        print("\n".join(_render_error(err)), file=out.err)
+        print("nothing was committed", file=out.err)
+    return EXIT_FAILURE
+
+
+def _read_transaction(path: str) -> Any:
+    text = _read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = Problem("invalid-json", f"{_input_name(path)} is not valid JSON: {exc.msg}", exc.lineno, exc.colno)
+        raise TransactionError([problem], text) from None
+
+
+def _cmd_apply(args: argparse.Namespace, out: _Output) -> int:
+    doc = None
+    try:
+        doc = _read_transaction(args.file)
+        if args.dry_run and not pathlib.Path(args.db).exists():
+            memory = Memory()  # a dry run against a memory not created yet leaves no file behind
+        else:
+            memory = _open_memory(args.db, create=True)
+    except HGMError as err:
+        return _report_failure(out, err, doc, dry_run=args.dry_run)
+    try:
+        report = memory.apply(doc, dry_run=args.dry_run)
+    except HGMError as err:  # malformed, an unknown node, a conflict with base_t, a locked store
+        return _report_failure(out, err, doc, dry_run=args.dry_run)
+    finally:
+        memory.close()
+    return _print_report(out, report)
+
+
+def _cmd_revert(args: argparse.Namespace, out: _Output) -> int:
+    doc = {"author": args.author, "reason": args.reason}
+    try:
+        memory = _open_memory(args.db, create=False)
+    except HGMError as err:
+        return _report_failure(out, err, doc)
+    try:
+        report = memory.revert(args.t, author=args.author, reason=args.reason)
+    except HGMError as err:  # not a commit, the initial load, changed again later
+        return _report_failure(out, err, doc)
+    finally:
+        memory.close()
+    return _print_report(out, report)
+
+
+def _load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> TransactionReport:
+    """Load a graph document into ``memory`` as one transaction (all or nothing).
+
+    An empty memory takes it as its initial load (``Memory.load``). A memory that already holds
+    something gets the file's nodes and edges added by one transaction: the same thing, done
+    here because ``Memory.load`` into a non-empty memory fails (see the issue report). Problems
+    name their place in the file (``nodes[3]``, ``edges[0]``).
+    """
+    if memory.t == 0 and len(memory) == 0:
+        return memory.load(doc, author=author, reason=reason)
+    problems = check_document(doc, memory.schema)
+    if not problems:
+        graph = memory.graph
+        for position, node in enumerate(doc["nodes"]):
+            if node["id"] in graph:
+                problems.append(
+                    Problem("duplicate-id", f"node {node['id']!r} is already in the memory", where=f"nodes[{position}]")
+                )
+    if problems:
+        raise GraphFileError(problems)
+    ops: list[dict[str, Any]] = []
+    places: list[str] = []
+    for position, node in enumerate(doc["nodes"]):
+        attributes = {key: value for key, value in node.items() if key not in ("id", "type")}
+        # 'parent' and 'order' are op keys of add_node: attributes of those names are set after.
+        shadowed = {key: attributes.pop(key) for key in ("parent", "order", "op") if key in attributes}
+        ops.append({**attributes, "op": "add_node", "id": node["id"], "type": node["type"]})
+        places.append(f"nodes[{position}]")
+        if shadowed:
+            ops.append({"op": "update_node", "id": node["id"], "set": shadowed})
+            places.append(f"nodes[{position}]")
+    for position, edge in enumerate(doc.get("edges", [])):
+        ops.append({**edge, "op": "add_edge"})
+        places.append(f"edges[{position}]")
+
+    def place(where: str | None) -> str | None:
+        if where and where.startswith("ops[") and where.endswith("]") and where[4:-1].isdigit():
+            index = int(where[4:-1])
+            return places[index] if index < len(places) else where
+        return where
+
+    try:
+        report = memory.apply({"author": author, "reason": reason, "ops": ops})
+    except TransactionError as err:
+        raise GraphFileError([attrs.evolve(p, where=place(p.where)) for p in err.problems]) from None
+    if not report.committed:
+        raise GraphFileError(
+            [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations]
+        )
+    return report
+
+
+def _cmd_load(args: argparse.Namespace, out: _Output) -> int:
+    name = _input_name(args.file)
+
+    def failed(err: HGMError) -> int:
+        if out.as_json:
+            out.document({"committed": False, "t": None, "file": name, "db": args.db, **err.to_json()})
+        elif err.category in ("io", "store"):
+            print("\n".join(_render_error(err)), file=out.err)
+        else:
+            print("\n".join(_render_error(err, f"error: {name}: {_problem_count(err)}; nothing was loaded")), file=out.err)
+        return EXIT_FAILURE
+
+    try:
+        doc = _read_document(args.file)
+        memory = _open_memory(args.db, create=True)
+    except HGMError as err:
+        return failed(err)
+    try:
+        first = memory.t == 0 and len(memory) == 0
+        reason = args.reason or f"load {pathlib.Path(args.file).name if args.file != '-' else 'standard input'}"
+        report = _load_into(memory, doc, args.author, reason)
+        totals = (len(memory), memory.graph.edge_count)
+    except HGMError as err:
+        return failed(err)
+    finally:
+        memory.close()
+    nodes, edges = len(doc["nodes"]), len(doc.get("edges", []))
+    if out.as_json:
+        out.document(
+            {
+                "committed": True,
+                "t": report.t,
+                "file": name,
+                "db": args.db,
+                "nodes": nodes,
+                "edges": edges,
+                "total_nodes": totals[0],
+                "total_edges": totals[1],
+            }
+        )
+        return EXIT_OK
+    line = f"loaded {name} into {args.db} at t={report.t}: {_plural(nodes, 'node')}, {_plural(edges, 'edge')}"
+    if not first:
+        line += f" (the memory now holds {_plural(totals[0], 'node')}, {_plural(totals[1], 'edge')})"
+    out.line(line)
+    return EXIT_OK
+
+
+def _cmd_export(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        try:
+            doc = memory.export(as_of=_resolve_t(memory, args.as_of) if args.as_of is not None else None)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        if args.compact:
+            out.line(json.dumps(doc, ensure_ascii=not out.unicode, separators=(",", ":")))
+        else:
+            out.line(json.dumps(doc, ensure_ascii=not out.unicode, indent=1))
+        return EXIT_OK
+
+    return _on_db(args.db, out, run)
+
+
+def _commit_json(commit: Any) -> dict[str, Any]:
+    return dict(commit.summary(), time=_time(commit.timestamp))
+
+
+def _cmd_history(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        if args.node is not None:
+            return _node_history(memory, args.node)
+        commits = memory.commits(args.since)
+        if args.last is not None:
+            commits = commits[len(commits) - args.last :] if args.last else []
+        if out.as_json:
+            out.document({"t": memory.t, "commits": [_commit_json(c) for c in commits]})
+            return EXIT_OK
+        if not commits:
+            out.line(f"(no commits; the memory is at t={memory.t})")
+            return EXIT_OK
+        glyphs = _UNICODE if out.unicode else _ASCII
+        header = ["T", "KIND", "CHANGES", "TIME", "AUTHOR", "REASON"]
+        rows = []
+        for commit in commits:
+            count = "-" if commit.genesis else str(len(commit.changes))
+            reason = _shorten(commit.reason or "", 60, glyphs.ellipsis)
+            rows.append([str(commit.t), commit.kind, count, _time(commit.timestamp), commit.author or "-", reason])
+        widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header) - 1)]
+        for row in [header, *rows]:
+            out.line("  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip())
+        out.line(f"({_plural(len(commits), 'commit')}; the memory is at t={memory.t})")
+        return EXIT_OK
+
+    def _node_history(memory: Memory, node_id: str) -> int:
+        entries = memory.history(node_id)
+        if not entries:
+            return out.failure("unknown-node", f"no commit in {args.db} touched a node {node_id!r}", where="NODE_ID")
+        if out.as_json:
+            out.document(
+                {"id": node_id, "history": [dict(entry, time=_time(entry.get("timestamp"))) for entry in entries]}
+            )
+            return EXIT_OK
+        now = memory.node(node_id)
+        state = "now: " + _doc_label(now, _UNICODE if out.unicode else _ASCII) if now else "deleted since"
+        out.line(f"history of {node_id} ({_plural(len(entries), 'commit')}; {state})")
+        for entry in entries:
+            by = f" by {entry['author']}" if entry.get("author") else ""
+            reason = f": {entry['reason']}" if entry.get("reason") else ""
+            out.line(f"t={entry['t']} {entry['kind']} {_time(entry.get('timestamp'))}{by}{reason}")
+            out.lines(change_lines(entry["changes"], unicode=out.unicode), indent="  ")
+        return EXIT_OK
+
+    return _on_db(args.db, out, run)
+
+
+def _cmd_diff(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        t1, t2 = _resolve_t(memory, args.t1), _resolve_t(memory, args.t2)
+        try:
+            changes = memory.diff(t1, t2)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        if out.as_json:
+            out.document({"from": t1, "to": t2, "changes": changes})
+            return EXIT_OK
+        arrow = (_UNICODE if out.unicode else _ASCII).arrow
+        out.line(
+            f"from {_state_name(args.t1, t1)}{arrow}{_state_name(args.t2, t2)}: {_plural(len(changes), 'change')}"
+        )
+        out.lines(change_lines(changes, unicode=out.unicode), indent="  ")
+        return EXIT_OK
+
+    return _on_db(args.db, out, run)
+
+
+def _cmd_snapshot(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        previous = memory.snapshots().get(args.name)
+        try:
+            t = memory.snapshot(args.name, args.t)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        if out.as_json:
+            out.document({"name": args.name, "t": t, "previous": previous})
+        else:
+            moved = f" (it named t={previous} before)" if previous is not None and previous != t else ""
+            out.line(f"snapshot {args.name!r} names t={t}{moved}")
+        return EXIT_OK
+
+    return _on_db(args.db, out, run)
+
+
+def _cmd_snapshots(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        snapshots = memory.snapshots()
+        if out.as_json:
+            out.document({"t": memory.t, "snapshots": [{"name": name, "t": t} for name, t in snapshots.items()]})
+            return EXIT_OK
+        if not snapshots:
+            out.line(f"(no snapshots; the memory is at t={memory.t})")
+            return EXIT_OK
+        width = max(len("NAME"), *(len(name) for name in snapshots))
+        out.line(f"{'NAME'.ljust(width)}  T")
+        for name, t in snapshots.items():
+            out.line(f"{name.ljust(width)}  {t}")
+        out.line(f"(the memory is at t={memory.t})")
+        return EXIT_OK
+
+    return _on_db(args.db, out, run)
+
+
+def _cmd_constraint_add(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        replaced = memory.constraints().get(args.name)
+        try:
+            memory.add_constraint(args.name, args.text)
+        except TransactionRefused as refusal:
+            violations = refusal.report.violations
+            if out.as_json:
+                out.document(
+                    {
+                        "added": False,
+                        "name": args.name,
+                        "text": args.text,
+                        "violations": [v.to_json() for v in violations],
+                    }
+                )
+            else:
+                print(
+                    f"refused: constraint {args.name!r} does not hold now: {_plural(len(violations), 'violation')}; "
+                    "nothing was added",
+                    file=out.err,
+                )
+                print("\n".join(_violation_lines(violations)), file=out.err)
+            return EXIT_REFUSED
+        except HGMError as err:  # the text does not parse or names what the schema does not know
+            return out.error(err, EXIT_QUERY_ERROR if err.source is not None else EXIT_FAILURE)
+        if out.as_json:
+            out.document({"added": True, "name": args.name, "text": args.text, "replaced": replaced})
+        else:
+            out.line(f"{'replaced' if replaced is not None else 'added'} constraint {args.name}: {args.text}")
+        return EXIT_OK
+
+    return _on_db(args.db, out, run, create=True)
+
+
+def _cmd_constraint_list(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        constraints = memory.constraints()
+        if out.as_json:
+            out.document({"constraints": [{"name": name, "text": text} for name, text in constraints.items()]})
+        elif not constraints:
+            out.line("(no constraints besides the schema's own)")
+        else:
+            width = max(len(name) for name in constraints)
+            out.lines(f"{name.ljust(width)}  {text}" for name, text in constraints.items())
+        return EXIT_OK
+
+    return _on_db(args.db, out, run)
+
+
+def _cmd_constraint_remove(args: argparse.Namespace, out: _Output) -> int:
+    def run(memory: Memory) -> int:
+        try:
+            text = memory.constraints().get(args.name)
+            memory.remove_constraint(args.name)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        if out.as_json:
+            out.document({"removed": True, "name": args.name, "text": text})
+        else:
+            out.line(f"removed constraint {args.name}: {text}")
+        return EXIT_OK
+
+    return _on_db(args.db, out, run)
 
 
 # -- demo ------------------------------------------------------------------------------------
@@ -730,137 +1310,374 @@ class _ArgumentParser(argparse.ArgumentParser):
 _EXIT_CODES = """\
 exit codes:
   0  success (a query that finds nothing succeeds too)
-  1  unreadable, invalid or schema-breaking graph file; bad command line; other failures
+  1  unreadable, invalid or schema-breaking file; malformed transaction; conflict with
+     base_t; unknown snapshot, t or node; a --db that cannot be opened; bad command line
   2  query error (syntax, unknown-name, invalid-argument, misplaced, invalid-regex,
      missing-parameter, missing-focus), including --params that is not a JSON object
+     and the text of a constraint
+  3  refused by constraints (apply, revert, constraint add): every violation is listed
 """
+
+_DB_HELP = "the memory: a SQLite file (hgm load / hgm apply create it)"
+_T_HELP = "a commit number t (0 is the empty memory) or a snapshot name"
 
 
 def _wrap(text: str) -> str:
     return textwrap.fill(text, width=88)
 
 
+def _examples(*lines: str, note: str = "") -> str:
+    text = "examples:\n" + "".join(f"  {line}\n" for line in lines)
+    if note:
+        text += "\n" + note.rstrip("\n") + "\n"
+    return text + "\n" + _EXIT_CODES
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``hgm`` command (every subcommand with its examples).
 
     >>> args = build_parser().parse_args(["query", "root", "--graph", "g.json", "--json"])
-    >>> args.command, args.expr, args.graph, args.json
-    ('query', 'root', 'g.json', True)
+    >>> args.command, args.expr, args.graph, args.db, args.json
+    ('query', 'root', 'g.json', None, True)
+    >>> args = build_parser().parse_args(["constraint", "add", "c1", "each goal must true", "--db", "m.db"])
+    >>> args.command, args.name, args.text, args.db
+    ('constraint', 'c1', 'each goal must true', 'm.db')
     """
     formatter = argparse.RawDescriptionHelpFormatter
     parser = _ArgumentParser(
         prog="hgm",
         description=_wrap(
-            "hgm: hierarchical graph memory for LLM agents. Query, explain, check and "
-            "draw memory graphs written in the graph file format (hgm-graph/1)."
+            "hgm: hierarchical graph memory for LLM agents. Query, explain, check and draw "
+            "memory graphs written in the graph file format (hgm-graph/1), and keep a durable "
+            "memory in a SQLite file (--db): load it, change it only through transactions "
+            "checked against constraints, and read its history, diffs and earlier states."
         ),
-        epilog="examples:\n"
-        "  hgm demo\n"
-        "  hgm query \"root.subgoals[0].actions.where(status='pending')\" --graph trip.json\n"
-        "  hgm explain \"#f_price.derived{1,}.paths()\"\n"
-        "  hgm validate trip.json\n"
-        "  hgm show --graph trip.json --depth 2\n\n" + _EXIT_CODES,
+        epilog=_examples(
+            "hgm demo",
+            "hgm query \"root.subgoals[0].actions.where(status='pending')\" --graph trip.json",
+            "hgm load trip.json --db memory.db",
+            "hgm apply change.json --db memory.db",
+            "hgm query 'root.actions' --db memory.db --as-of before-change",
+            "hgm history --db memory.db",
+        ),
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"hgm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    query = commands.add_parser(
+    def command(name: str, help: str, description: str, epilog: str, run: Callable) -> argparse.ArgumentParser:  # noqa: A002
+        sub = commands.add_parser(
+            name, help=help, description=_wrap(description), epilog=epilog, formatter_class=formatter
+        )
+        sub.set_defaults(run=run)
+        return sub
+
+    def json_flag(sub: argparse.ArgumentParser, what: str) -> None:
+        sub.add_argument("--json", action="store_true", help=what)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    query = command(
         "query",
-        help="evaluate a path expression on a graph file",
-        description=_wrap(
-            "Evaluate a path expression (spec/dsl.md) on a graph file and print the "
-            "nodes, count, boolean or paths it finds."
+        "evaluate a path expression on a graph file or a memory",
+        "Evaluate a path expression (spec/dsl.md) on a graph file (--graph) or on the memory in "
+        "a SQLite file (--db), now or as of an earlier state (--as-of, --db only), and print the "
+        "nodes, count, boolean or paths it finds.",
+        _examples(
+            "hgm query \"root.subgoals[0].actions.where(status='pending')\" --graph trip.json",
+            "hgm query '#f_price.derived{1,}.paths()' --graph trip.json --json",
+            "hgm query 'current_goal.actions' --db memory.db --focus a_pay",
+            "hgm query 'nodes.where(status = $s).count()' --db memory.db --params '{\"s\": \"failed\"}'",
+            "hgm query '#a_forbidden' --db memory.db --as-of 3",
+            "hgm query 'root.actions' --db memory.db --as-of before-change",
+            note="with --json, stdout holds one document: {\"kind\": \"nodes\", \"ids\": [...], \"nodes\": [...]},\n"
+            "{\"kind\": \"count\", \"value\": N}, {\"kind\": \"exists\", \"value\": B}, {\"kind\": \"paths\", \"paths\": [...]}\n"
+            "or {\"error\": {\"category\": C, \"message\": M, \"line\": L, \"column\": K}}.\n"
+            "An unknown --as-of snapshot or a t outside the history exits 1.",
         ),
-        epilog="examples:\n"
-        "  hgm query \"root.subgoals[0].actions.where(status='pending')\" --graph trip.json\n"
-        "  hgm query '#f_price.derived{1,}.paths()' --graph trip.json --json\n"
-        "  hgm query 'current_goal.actions' --graph trip.json --focus a_pay\n"
-        "  hgm query 'nodes.where(status = $s).count()' --graph trip.json --params '{\"s\": \"failed\"}'\n\n"
-        "with --json, stdout holds one document: {\"kind\": \"nodes\", \"ids\": [...], \"nodes\": [...]},\n"
-        "{\"kind\": \"count\", \"value\": N}, {\"kind\": \"exists\", \"value\": B}, {\"kind\": \"paths\", \"paths\": [...]}\n"
-        "or {\"error\": {\"category\": C, \"message\": M, \"line\": L, \"column\": K}}.\n\n" + _EXIT_CODES,
-        formatter_class=formatter,
+        _cmd_query,
     )
     query.add_argument("expr", metavar="EXPR", help="the path expression")
-    query.add_argument("--graph", required=True, metavar="FILE.json", help="graph file to query")
+    source = query.add_mutually_exclusive_group(required=True)
+    source.add_argument("--graph", metavar="FILE.json", help="graph file to query")
+    source.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    query.add_argument("--as-of", metavar="T", help=f"query an earlier state (--db only): {_T_HELP}")
     query.add_argument("--focus", metavar="ID", help="the node 'focus' and 'current_goal' start from")
     query.add_argument(
         "--params", metavar="JSON", help="parameter values as a JSON object, e.g. '{\"s\": \"pending\"}'"
     )
-    query.add_argument("--json", action="store_true", help="print one JSON document (spec/dsl.md §6)")
-    query.set_defaults(run=_cmd_query)
+    json_flag(query, "print one JSON document (spec/dsl.md §6)")
 
-    explain = commands.add_parser(
+    explain = command(
         "explain",
-        help="show how a path expression is planned (no graph needed)",
-        description=_wrap(
-            "Compile a path expression against the default schema and print its "
-            "optimized plan and the optimizer rules that changed it."
-        ),
-        epilog="examples:\n"
-        "  hgm explain \"root.subgoals[0].actions.where(status='pending')\"\n"
-        "  hgm explain '#a_hotel.results' --json\n\n" + _EXIT_CODES,
-        formatter_class=formatter,
+        "show how a path expression is planned (no graph needed)",
+        "Compile a path expression against the default schema and print its optimized plan and "
+        "the optimizer rules that changed it.",
+        _examples("hgm explain \"root.subgoals[0].actions.where(status='pending')\"", "hgm explain '#a_hotel.results' --json"),
+        _cmd_explain,
     )
     explain.add_argument("expr", metavar="EXPR", help="the path expression")
-    explain.add_argument("--json", action="store_true", help='print {"query", "rules", "plan": [lines], ...}')
-    explain.set_defaults(run=_cmd_explain)
+    json_flag(explain, 'print {"query", "rules", "plan": [lines], ...}')
 
-    validate = commands.add_parser(
+    validate = command(
         "validate",
-        help="check a graph file and list every problem",
-        description=_wrap(
-            "Check a graph file against the default schema: valid JSON, the "
-            "hgm-graph/1 format, known node and edge types, unique ids, edges between existing "
-            "nodes, then the schema's constraints (what loading checks). Every problem is listed "
-            "with its place (nodes[3], edges[0], a node id, or line/column)."
-        ),
-        epilog="examples:\n"
-        "  hgm validate trip.json\n"
-        "  hgm validate trip.json --json\n\n" + _EXIT_CODES,
-        formatter_class=formatter,
+        "check a graph file and list every problem",
+        "Check a graph file against the default schema: valid JSON, the hgm-graph/1 format, "
+        "known node and edge types, unique ids, edges between existing nodes, then the schema's "
+        "constraints (what loading checks). Every problem is listed with its place (nodes[3], "
+        "edges[0], a node id, or line/column).",
+        _examples("hgm validate trip.json", "hgm validate trip.json --json"),
+        _cmd_validate,
     )
     validate.add_argument("file", metavar="FILE.json", help="graph file to check")
-    validate.add_argument("--json", action="store_true", help='print {"valid": ..., "problems": [...]} or the counts')
-    validate.set_defaults(run=_cmd_validate)
+    json_flag(validate, 'print {"valid": ..., "problems": [...]} or the counts')
 
-    show = commands.add_parser(
+    show = command(
         "show",
-        help="draw the goal hierarchy as a tree",
-        description=_wrap(
-            "Draw the parent_of hierarchy as a tree, children in edge order, each "
-            "line 'id [type] status: content'. Nodes under no parent (entities, facts, results) "
-            "follow with a summary of their edges. A node with two parents appears under both; "
-            "cycles are marked, never followed."
+        "draw the goal hierarchy as a tree",
+        "Draw the parent_of hierarchy of a graph file or a memory as a tree, children in edge "
+        "order, each line 'id [type] status: content'. Nodes under no parent (entities, facts, "
+        "results) follow with a summary of their edges. A node with two parents appears under "
+        "both; cycles are marked, never followed.",
+        _examples(
+            "hgm show --graph trip.json",
+            "hgm show --graph trip.json --root day1 --depth 1",
+            "hgm show --db memory.db --as-of before-change",
         ),
-        epilog="examples:\n"
-        "  hgm show --graph trip.json\n"
-        "  hgm show --graph trip.json --root day1 --depth 1\n\n" + _EXIT_CODES,
-        formatter_class=formatter,
+        _cmd_show,
     )
-    show.add_argument("--graph", required=True, metavar="FILE.json", help="graph file to draw")
+    source = show.add_mutually_exclusive_group(required=True)
+    source.add_argument("--graph", metavar="FILE.json", help="graph file to draw")
+    source.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    show.add_argument("--as-of", metavar="T", help=f"draw an earlier state (--db only): {_T_HELP}")
     show.add_argument("--root", metavar="ID", help="draw only the subtree of this node")
     show.add_argument("--depth", type=_depth, metavar="N", help="draw at most N levels below the top (0: tops only)")
     show.add_argument("--format", choices=["tree"], default="tree", help="output format (default: tree)")
-    show.set_defaults(run=_cmd_show)
 
-    demo = commands.add_parser(
-        "demo",
-        help="a guided tour on the embedded sample memory (offline)",
-        description=_wrap(
-            "Load the sample memory shipped with hgm (a three-day Beijing trip and an "
-            "order-status goal), draw it, run illustrative queries with their results, explain "
-            "one, and show what a query error looks like. Needs no network and no API key."
+    # -- the durable memory -------------------------------------------------------------------
+
+    load = command(
+        "load",
+        "fill a memory (SQLite file) from a graph file, as one transaction",
+        "Load a graph file into the memory at --db (created if missing) as one transaction: all "
+        "or nothing. Into an empty memory it is the initial load (t=1); into one that holds "
+        "something, the file's nodes and edges are added by one commit. A file that breaks a "
+        "rule (unknown type, duplicate id, an edge to a missing node, a violated constraint) "
+        "loads nothing, and every problem is listed with its place.",
+        _examples(
+            "hgm load trip.json --db memory.db",
+            "hgm demo --sample | hgm load - --db memory.db --json",
+            note='with --json: {"committed": true, "t": T, "nodes": N, "edges": E, "total_nodes": ...,\n'
+            '"total_edges": ...} or {"committed": false, "t": null, "error": {..., "problems": [...]}}.',
         ),
-        epilog="examples:\n"
-        "  hgm demo\n"
-        "  hgm demo --sample > trip.json && hgm show --graph trip.json\n\n" + _EXIT_CODES,
+        _cmd_load,
+    )
+    load.add_argument("file", metavar="FILE.json", help="graph file to load ('-': standard input)")
+    load.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    load.add_argument("--author", metavar="A", help="who loads it (kept in the history)")
+    load.add_argument("--reason", metavar="R", help="why (kept in the history; default 'load FILE')")
+    json_flag(load, "print one JSON document: t and counts, or the problems")
+
+    export = command(
+        "export",
+        "write a memory (now or as of T) as a graph file on standard output",
+        "Write the memory at --db as a graph file (hgm-graph/1) on standard output, nodes and "
+        "edges in creation order; load -> export -> load gives an equal graph. --as-of writes an "
+        "earlier state.",
+        _examples(
+            "hgm export --db memory.db > trip.json",
+            "hgm export --db memory.db --as-of before-change --compact",
+        ),
+        _cmd_export,
+    )
+    export.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    export.add_argument("--as-of", metavar="T", help=f"the state to export: {_T_HELP}")
+    export.add_argument("--compact", action="store_true", help="one line instead of indented JSON")
+
+    apply = command(
+        "apply",
+        "apply a transaction file to a memory (all or nothing)",
+        "Apply a transaction file (formats.md: author, reason, optional base_t, ops) to the "
+        "memory at --db (created if missing). Ops apply in order; constraints are checked on the "
+        "final state and a transaction that breaks any is refused whole with every violation "
+        "listed. With base_t, a transaction touching something committed after base_t is "
+        "refused as a conflict. --dry-run shows what would happen and writes nothing.",
+        _examples(
+            "hgm apply change.json --db memory.db",
+            "hgm apply change.json --db memory.db --dry-run",
+            "echo '{\"ops\": [{\"op\": \"update_node\", \"id\": \"a1\", \"set\": {\"status\": \"done\"}}]}' | hgm apply - --db memory.db --json",
+            note="with --json, stdout holds the transaction report (formats.md): {\"committed\": true, \"t\": T,\n"
+            "\"changes\": [...], \"violations\": [], ...}; refused: \"committed\": false, \"t\": null and the\n"
+            "violations (exit 3); malformed or conflicting: the same shape with \"error\": {\"category\",\n"
+            "\"message\", ...} (exit 1). Without --json: the commit and its changes one per line, or\n"
+            "the violations / the error on standard error.",
+        ),
+        _cmd_apply,
+    )
+    apply.add_argument("file", metavar="FILE.json", help="transaction file ('-': standard input)")
+    apply.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    apply.add_argument("--dry-run", action="store_true", help="check and report, commit nothing")
+    json_flag(apply, "print the transaction report (formats.md)")
+
+    history = command(
+        "history",
+        "list the commits of a memory, or those that touched one node",
+        "Without NODE_ID: every commit (t, kind, number of changes, time in UTC, author, "
+        "reason), oldest first. With NODE_ID: each commit that touched that node (its attributes "
+        "or its edges) with what it changed.",
+        _examples(
+            "hgm history --db memory.db",
+            "hgm history --db memory.db --last 5 --json",
+            "hgm history a_forbidden --db memory.db",
+        ),
+        _cmd_history,
+    )
+    history.add_argument("node", nargs="?", metavar="NODE_ID", help="show the history of this node only")
+    history.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    history.add_argument("--since", type=_depth, default=0, metavar="T", help="only commits after t=T")
+    history.add_argument("--last", type=_depth, metavar="N", help="only the last N commits")
+    json_flag(history, 'print {"t", "commits": [...]} or {"id", "history": [...]}')
+
+    diff = command(
+        "diff",
+        "what changed between two states of a memory",
+        "The net changes from state T1 to state T2 (each a commit number or a snapshot name), one "
+        "per node or edge: + added, - removed, ~ updated (attribute: before -> after). T1 later "
+        "than T2 shows the way back.",
+        _examples(
+            "hgm diff 1 4 --db memory.db",
+            "hgm diff before-change 5 --db memory.db --json",
+        ),
+        _cmd_diff,
+    )
+    diff.add_argument("t1", metavar="T1", help=_T_HELP)
+    diff.add_argument("t2", metavar="T2", help=_T_HELP)
+    diff.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    json_flag(diff, 'print {"from": T1, "to": T2, "changes": [...]}')
+
+    revert = command(
+        "revert",
+        "undo one commit by appending a new one",
+        "Append a commit that undoes commit T (history is never rewritten). Refused as a "
+        "conflict (exit 1) when a later commit changed the same nodes or edges again, and by "
+        "constraints (exit 3) when the undone state breaks one. The initial load cannot be "
+        "reverted.",
+        _examples(
+            "hgm revert 4 --db memory.db",
+            "hgm revert 4 --db memory.db --author me --reason 'wrong day' --json",
+            note="output and --json document as for hgm apply.",
+        ),
+        _cmd_revert,
+    )
+    revert.add_argument("t", type=_commit_number, metavar="T", help="the commit to undo")
+    revert.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    revert.add_argument("--author", metavar="A", help="who reverts (kept in the history)")
+    revert.add_argument("--reason", metavar="R", help="why (default 'revert t=T')")
+    json_flag(revert, "print the transaction report (formats.md)")
+
+    snapshot = command(
+        "snapshot",
+        "name a state of a memory",
+        "Give the current state (or --t T) a name that --as-of, diff and export accept. Naming an "
+        "existing snapshot again moves it. A name cannot be a number.",
+        _examples("hgm snapshot before-change --db memory.db", "hgm snapshot day1-planned --t 3 --db memory.db"),
+        _cmd_snapshot,
+    )
+    snapshot.add_argument("name", metavar="NAME", help="the snapshot's name")
+    snapshot.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    snapshot.add_argument("--t", metavar="T", help=f"the state to name (default: the current one): {_T_HELP}")
+    json_flag(snapshot, 'print {"name", "t", "previous"}')
+
+    snapshots = command(
+        "snapshots",
+        "list the named states of a memory",
+        "List every snapshot name with the t it names, oldest state first.",
+        _examples("hgm snapshots --db memory.db"),
+        _cmd_snapshots,
+    )
+    snapshots.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    json_flag(snapshots, 'print {"t", "snapshots": [{"name", "t"}, ...]}')
+
+    constraint = commands.add_parser(
+        "constraint",
+        help="add, list or remove a memory's constraints",
+        description=_wrap(
+            "A constraint is written in the path language: 'each TYPE [where COND] must COND'. "
+            "Every later transaction is checked against it and refused whole when it breaks it."
+        ),
+        epilog=_examples(
+            "hgm constraint add done_has_result \"each action where status = 'done' must exists(results)\" --db memory.db",
+            "hgm constraint list --db memory.db",
+            "hgm constraint remove done_has_result --db memory.db",
+        ),
         formatter_class=formatter,
     )
+    actions = constraint.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser(
+        "add",
+        help="add a constraint (it must already hold)",
+        description=_wrap(
+            "Add (or replace) the constraint NAME. It must hold in the current state: otherwise "
+            "every violation is listed, nothing is added and the exit code is 3. A TEXT that "
+            "does not parse, or names what the schema does not know, is shown with a caret "
+            "under the place (exit 2)."
+        ),
+        epilog=_examples(
+            "hgm constraint add done_has_result \"each action where status = 'done' must exists(results)\" --db memory.db",
+            "hgm constraint add day_set \"each action where status = 'pending' must exists(day)\" --db memory.db --json",
+        ),
+        formatter_class=formatter,
+    )
+    add.add_argument("name", metavar="NAME", help="the constraint's name")
+    add.add_argument("text", metavar="TEXT", help="each TYPE [where COND] must COND")
+    add.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    json_flag(add, 'print {"added", "name", "text", ...} (with "violations" when refused)')
+    add.set_defaults(run=_cmd_constraint_add)
+    listing = actions.add_parser(
+        "list",
+        help="list the constraints added to a memory",
+        description="List the constraints added to the memory (the schema's built-in rules always apply too).",
+        epilog=_examples("hgm constraint list --db memory.db --json"),
+        formatter_class=formatter,
+    )
+    listing.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    json_flag(listing, 'print {"constraints": [{"name", "text"}, ...]}')
+    listing.set_defaults(run=_cmd_constraint_list)
+    remove = actions.add_parser(
+        "remove",
+        help="remove a constraint",
+        description="Remove the constraint NAME; an unknown name exits 1.",
+        epilog=_examples("hgm constraint remove done_has_result --db memory.db"),
+        formatter_class=formatter,
+    )
+    remove.add_argument("name", metavar="NAME", help="the constraint's name")
+    remove.add_argument("--db", required=True, metavar="PATH", help=_DB_HELP)
+    json_flag(remove, 'print {"removed", "name", "text"}')
+    remove.set_defaults(run=_cmd_constraint_remove)
+
+    # -- the tour -----------------------------------------------------------------------------
+
+    demo = command(
+        "demo",
+        "a guided tour on the embedded sample memory (offline)",
+        "Load the sample memory shipped with hgm (a three-day Beijing trip and an order-status "
+        "goal), draw it, run illustrative queries with their results, explain one, and show what "
+        "a query error looks like. Needs no network and no API key.",
+        _examples("hgm demo", "hgm demo --sample > trip.json && hgm show --graph trip.json"),
+        _cmd_demo,
+    )
     demo.add_argument("--sample", action="store_true", help="print the sample memory (a graph file) and stop")
-    demo.set_defaults(run=_cmd_demo)
     return parser
+
+
+def _commit_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a commit number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"commits are numbered from 1, not {value}")
+    return value
 
 
 def _depth(text: str) -> int:
