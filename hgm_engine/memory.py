@@ -41,6 +41,8 @@ from .schema import DEFAULT_SCHEMA, Schema
 from .store.base import InMemoryStore, Store
 from .store.graphfile import graph_from_document, parse_graph_text
 from .transaction import (
+    AddEdge,
+    AddNode,
     ConflictError,
     OpContext,
     TransactionDoc,
@@ -536,12 +538,22 @@ class Memory:
             self._catch_up()
             if self._t == 0 and len(self._graph) == 0:
                 return self._genesis(doc, author, reason)
-        problems = check_document(doc, self.schema)
+        with self._state.reading():
+            problems = check_document(doc, self.schema, existing=self._graph.node_map())
         if problems:
             raise GraphFileError(problems)
-        ops = [dict(node, op="add_node") for node in doc.get("nodes", [])]
-        ops += [dict(edge, op="add_edge") for edge in doc.get("edges", [])]
-        report = self._commit(_ops_builder([parse_op(op, f"item {i}") for i, op in enumerate(ops)]), author=author, reason=reason or "load")
+        # Built as ops directly: an attribute called "parent" or "order" stays an attribute.
+        ops: list = [
+            AddNode(node["id"], node["type"], {k: v for k, v in node.items() if k not in ("id", "type")})
+            for node in doc.get("nodes", [])
+        ]
+        ops += [
+            AddEdge(edge["from"], edge["to"], edge["type"], {k: v for k, v in edge.items() if k not in ("from", "to", "type")})
+            for edge in doc.get("edges", [])
+        ]
+        report = self._commit(
+            _ops_builder(ops), author=author, reason=reason or "load", base_t=None, dry_run=False, kind="load"
+        )
         if not report.committed:
             raise GraphFileError(
                 [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations]

@@ -75,3 +75,21 @@ def test_missing_file_is_a_graph_file_error(tmp_path):
     with pytest.raises(GraphFileError) as caught:
         Memory.from_file(tmp_path / "absent.json")
     assert caught.value.category == "io"
+
+
+def test_duplicate_id_is_blamed_on_the_later_node_even_when_the_first_is_invalid():
+    doc = {"format": "hgm-graph/1", "nodes": [{"id": "x", "type": "gol"}, {"id": "x", "type": "goal"}], "edges": []}
+    with pytest.raises(GraphFileError) as caught:
+        Memory.from_document(doc)
+    found = [(p.category, p.where) for p in caught.value.problems]
+    assert found == [("unknown-name", "nodes[0]"), ("duplicate-id", "nodes[1]")]
+
+
+def test_loading_into_a_memory_that_holds_something_is_one_more_transaction():
+    memory = Memory.from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []})
+    report = memory.load({"format": "hgm-graph/1", "nodes": [
+        {"id": "g2", "type": "goal", "parent": "not an edge", "order": 3}], "edges": [
+        {"from": "g", "to": "g2", "type": "parent_of"}]})
+    assert report.committed and report.t == 2
+    assert memory.node("g2") == {"id": "g2", "type": "goal", "parent": "not an edge", "order": 3}
+    assert memory.query("#g.subgoals").ids == ["g2"]

@@ -38,8 +38,11 @@ def _suggest(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {suggestion!r}?" if suggestion else ""
 
 
-def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA) -> list[Problem]:
-    """Every problem of a graph document against ``schema`` (empty when it is valid)."""
+def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, existing: Any = ()) -> list[Problem]:
+    """Every problem of a graph document against ``schema`` (empty when it is valid).
+
+    ``existing`` holds the ids of nodes already in the memory the document is loaded into:
+    its nodes may not reuse them and its edges may point to them."""
     problems: list[Problem] = []
     if not isinstance(doc, dict):
         return [_problem("invalid-document", "a graph file is a JSON object", "document")]
@@ -67,21 +70,23 @@ def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA) -> list[Problem]:
     first_seen: dict[str, int] = {}
     bad_nodes: list[int] = []
     for position, node in enumerate(nodes):
-        if (
-            type(node) is dict
-            and type(node.get("id")) is str
-            and node["id"]
-            and node.get("type") in node_types
-            and node["id"] not in first_seen
-        ):
-            first_seen[node["id"]] = position
-        else:
+        node_id = node.get("id") if type(node) is dict else None
+        duplicate = False
+        if type(node_id) is str and node_id:
+            duplicate = node_id in first_seen
+            if not duplicate:
+                first_seen[node_id] = position  # the first occurrence owns the id, valid or not
+        if duplicate or type(node_id) is not str or not node_id or node.get("type") not in node_types:
             bad_nodes.append(position)
     for position in bad_nodes:
         problems.extend(_node_problems(nodes[position], position, schema, first_seen))
-        node = nodes[position]
-        if isinstance(node, dict) and isinstance(node.get("id"), str) and node["id"] and node["id"] not in first_seen:
-            first_seen[node["id"]] = position
+    if existing:
+        for node_id, position in first_seen.items():
+            if node_id in existing:
+                problems.append(_problem("duplicate-id", f"node id {node_id!r} is already in the memory", f"nodes[{position}]"))
+        first_seen = dict(first_seen)
+        for node_id in existing:
+            first_seen.setdefault(node_id, -1)
 
     seen_edges: dict[tuple, int] = {}
     for position, edge in enumerate(edges):
@@ -110,7 +115,7 @@ def _node_problems(node: Any, position: int, schema: Schema, first_seen: dict[st
                 "unknown-name", f"unknown node type {node_type!r}" + _suggest(node_type, schema.node_types), where
             )
         )
-    if isinstance(node_id, str) and node_id in first_seen:
+    if isinstance(node_id, str) and node_id in first_seen and first_seen[node_id] != position:
         problems.append(
             _problem(
                 "duplicate-id", f"duplicate node id {node_id!r} (first defined at nodes[{first_seen[node_id]}])", where
