@@ -1667,6 +1667,10 @@ def build_parser() -> argparse.ArgumentParser:
         _cmd_demo,
     )
     demo.add_argument("--sample", action="store_true", help="print the sample memory (a graph file) and stop")
+
+    from . import cli_rules
+
+    cli_rules.register(sys.modules[__name__], commands, command, json_flag)
     return parser
 
 
