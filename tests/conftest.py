@@ -35,7 +35,8 @@ def compliance_cases() -> list:
 
 @pytest.fixture
 def travel_graph_path() -> pathlib.Path:
+    """The spec's travel memory (tests that use it speak of its nodes by name)."""
     path = SHARED_COMPLIANCE / "travel.graph.json"
     if not path.exists():
-        path = OWN_COMPLIANCE / "research.graph.json"
+        pytest.skip(f"the spec's travel graph is not here ({path}); ../shared is absent")
     return path

@@ -233,7 +233,7 @@ def test_params_option_binds_parameter_values(capsys, small):
 
 
 def test_syntax_error_goes_to_stderr_with_a_caret_and_exits_2():
-    run = run_hgm("query", "root.subgoals[", "--graph", str(COMPLIANCE / "travel.graph.json"))
+    run = run_hgm("query", "root.subgoals[", "--graph", str(REPO / "tests" / "compliance" / "research.graph.json"))
     assert run.returncode == 2
     assert run.stdout == ""
     lines = run.stderr.splitlines()
