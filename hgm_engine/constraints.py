@@ -205,7 +205,6 @@ class ConstraintChecker:
             edges = list(view.iter_edges())
         else:
             edges = [e for node_id in nodes for e in view.out_edges(node_id)]
-        edges.sort(key=lambda e: e.seq)
         parents: dict[str, list[str]] = {}
         produced: set[str] = set()
         for edge in edges:
@@ -222,16 +221,13 @@ class ConstraintChecker:
                     violations.extend(self._structure(view, [node_id]))
             elif node.type == "result" and node_id not in produced:
                 violations.extend(self._structure(view, [node_id]))
-        cyclic = set()
-        if hasattr(view, "find_cycle"):
-            for edge_type in self.schema.acyclic_edge_types:
-                cycle = view.find_cycle(edge_type)
+        if hasattr(view, "find_cycles"):
+            for edge_type, cycle in view.find_cycles(self.schema.acyclic_edge_types).items():
                 if cycle:
-                    cyclic.add(edge_type)
                     violations.append(
                         Violation(f"{edge_type}_acyclic", cycle[0], f"{edge_type} cycle: {' -> '.join(cycle + cycle[:1])}")
                     )
-        violations.extend(self._edges(view, edges, check_cycles=not hasattr(view, "find_cycle")))
+        violations.extend(self._edges(view, edges, check_cycles=not hasattr(view, "find_cycles")))
         violations.extend(self._attributes([nodes[n] for n in nodes]))
         for constraint in self.user.values():
             violations.extend(constraint.violations(view, None))

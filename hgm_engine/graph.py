@@ -468,20 +468,34 @@ class MemoryGraph:
 
     def find_cycle(self, edge_type: str) -> list[str] | None:
         """The ids along one cycle of ``edge_type`` edges, or None when there is none."""
-        sub = rx.PyDiGraph(multigraph=False)
-        sub.add_nodes_from(range(max(self._index.values(), default=-1) + 1))
+        return self.find_cycles((edge_type,))[edge_type]
+
+    def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
+        """For each edge type, the ids along one of its cycles, or None (one pass over edges)."""
+        wanted = {edge_type: [] for edge_type in edge_types}
         index = self._index
-        sub.add_edges_from_no_data(
-            [(index[s], index[t]) for (s, t, kind) in self._edge_index if kind == edge_type]
-        )
-        if rx.is_directed_acyclic_graph(sub):
-            return None
-        for start in sub.node_indices():
-            cycle = rx.digraph_find_cycle(sub, start)
-            if cycle:
-                ids = {i: node_id for node_id, i in index.items()}
-                return [ids[a] for a, _ in cycle]
-        return None
+        for (source, target, kind) in self._edge_index:
+            pairs = wanted.get(kind)
+            if pairs is not None:
+                pairs.append((index[source], index[target]))
+        size = max(index.values(), default=-1) + 1
+        found: dict[str, list[str] | None] = {}
+        for edge_type, pairs in wanted.items():
+            found[edge_type] = None
+            if not pairs:
+                continue
+            sub = rx.PyDiGraph(multigraph=False)
+            sub.add_nodes_from(range(size))
+            sub.add_edges_from_no_data(pairs)
+            if rx.is_directed_acyclic_graph(sub):
+                continue
+            ids = {i: node_id for node_id, i in index.items()}
+            for start in sub.node_indices():
+                cycle = rx.digraph_find_cycle(sub, start)
+                if cycle:
+                    found[edge_type] = [ids[a] for a, _ in cycle]
+                    break
+        return found
 
     def to_document(self) -> dict[str, Any]:
         """The graph file document (formats.md): nodes and edges in creation order."""
