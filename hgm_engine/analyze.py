@@ -19,7 +19,7 @@ unknown relation 'subgoal'; did you mean 'subgoals'?
 
 from __future__ import annotations
 
-import re
+import regex
 from typing import Iterable
 
 import attrs
@@ -302,8 +302,8 @@ class _Checker:
                 )
                 return
             try:
-                re.compile(operand.value)
-            except re.error as exc:
+                regex.compile(operand.value)
+            except regex.error as exc:
                 self.report("invalid-regex", f"regular expression {operand.value!r}: {exc}", operand.span.start)
         elif isinstance(operand, S.ParamRef):
             self.use_param(operand.name, operand.span.start, "regex")

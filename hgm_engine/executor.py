@@ -20,9 +20,10 @@ operators run in *traced* mode over ``(id, walk)`` pairs.
 from __future__ import annotations
 
 import itertools
-import re
 import time
 from typing import Any, Callable, Mapping
+
+import regex
 
 from .errors import Problem, QueryExecutionError
 from .plan import (
@@ -64,24 +65,32 @@ _NUMBER_TYPES = (int, float)
 class Limits:
     """How much work one query may do before it is stopped with ``limit-exceeded``.
 
-    ``max_work`` counts nodes produced by all steps together; ``timeout`` is in seconds.
+    ``max_work`` counts the nodes a query reads: start lists, scanned candidates, filtered
+    and navigated nodes. ``timeout`` (seconds) bounds the whole query; ``regex_timeout`` bounds
+    one regular-expression match (a hostile pattern cannot hang the engine).
 
     >>> Limits(max_work=10).max_work
     10
     """
 
-    __slots__ = ("max_work", "timeout")
+    __slots__ = ("max_work", "timeout", "regex_timeout")
 
-    def __init__(self, max_work: int | None = 50_000_000, timeout: float | None = None):
+    def __init__(
+        self, max_work: int | None = 50_000_000, timeout: float | None = None, regex_timeout: float = 1.0
+    ):
         self.max_work = max_work
         self.timeout = timeout
+        self.regex_timeout = regex_timeout
 
 
 DEFAULT_LIMITS = Limits()
 
 
 class _Context:
-    __slots__ = ("view", "nodes", "out_adj", "in_adj", "params", "focus", "work", "max_work", "deadline", "regexes")
+    __slots__ = (
+        "view", "nodes", "out_adj", "in_adj", "params", "focus", "work", "max_work", "deadline", "regexes",
+        "regex_timeout",
+    )
 
     def __init__(self, view, params: Mapping[str, Any], focus: str | None, limits: Limits):
         self.view = view
@@ -93,7 +102,20 @@ class _Context:
         self.work = 0
         self.max_work = limits.max_work
         self.deadline = None if limits.timeout is None else time.monotonic() + limits.timeout
-        self.regexes: dict[str, re.Pattern] = {}
+        self.regexes: dict[str, Any] = {}
+        self.regex_timeout = limits.regex_timeout
+
+    def search(self, pattern, value: str):
+        """``pattern.search(value)`` within the regex and query time limits."""
+        timeout = self.regex_timeout
+        if self.deadline is not None:
+            timeout = max(0.0, min(timeout, self.deadline - time.monotonic()))
+        try:
+            return pattern.search(value, timeout=timeout)
+        except TimeoutError:
+            raise QueryExecutionError(
+                [Problem("limit-exceeded", f"a regular expression ran past its time limit ({timeout:.3g} s)")]
+            ) from None
 
     def charge(self, amount: int) -> None:
         self.work += amount
@@ -363,11 +385,11 @@ def _closure_condition(cond, compile_path) -> Callable:
 
 def _regex_condition(left: Callable, pattern_operand) -> Callable:
     if isinstance(pattern_operand, Const):
-        search = re.compile(pattern_operand.value).search
+        pattern = regex.compile(pattern_operand.value)
 
         def matches(node, ctx):
             value = left(node, ctx)
-            return type(value) is str and search(value) is not None
+            return type(value) is str and ctx.search(pattern, value) is not None
 
         return matches
     name = pattern_operand.name
@@ -378,8 +400,8 @@ def _regex_condition(left: Callable, pattern_operand) -> Callable:
             return False
         pattern = ctx.regexes.get(name)
         if pattern is None:
-            pattern = ctx.regexes[name] = re.compile(ctx.params[name])
-        return pattern.search(value) is not None
+            pattern = ctx.regexes[name] = regex.compile(ctx.params[name])
+        return ctx.search(pattern, value) is not None
 
     return matches_param
 
@@ -622,7 +644,11 @@ def _list_op(op, compile_path) -> tuple[Callable, Callable]:
     """``(fast(ids, ctx), traced(items, ctx))`` for a whole-list operator."""
     if isinstance(op, Filter):
         test = _condition(op.condition, compile_path)
-        fast = _Generator(compile_path).id_filter(op.condition)
+        keep = _Generator(compile_path).id_filter(op.condition)
+
+        def fast(ids, ctx):
+            ctx.charge(len(ids))
+            return keep(ids, ctx)
 
         def traced(items, ctx):
             nodes = ctx.nodes
@@ -758,7 +784,8 @@ def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
                 outputs = predicate(outputs, ctx)
             for other, via in outputs:
                 if other not in out:
-                    out[other] = walk + via + (other,)
+                    # A step that stays on its node ({0,..} level 0, latest of the newest) adds nothing.
+                    out[other] = walk if (other == node_id and not via) else walk + via + (other,)
         ctx.charge(len(out))
         return list(out.items())
 
@@ -894,7 +921,7 @@ class Program:
             program.source = inner.fast
             program.traced_source = inner.traced
         else:
-            source = _source(path.source, Program)
+            source = _charged(_source(path.source, Program))
             program.source = source
             program.traced_source = lambda ctx: [(i, (i,)) for i in source(ctx)]
         return program
@@ -936,6 +963,15 @@ class Program:
         return ids
 
 
+def _charged(source: Callable) -> Callable:
+    def counted(ctx):
+        ids = source(ctx)
+        ctx.charge(len(ids))
+        return ids
+
+    return counted
+
+
 def _scan_filter(path: PathPlan, compile_path) -> Callable | None:
     """For ``scan → filter``: iterate the payloads and keep the ids that pass."""
     if not path.ops or not isinstance(path.ops[0], Filter):
@@ -943,9 +979,19 @@ def _scan_filter(path: PathPlan, compile_path) -> Callable | None:
     scan = _Generator(compile_path).payload_scan(path.ops[0].condition)
     if isinstance(path.source, TypeScan):
         node_type = path.source.node_type
-        return lambda ctx: scan(ctx.view.nodes_of_type(node_type), ctx)
+
+        def scan_type(ctx):
+            ctx.charge(ctx.view.count_of_type(node_type))
+            return scan(ctx.view.nodes_of_type(node_type), ctx)
+
+        return scan_type
     if isinstance(path.source, AllNodes):
-        return lambda ctx: scan(ctx.nodes.values(), ctx)
+
+        def scan_all(ctx):
+            ctx.charge(len(ctx.nodes))
+            return scan(ctx.nodes.values(), ctx)
+
+        return scan_all
     return None
 
 

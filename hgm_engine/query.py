@@ -20,7 +20,7 @@ plan:
 
 from __future__ import annotations
 
-import re
+import regex
 from collections import OrderedDict
 from typing import Any, Mapping
 
@@ -175,17 +175,25 @@ def _check_role(value: Any, roles: frozenset[str]) -> str | None:
     if "id" in roles and not isinstance(value, str):
         return f"an id after '#' must be a string, not {_kind(value)}"
     if "ids" in roles and not (isinstance(value, str) or (isinstance(value, tuple) and all(isinstance(v, str) for v in value))):
-        return f"a start must be an id or a list of ids, not {_kind(value)}"
+        return f"a start must be an id or a list of ids, not {_json(value)}"
     if "count" in roles and not (type(value) is int and value >= 0):
-        return f"limit needs an integer >= 0, not {value!r}"
+        return f"limit needs an integer >= 0, not {_json(value)}"
     if "regex" in roles:
         if not isinstance(value, str):
             return f"a pattern must be a string, not {_kind(value)}"
         try:
-            re.compile(value)
-        except re.error as exc:
+            regex.compile(value)
+        except regex.error as exc:
             return f"regular expression {value!r}: {exc}"
     return None
+
+
+def _json(value: Any) -> str:
+    import json
+
+    from .graph import thaw
+
+    return json.dumps(thaw(value))
 
 
 def _kind(value: Any) -> str:
