@@ -25,6 +25,7 @@ import contextlib
 import pathlib
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Mapping
 
@@ -52,6 +53,7 @@ from .transaction import (
     Violation,
     apply_op,
     change_to_json,
+    orphan_violations,
     parse_op,
     parse_transaction,
 )
@@ -534,7 +536,9 @@ class Memory:
         Into an empty memory this is a *genesis* commit (the history starts there)."""
         from .store.graphfile import check_document
 
-        with self._write_lock:
+        with self._write_lock, self._store.write():
+            # Decided under the store's write lock: two processes loading one empty store at
+            # once must not both take it for empty.
             self._catch_up()
             if self._t == 0 and len(self._graph) == 0:
                 return self._genesis(doc, author, reason)
@@ -593,10 +597,15 @@ class Memory:
                 raise TransactionError(
                     [Problem("invalid-argument", f"t={t} loaded the memory; delete nodes instead of reverting it")]
                 )
+            added_edges = {c.after.key for c in commit.changes if c.kind == "edge_added"}
             for change in commit.changes:
                 payload = change.after if change.after is not None else change.before
                 current = overlay.node(payload.id) if isinstance(payload, Node) else overlay.edge(*payload.key)
-                if _content(current) != _content(change.after):
+                later_edges = []
+                if change.kind == "node_added" and current is not None:
+                    # Removing the node would silently drop edges later commits gave it.
+                    later_edges = [e for e in overlay.edges_of(payload.id) if e.key not in added_edges]
+                if _content(current) != _content(change.after) or later_edges:
                     later = [c.t for c in self._store.commits_after(t, self._t) if set(change.touched) & c.touched]
                     raise ConflictError(
                         [
@@ -612,6 +621,8 @@ class Memory:
                 # What the revert re-creates is created now: it gets a new creation number.
                 if undo.kind == "node_added":
                     overlay.add_node(undo.after.id, undo.after.type, undo.after.attrs)
+                elif undo.kind == "node_updated":
+                    overlay.set_node_attrs(undo.after.id, undo.after.attrs)  # keeps today's creation number
                 elif undo.kind == "edge_added":
                     overlay.add_edge(undo.after.source, undo.after.target, undo.after.type, undo.after.attrs)
                 else:
@@ -626,6 +637,7 @@ class Memory:
         """Apply commits another process wrote to the store since we last looked."""
         latest = self._store.latest_t()
         if latest <= self._t:
+            self._sync_rules_and_constraints()
             return
         commits = self._store.commits_after(self._t, latest)
         with self._state.writing():
@@ -636,15 +648,20 @@ class Memory:
                     apply_changes(self._graph, list(commit.changes))
                     self._t = commit.t
             self._views.clear()
+        self._sync_rules_and_constraints()
+        for commit in commits:
+            self._notify(commit)
+
+    def _sync_rules_and_constraints(self) -> None:
+        """Constraints and rule sets other processes added or removed (they are not commits)."""
         stored = self._store.constraints()
         for name, text in stored.items():
-            if name not in self._checker.user:
+            current = self._checker.user.get(name)
+            if current is None or current.text != text:
                 self._checker.add(UserConstraint.compile(name, text, self.schema))
         for name in [n for n in self._checker.user if n not in stored]:
             self._checker.remove(name)
         self._load_stored_rules()
-        for commit in commits:
-            self._notify(commit)
 
     def refresh(self) -> int:
         """Catch up with commits other processes made; returns the new ``t``."""
@@ -652,9 +669,9 @@ class Memory:
             self._catch_up()
         return self._t
 
-    def _build(self, build: Callable) -> tuple[GraphOverlay, OpContext, list[str]]:
+    def _build(self, build: Callable, id_prefix: str | None = None) -> tuple[GraphOverlay, OpContext, list[str]]:
         overlay = GraphOverlay(self._graph)
-        ctx = OpContext(self.schema, id_prefix=f"{self._t + 1}-")
+        ctx = OpContext(self.schema, id_prefix=id_prefix if id_prefix is not None else f"{self._t + 1}-")
         created = build(overlay, ctx)
         return overlay, ctx, created
 
@@ -667,7 +684,11 @@ class Memory:
         for change in changes:
             mine.update(change.touched)
         for commit in self._store.commits_after(base_t, self._t):
-            overlap = mine if commit.genesis else (mine & commit.touched)
+            if commit.genesis:
+                raise ConflictError(
+                    [Problem("conflict", f"t={commit.t} loaded the whole memory after base_t={base_t}; read again and retry", where=f"t={commit.t}")]
+                )
+            overlap = mine & commit.touched
             if overlap:
                 names = ", ".join(repr(i) for i in sorted(overlap)[:5])
                 raise ConflictError(
@@ -690,6 +711,7 @@ class Memory:
         dry_run: bool,
         prepared: tuple[GraphOverlay, OpContext, list[str], int] | None = None,
         kind: str = "transaction",
+        id_prefix: str | None = None,
     ) -> TransactionReport:
         with self._write_lock:
             with self._store.write():
@@ -697,7 +719,7 @@ class Memory:
                 if prepared is not None and prepared[3] == self._graph.version:
                     overlay, ctx, created = prepared[:3]
                 else:
-                    overlay, ctx, created = self._build(build)
+                    overlay, ctx, created = self._build(build, id_prefix)
                 fired: list[str] = []
                 dirtied: list[Mapping[str, Any]] = []
                 for hook in self.commit_hooks:
@@ -706,7 +728,7 @@ class Memory:
                     dirtied.extend(more_dirtied)
                 changes = overlay.changes()
                 self._check_conflict(base_t, overlay, ctx, changes)
-                violations = self._checker.check(overlay, changes, ctx.violations)
+                violations = self._checker.check(overlay, changes, ctx.violations + orphan_violations(overlay, ctx))
                 if violations or dry_run:
                     return TransactionReport(
                         False,
@@ -823,6 +845,8 @@ class Transaction:
         self._created: list[str] = []
         self._built_at = -1
         self._done = False
+        # Generated ids must not change if the ops are replayed on a newer state at commit.
+        self._id_prefix = uuid.uuid4().hex[:6] + "-"
 
     def __enter__(self) -> "Transaction":
         self._start()
@@ -833,13 +857,14 @@ class Transaction:
         with memory._state.reading():
             self._built_at = memory.graph.version
             self._overlay = GraphOverlay(memory.graph)
-        self._ctx = OpContext(memory.schema, id_prefix=f"{memory.t + 1}-")
+        self._ctx = OpContext(memory.schema, id_prefix=self._id_prefix)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             self._done = True
             return
-        self.commit()
+        if not self._done:  # commit() or rollback() inside the block already ended it
+            self.commit()
 
     # ops
     def op(self, doc: Mapping[str, Any]) -> list[str]:
@@ -909,6 +934,7 @@ class Transaction:
             base_t=self.base_t,
             dry_run=self.dry_run,
             prepared=prepared,
+            id_prefix=self._id_prefix,
         )
         self.report = report
         if report.violations:

@@ -396,7 +396,8 @@ def _describe_path(path: PathPlan, indent: str) -> list[str]:
     source = path.source
     if isinstance(source, SubPlan):
         lines.append(f"{indent}subquery")
-        lines.extend(describe(source.plan, indent + "  "))
+        lines.extend(describe(source.plan, indent + "    "))
+        lines.append(f"{indent}then")
     elif source is not None:
         lines.append(indent + _describe_source(source))
     else:
@@ -495,8 +496,8 @@ def describe_condition(cond) -> str:
         return f"has({cond.name})"
     if isinstance(cond, (PathCount, PathExists)):
         word = "count" if isinstance(cond, PathCount) else "exists"
-        inner = "; ".join(" ".join(_describe_op(op, "").__iter__()) for op in cond.path.ops)
-        return f"{word}({inner.strip()})"
+        inner = "; ".join(" ".join(line.strip() for line in _describe_op(op, "")) for op in cond.path.ops)
+        return f"{word}({inner})"
     return repr(cond)
 
 

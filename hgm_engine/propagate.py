@@ -115,8 +115,6 @@ class _Run:
             node = self.overlay.node(node_id)
             if node is None or "dirty" not in node.attrs:
                 continue
-            if node_id in self.ctx.updated_ids and node_id in self.ctx.dirty_set_ids:
-                continue  # the update set the marks itself
             attributes = {k: v for k, v in node.attrs.items() if k not in MARK_ATTRIBUTES}
             self.overlay.set_node_attrs(node_id, attributes)
             self.ctx.cleared.append(

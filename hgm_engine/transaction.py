@@ -46,6 +46,8 @@ __all__ = [
     "parse_transaction",
     "parse_op",
     "apply_op",
+    "orphan_violations",
+    "MARK_ATTRS",
     "TransactionReport",
     "change_to_json",
 ]
@@ -215,12 +217,16 @@ def _names(value: Any, what: str, where: str) -> tuple[str, ...]:
 
 
 _RESERVED_ATTRS = ("id", "type")
+# Staleness marks belong to the rule engine; ops clear them with ``confirm`` or an update.
+MARK_ATTRS = ("dirty", "dirty_marks")
 
 
 def _check_attrs(attributes: Mapping[str, Any], where: str) -> None:
     for key in attributes:
         if key in _RESERVED_ATTRS:
             raise _fail(f"{key!r} is not an attribute and cannot be set", where)
+        if key in MARK_ATTRS:
+            raise _fail(f"{key!r} holds staleness marks set by rules; clear them with the confirm op", where)
 
 
 def parse_op(doc: Any, where: str) -> Op:
@@ -256,7 +262,9 @@ def parse_op(doc: Any, where: str) -> Op:
     if name == "update_node":
         changes = _mapping(doc.get("set"), "'set'", where)
         _check_attrs(changes, where)
-        return UpdateNode(_string(doc, "id", where), changes, _names(doc.get("unset"), "'unset'", where))
+        unset = _names(doc.get("unset"), "'unset'", where)
+        _check_attrs(dict.fromkeys(unset), where)
+        return UpdateNode(_string(doc, "id", where), changes, unset)
     if name == "update_edge":
         changes = _mapping(doc.get("set"), "'set'", where)
         return UpdateEdge(
@@ -342,7 +350,8 @@ class OpContext:
         self.violations: list[Violation] = []
         self.read_ids: set[str] = set()
         self.updated_ids: dict[str, None] = {}  # nodes the ops updated (in order)
-        self.dirty_set_ids: set[str] = set()  # updated nodes whose update set their marks
+        # node deleted without cascade -> its children then; checked on the final state
+        self.deleted_children: dict[str, tuple[str, ...]] = {}
         self.confirmed_ids: dict[str, None] = {}
         self.cleared: list[dict[str, Any]] = []
         self._counter = itertools.count(1)
@@ -414,6 +423,45 @@ def _descendants(overlay: GraphOverlay, node_id: str) -> list[str]:
     return order
 
 
+def _owned_descendants(overlay: GraphOverlay, node_id: str) -> list[str]:
+    """The descendants that belong to ``node_id``'s subtree alone: a node that also has a
+    parent outside the subtree stays (it only loses its parent inside)."""
+    below = _descendants(overlay, node_id)
+    owned = {node_id}
+    changed = True
+    while changed:  # a node's parents may sit deeper in the subtree than the node itself
+        changed = False
+        for other in below:
+            if other not in owned and all(
+                parent in owned for parent in overlay.in_adjacency(other).by_type.get("parent_of", ())
+            ):
+                owned.add(other)
+                changed = True
+    return [other for other in below if other in owned]
+
+
+def orphan_violations(overlay: GraphOverlay, ctx: "OpContext") -> list[Violation]:
+    """Children of nodes deleted without cascade that end the transaction without a parent."""
+    found = []
+    for deleted, children in ctx.deleted_children.items():
+        if deleted in overlay:
+            continue  # re-created under the same id in a later op
+        orphans = [
+            child
+            for child in children
+            if child in overlay and not overlay.in_adjacency(child).by_type.get("parent_of")
+        ]
+        if orphans:
+            found.append(
+                Violation(
+                    "delete_leaves_orphans",
+                    deleted,
+                    f"deleting {deleted!r} without cascade leaves {', '.join(repr(o) for o in orphans)} without a parent",
+                )
+            )
+    return found
+
+
 def _add_plan(overlay, ctx, parent: str, plan: PlanNode, order: int | None, where: str) -> str:
     node_id = _add_node(overlay, ctx, plan.node_id, plan.node_type, plan.attributes, where)
     overlay.add_edge(parent, node_id, "parent_of", {"order": order} if order is not None else None)
@@ -441,8 +489,6 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         attributes.update(op.set)
         overlay.set_node_attrs(op.node_id, attributes)
         ctx.updated_ids[op.node_id] = None
-        if "dirty" in op.set or "dirty_marks" in op.set:
-            ctx.dirty_set_ids.add(op.node_id)
         return []
     if isinstance(op, Confirm):
         _need_node(overlay, op.node_id, where, ctx)
@@ -451,24 +497,10 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
     if isinstance(op, DeleteNode):
         _need_node(overlay, op.node_id, where, ctx)
         if op.cascade:
-            for node_id in reversed(_descendants(overlay, op.node_id)):
-                if node_id in overlay:
-                    overlay.remove_node(node_id)
+            for node_id in reversed(_owned_descendants(overlay, op.node_id)):
+                overlay.remove_node(node_id)
         else:
-            orphans = [
-                child
-                for child in overlay.out_adjacency(op.node_id).by_type.get("parent_of", ())
-                if len(overlay.in_adjacency(child).by_type.get("parent_of", ())) == 1
-            ]
-            if orphans:
-                ctx.violations.append(
-                    Violation(
-                        "delete_leaves_orphans",
-                        op.node_id,
-                        f"{where}: deleting {op.node_id!r} without cascade would leave "
-                        f"{', '.join(repr(o) for o in orphans)} without a parent",
-                    )
-                )
+            ctx.deleted_children[op.node_id] = overlay.out_adjacency(op.node_id).by_type.get("parent_of", ())
         overlay.remove_node(op.node_id)
         return []
     if isinstance(op, AddEdge):
@@ -494,9 +526,8 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         return []
     if isinstance(op, ReplaceBranch):
         node = _need_node(overlay, op.node_id, where, ctx)
-        for node_id in reversed(_descendants(overlay, op.node_id)):
-            if node_id in overlay:
-                overlay.remove_node(node_id)
+        for node_id in reversed(_owned_descendants(overlay, op.node_id)):
+            overlay.remove_node(node_id)
         if op.set:
             attributes = dict(node.attrs)
             attributes.update(op.set)

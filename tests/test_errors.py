@@ -91,3 +91,31 @@ def test_a_failed_query_changes_nothing(travel_graph_path):
 def test_non_string_query_is_a_type_error():
     with pytest.raises(TypeError):
         compile(42)  # type: ignore[arg-type]
+
+
+def test_a_hostile_regex_is_stopped_by_its_time_limit():
+    import time
+
+    from hgm_engine import Limits
+
+    memory = Memory.from_document(
+        {"format": "hgm-graph/1", "nodes": [{"id": "f", "type": "fact", "content": "a" * 40 + "!"}], "edges": []}
+    )
+    memory.limits = Limits(regex_timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(QueryExecutionError) as caught:
+        memory.query("nodes.where(content =~ '^(a|aa)+$')")
+    assert caught.value.category == "limit-exceeded"
+    assert time.monotonic() - started < 5
+
+
+def test_work_limit_counts_scanned_and_started_nodes():
+    from hgm_engine import Limits
+
+    nodes = [{"id": f"f{i}", "type": "fact"} for i in range(30)]
+    memory = Memory.from_document({"format": "hgm-graph/1", "nodes": nodes, "edges": []})
+    memory.limits = Limits(max_work=10)
+    for expr in ("nodes", "nodes.where(type = 'fact', content = 'x')", "nodes.where(has(content))"):
+        with pytest.raises(QueryExecutionError) as caught:
+            memory.query(expr)
+        assert caught.value.category == "limit-exceeded"

@@ -113,3 +113,40 @@ def test_result_nodes_show_the_state_when_the_query_ran(memory):
     memory.apply({"ops": [{"op": "update_node", "id": "a9", "set": {"status": "done"}}]})
     assert result.nodes[0]["status"] == "pending"
     assert memory.query("#a9").nodes[0]["status"] == "done"
+
+
+def test_revert_of_a_node_creation_conflicts_with_later_edges_to_it():
+    m = Memory()
+    m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    m.apply({"ops": [{"op": "add_node", "id": "f", "type": "fact"}]})
+    m.apply({"ops": [{"op": "add_edge", "from": "g", "to": "f", "type": "related_to"}]})
+    with pytest.raises(ConflictError):
+        m.revert(2)
+    assert m.query("#g.related").ids == ["f"]
+
+
+def test_reverting_an_update_keeps_the_creation_order_on_reopen(tmp_path):
+    path = tmp_path / "order.db"
+    with Memory.open(path) as m:
+        for node_id in ("g", "x", "y"):
+            m.apply({"ops": [{"op": "add_node", "id": node_id, "type": "goal"}]})
+        m.apply({"ops": [{"op": "update_node", "id": "x", "set": {"content": "changed"}}]})  # t4
+        m.apply({"ops": [{"op": "delete_node", "id": "x"}]})  # t5
+        m.revert(5)  # x is created again, now last
+        m.revert(4)
+        live = [n["id"] for n in m.export()["nodes"]]
+    with Memory.open(path) as m:
+        assert [n["id"] for n in m.export()["nodes"]] == live == ["g", "y", "x"]
+
+
+def test_refresh_picks_up_constraints_added_by_another_process(tmp_path):
+    path = tmp_path / "shared-constraints.db"
+    first, second = Memory.open(path), Memory.open(path)
+    first.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    second.refresh()
+    first.add_constraint("facts_have_content", "each fact must has(content)")
+    second.refresh()
+    assert second.constraints() == {"facts_have_content": "each fact must has(content)"}
+    assert not second.apply({"ops": [{"op": "add_node", "id": "f", "type": "fact"}]}).committed
+    first.close()
+    second.close()

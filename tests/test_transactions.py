@@ -218,3 +218,58 @@ def test_loading_a_graph_that_breaks_a_constraint_loads_nothing():
     with pytest.raises(GraphFileError) as caught:
         Memory.from_document(doc)
     assert caught.value.problems[0].where == "a"
+
+
+def test_commit_inside_the_block_ends_it_without_error(memory):
+    with memory.transaction() as tx:
+        tx.add_node("goal", id="g_early")
+        tx.commit()
+    assert memory.node("g_early") is not None
+    with memory.transaction() as tx:
+        tx.add_node("goal", id="g_dropped")
+        tx.rollback()
+    assert memory.node("g_dropped") is None
+
+
+def test_generated_ids_stay_the_same_when_another_commit_lands_first(memory):
+    with memory.transaction() as tx:
+        new_goal = tx.add_node("goal", content="generated")
+        new_action = tx.add_node("action", parent=new_goal, status="pending")
+        memory.apply({"ops": [{"op": "update_node", "id": "a_temple", "set": {"note": "meanwhile"}}]})
+    assert memory.node(new_goal)["content"] == "generated"
+    assert memory.query("#$g.actions", params={"g": new_goal}).ids == [new_action]
+
+
+def test_cascade_keeps_a_descendant_that_has_another_parent():
+    m = Memory()
+    m.apply({"ops": [
+        {"op": "add_node", "id": "g1", "type": "goal"},
+        {"op": "add_node", "id": "g2", "type": "goal"},
+        {"op": "add_node", "id": "shared", "type": "goal", "parent": "g1"},
+        {"op": "add_edge", "from": "g2", "to": "shared", "type": "parent_of"},
+        {"op": "add_node", "id": "only_g1", "type": "action", "parent": "g1"},
+    ]})
+    report = m.apply({"ops": [{"op": "delete_node", "id": "g1", "cascade": True}]})
+    assert report.committed
+    assert m.node("shared") is not None and m.node("only_g1") is None
+    assert m.query("#shared.parent").ids == ["g2"]
+
+
+def test_orphans_are_judged_on_the_final_state_not_op_order():
+    m = Memory()
+    m.apply({"ops": [
+        {"op": "add_node", "id": "g1", "type": "goal"},
+        {"op": "add_node", "id": "g2", "type": "goal"},
+        {"op": "add_node", "id": "s", "type": "goal", "parent": "g1"},
+    ]})
+    report = m.apply({"ops": [
+        {"op": "delete_node", "id": "g1"},
+        {"op": "add_edge", "from": "g2", "to": "s", "type": "parent_of"},
+    ]})
+    assert report.committed, report.to_json()
+
+
+def test_staleness_marks_are_reserved_for_rules(memory):
+    with pytest.raises(TransactionError) as caught:
+        memory.apply({"ops": [{"op": "update_node", "id": "a_temple", "set": {"dirty": "blocked"}}]})
+    assert caught.value.category == "invalid-transaction"

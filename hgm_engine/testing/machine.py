@@ -159,10 +159,15 @@ class MemoryStateMachine(RuleBasedStateMachine):
         changes = self.commits[t]
         model = self.model
         conflict = False
+        added_edges = {key for (kind, key), before, after in changes if kind == "e" and before is None}
         for (kind, key), before, after in changes:
             current = model.nodes.get(key) if kind == "n" else model.edges.get(key)
             if current != after:
                 conflict = True
+            if kind == "n" and before is None and current is not None:
+                # Undoing a node's creation must not drop edges later commits gave it.
+                if any(key in (s, d) and (s, d, k) not in added_edges for (s, d, k) in model.edges):
+                    conflict = True
         t_before = self.memory.t
         try:
             report = self.memory.revert(t, author="machine")

@@ -73,9 +73,13 @@ class ModelMemory:
     def apply(self, ops: list[dict]) -> "ModelMemory":
         """The model after ``ops``; raises ModelError or ModelRefusal (self is unchanged)."""
         new = self.copy()
+        new.deleted_children = {}
         violations: set = set()
         for op in ops:
             new._apply_op(op, violations)
+        for deleted, children in new.deleted_children.items():
+            if deleted not in new.nodes and any(c in new.nodes and not new.parents(c) for c in children):
+                violations.add(("delete_leaves_orphans", deleted))
         violations |= new.violations(self)
         if violations:
             raise ModelRefusal(violations)
@@ -120,12 +124,19 @@ class ModelMemory:
                                 following.append(child)
                     order.extend(following)
                     level = following
+                # Only what belongs to the subtree alone goes; a node with another parent stays.
+                owned, changed = {node_id}, True
+                while changed:
+                    changed = False
+                    for child in order:
+                        if child not in owned and all(p in owned for p in self.parents(child)):
+                            owned.add(child)
+                            changed = True
                 for child in reversed(order):
-                    if child in self.nodes:
+                    if child in owned:
                         self._remove_node(child)
             else:
-                if any(len(self.parents(c)) == 1 for c in self.children(node_id)):
-                    violations.add(("delete_leaves_orphans", node_id))
+                self.deleted_children[node_id] = self.children(node_id)
             self._remove_node(node_id)
         elif kind == "add_edge":
             key = (op["from"], op["to"], op["type"])
