@@ -372,6 +372,7 @@ def tree_lines(
     *,
     depth: int | None = None,
     unicode: bool = True,
+    marks: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The ``parent_of`` hierarchy as a terminal tree, children in edge order.
 
@@ -379,7 +380,8 @@ def tree_lines(
     the nodes that are in no hierarchy with a summary of their edges. A node with several
     parents is drawn under each, and expanded only the first time (``(repeat, shown above)``);
     an edge back to an ancestor is marked ``(cycle)`` and not followed. ``depth`` limits the
-    levels drawn below each top node (0 draws the tops only).
+    levels drawn below each top node (0 draws the tops only). ``marks`` maps node ids to a
+    mark written at the end of their lines (``hgm show --highlight``).
 
     >>> g = Memory.from_document({"format": "hgm-graph/1",
     ...     "nodes": [{"id": "trip", "type": "goal", "status": "active", "content": "Trip"},
@@ -403,19 +405,20 @@ def tree_lines(
     `-- day1 [goal] (2 children not shown)
     """
     glyphs = _UNICODE if unicode else _ASCII
+    marks = marks or {}
     if root is not None:
         if root not in graph:
             raise KeyError(root)
-        return _draw(graph, [root], depth, glyphs)
+        return _draw(graph, [root], depth, glyphs, marks)
     tops = _hierarchy_tops(graph)
-    lines = _draw(graph, tops, depth, glyphs)
+    lines = _draw(graph, tops, depth, glyphs, marks)
     loose = [node for node in graph.nodes() if not _in_hierarchy(graph, node.id)]
     if loose:
         if lines:
             lines.append("")
         lines.append("not in the hierarchy:")
         for node in loose:
-            lines.append("  " + _node_label(node, glyphs))
+            lines.append("  " + _node_label(node, glyphs) + (f"  {marks[node.id]}" if node.id in marks else ""))
             summary = _edge_summary(graph, node.id)
             if summary:
                 lines.append("      " + summary)
@@ -453,7 +456,7 @@ def _hierarchy_tops(graph: MemoryGraph) -> list[str]:
     return tops
 
 
-def _draw(graph: MemoryGraph, tops: Sequence[str], depth: int | None, glyphs: _Glyphs) -> list[str]:
+def _draw(graph: MemoryGraph, tops: Sequence[str], depth: int | None, glyphs: _Glyphs, marks: Mapping[str, str]) -> list[str]:
     lines: list[str] = []
     expanded: set[str] = set()
     on_path: set[str] = set()
@@ -467,6 +470,8 @@ def _draw(graph: MemoryGraph, tops: Sequence[str], depth: int | None, glyphs: _G
             continue
         _, node_id, first, rest, level = entry
         label = _node_label(graph.node(node_id), glyphs)
+        if node_id in marks:
+            label += f"  {marks[node_id]}"
         if node_id in on_path:
             lines.append(f"{first}{label} (cycle)")
             continue
@@ -638,26 +643,58 @@ def _cmd_show(args: argparse.Namespace, out: _Output) -> int:
         memory = _load(args.graph, out)
         if isinstance(memory, int):
             return memory
-        return _draw_tree(memory.graph, args.graph, args, out)
+        return _draw_tree(memory.graph, args.graph, args, out, memory)
 
     def run(memory: Memory) -> int:
         if args.as_of is None:
-            return _draw_tree(memory.graph, args.db, args, out)
+            return _draw_tree(memory.graph, args.db, args, out, memory)
         try:
             doc = memory.export(as_of=args.as_of)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
-        return _draw_tree(graph_from_document(doc, memory.schema), f"{args.db} as of {args.as_of}", args, out)
+        return _draw_tree(graph_from_document(doc, memory.schema), f"{args.db} as of {args.as_of}", args, out, memory)
 
     return _on_db(args.db, out, run)
 
 
-def _draw_tree(graph: MemoryGraph, source: str, args: argparse.Namespace, out: _Output) -> int:
+def _draw_tree(graph: MemoryGraph, source: str, args: argparse.Namespace, out: _Output, memory: Memory) -> int:
     if args.root is not None and args.root not in graph:
         return out.failure("unknown-node", f"no node {args.root!r} in {source}", where="--root")
-    lines = tree_lines(graph, args.root, depth=args.depth, unicode=out.unicode)
+    if args.format != "tree" or args.highlight is not None:
+        from .render import picture, render
+
+        options = {"root": args.root, "depth": args.depth, "highlight": args.highlight, "as_of": args.as_of}
+        try:
+            if args.format != "tree":
+                _write_utf8(out, render(memory, args.format, title=source, **options))
+                return EXIT_OK
+            shown = picture(memory, history=False, **options)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE if isinstance(err, MemoryError_) else EXIT_QUERY_ERROR)
+        found = shown.highlight
+        summary = f"{found.kind} = {json.dumps(found.value)}" if found.kind in ("count", "exists") else _plural(found.count, "result")
+        result_mark, path_mark = ("◀", "◁") if out.unicode else ("<==", "<..")
+        legend = f"; {result_mark} result, {path_mark} on its walk" if shown.marked else ""
+        out.line(f"highlight: {found.query}  ({summary}{legend})")
+        if found.note:
+            out.line(f"({found.note})")
+        marks = {node_id: result_mark if how == "result" else path_mark for node_id, how in shown.marked.items()}
+        lines = tree_lines(graph, args.root, depth=args.depth, unicode=out.unicode, marks=marks)
+    else:
+        lines = tree_lines(graph, args.root, depth=args.depth, unicode=out.unicode)
     out.lines(lines or ["(the graph is empty)"])
     return EXIT_OK
+
+
+def _write_utf8(out: _Output, text: str) -> None:
+    """A picture file is UTF-8 whatever the terminal's encoding (HTML and DOT say so)."""
+    buffer = getattr(out.out, "buffer", None)
+    if buffer is None:
+        out.out.write(text if text.endswith("\n") else text + "\n")
+        return
+    out.out.flush()
+    buffer.write(text.encode("utf-8") + (b"" if text.endswith("\n") else b"\n"))
+    buffer.flush()
 
 
 # -- the durable store (--db) ------------------------------------------------------------------
@@ -1434,15 +1471,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = command(
         "show",
-        "draw the goal hierarchy as a tree",
+        "draw the goal hierarchy as a tree, Mermaid, DOT or an HTML page",
         "Draw the parent_of hierarchy of a graph file or a memory as a tree, children in edge "
         "order, each line 'id [type] status: content'. Nodes under no parent (entities, facts, "
         "results) follow with a summary of their edges. A node with two parents appears under "
-        "both; cycles are marked, never followed.",
+        "both; cycles are marked, never followed. --format mermaid|dot|html prints the same "
+        "picture as a Mermaid flowchart, a Graphviz digraph or one self-contained HTML page "
+        "(nothing fetched; click a node for its attributes and history). --highlight QUERY "
+        "marks what a path expression finds and the walks that reached it.",
         _examples(
             "hgm show --graph trip.json",
             "hgm show --graph trip.json --root day1 --depth 1",
             "hgm show --db memory.db --as-of before-change",
+            "hgm show --graph trip.json --highlight \"nodes.where(status = 'failed')\"",
+            "hgm show --db memory.db --format html --highlight '#f_rate.derived{1,}' > memory.html",
+            "hgm show --graph trip.json --format mermaid --root d1",
+            note="a --highlight query that does not compile exits 2; one ending in .count() or\n"
+            ".exists() marks nothing (the page says so).",
         ),
         _cmd_show,
     )
@@ -1452,7 +1497,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--as-of", metavar="T", help=f"draw an earlier state (--db only): {_T_HELP}")
     show.add_argument("--root", metavar="ID", help="draw only the subtree of this node")
     show.add_argument("--depth", type=_depth, metavar="N", help="draw at most N levels below the top (0: tops only)")
-    show.add_argument("--format", choices=["tree"], default="tree", help="output format (default: tree)")
+    show.add_argument(
+        "--format",
+        choices=["tree", "mermaid", "dot", "html"],
+        default="tree",
+        help="tree (default), mermaid (flowchart), dot (Graphviz) or html (one self-contained page)",
+    )
+    show.add_argument("--highlight", metavar="QUERY", help="mark what this path expression finds and its walks")
 
     # -- the durable memory -------------------------------------------------------------------
 
