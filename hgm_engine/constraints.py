@@ -192,7 +192,10 @@ class ConstraintChecker:
         violations.extend(self._structure(view, present))
         violations.extend(self._edges(view, added_edges))
         violations.extend(self._attributes(changed_nodes))
-        violations.extend(self._user(view, present))
+        if self.user:
+            node_seeds = [c.after.id for c in changes if c.kind in ("node_added", "node_updated")]
+            edge_seeds = [n for c in changes if c.kind.startswith("edge") for n in c.touched]
+            violations.extend(self._user(view, node_seeds, edge_seeds))
         return _unique(violations)
 
     def check_all(self, view) -> list[Violation]:
@@ -323,14 +326,28 @@ class ConstraintChecker:
                 )
         return out
 
-    def _user(self, view, touched: list[str]) -> list[Violation]:
+    def _user(self, view, node_seeds: list[str], edge_seeds: list[str]) -> list[Violation]:
+        """User constraints on the nodes whose view the changes can reach.
+
+        A constraint that looks ``r`` hops from its node depends on the attributes of nodes
+        up to ``r`` hops away and on edges whose ends are up to ``r - 1`` hops away; the scope
+        is computed once per radius, however many constraints share it."""
         out = []
+        scopes: dict[int, list[str]] = {}
         for constraint in self.user.values():
             if math.isinf(constraint.radius):
                 out.extend(constraint.violations(view, None))
-            else:
-                scope = _neighbourhood(view, touched, int(constraint.radius))
-                out.extend(constraint.violations(view, scope))
+                continue
+            radius = int(constraint.radius)
+            scope = scopes.get(radius)
+            if scope is None:
+                nodes = [n for n in node_seeds if n in view]
+                ends = [n for n in edge_seeds if n in view]
+                scope = _neighbourhood(view, nodes, radius)
+                if radius >= 1:
+                    scope = list(dict.fromkeys(scope + _neighbourhood(view, ends, radius - 1)))
+                scopes[radius] = scope
+            out.extend(constraint.violations(view, scope))
         return out
 
 

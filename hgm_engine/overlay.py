@@ -143,6 +143,10 @@ class GraphOverlay:
         self.base = base
         self._nodes = _OverlayNodes(base.node_map())
         self._added_edges: dict[tuple[str, str, str], Edge] = {}
+        # The added edges again, by source and by target (so a node's edges cost its degree).
+        self._added_out: dict[str, dict[tuple[str, str, str], Edge]] = {}
+        self._added_in: dict[str, dict[tuple[str, str, str], Edge]] = {}
+        self._type_ids: dict[str, list[str]] = {}  # merged per-type ids, valid until a change
         self._removed_edges: dict[tuple[str, str, str], Edge] = {}
         self._out_touched: set[str] = set()
         self._in_touched: set[str] = set()
@@ -175,14 +179,28 @@ class GraphOverlay:
     def ids_of_type(self, node_type: str):
         if node_type not in self._types_touched:
             return self.base.ids_of_type(node_type)
-        return list(self._nodes.merged(self.base.ids_of_type(node_type), lambda n: n.type == node_type))
+        ids = self._type_ids.get(node_type)
+        if ids is None:
+            ids = list(self._nodes.merged(self.base.ids_of_type(node_type), lambda n: n.type == node_type))
+            self._type_ids[node_type] = ids
+        return ids
 
     def nodes_of_type(self, node_type: str):
         nodes = self._nodes
         return [nodes[node_id] for node_id in self.ids_of_type(node_type)]
 
     def count_of_type(self, node_type: str) -> int:
-        return len(list(self.ids_of_type(node_type)))
+        if node_type not in self._types_touched:
+            return self.base.count_of_type(node_type)
+        base = self.base.node_map()
+        count = self.base.count_of_type(node_type)
+        for node_id, node in self._nodes.own_items():
+            old = base.get(node_id)
+            if old is not None and old.type == node_type:
+                count -= 1
+            if node is not None and node.type == node_type:
+                count += 1
+        return count
 
     def roots(self) -> tuple[str, ...]:
         if self._roots is None:
@@ -208,14 +226,14 @@ class GraphOverlay:
         if node_id not in self._out_touched:  # added and removed nodes are always touched
             return self.base.out_edges(node_id)
         edges = [e for e in self.base.out_edges(node_id) if e.key not in self._removed_edges]
-        edges.extend(e for e in self._added_edges.values() if e.source == node_id)
+        edges.extend(self._added_out.get(node_id, {}).values())
         return edges
 
     def in_edges(self, node_id: str) -> list[Edge]:
         if node_id not in self._in_touched:
             return self.base.in_edges(node_id)
         edges = [e for e in self.base.in_edges(node_id) if e.key not in self._removed_edges]
-        edges.extend(e for e in self._added_edges.values() if e.target == node_id)
+        edges.extend(self._added_in.get(node_id, {}).values())
         return edges
 
     def edges_of(self, node_id: str) -> list[Edge]:
@@ -252,6 +270,7 @@ class GraphOverlay:
     def _changed(self) -> None:
         self.version += 1
         self._roots = None
+        self._type_ids.clear()
 
     def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> Node:
         if node_id in self._nodes:
@@ -320,6 +339,8 @@ class GraphOverlay:
             del self._removed_edges[key]  # back to the base's own edge
         else:
             self._added_edges[key] = edge
+            self._added_out.setdefault(edge.source, {})[key] = edge
+            self._added_in.setdefault(edge.target, {})[key] = edge
         self._touch_edges(edge.source, edge.target)
         self._changed()
 
@@ -341,6 +362,8 @@ class GraphOverlay:
         key = edge.key
         if key in self._added_edges:
             del self._added_edges[key]
+            del self._added_out[edge.source][key]
+            del self._added_in[edge.target][key]
         else:
             self._removed_edges[key] = edge
         self._touch_edges(edge.source, edge.target)

@@ -6,9 +6,16 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
+from ..errors import HGMError
 from ..graph import MemoryGraph
 
-__all__ = ["Store", "InMemoryStore"]
+__all__ = ["Store", "InMemoryStore", "StoreError"]
+
+
+class StoreError(HGMError):
+    """The store cannot be opened or written (not a database, newer format, locked...)."""
+
+    stage = "store"
 
 
 class Store:

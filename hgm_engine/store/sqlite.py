@@ -21,8 +21,8 @@ import sqlite3
 import threading
 from typing import Iterator
 
-from ..errors import HGMError, Problem
-from ..graph import MemoryGraph, thaw
+from ..errors import Problem
+from ..graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
 from ..history import (
     Commit,
     commit_from_record,
@@ -30,7 +30,7 @@ from ..history import (
     edge_from_record,
     node_from_record,
 )
-from .base import Store
+from .base import Store, StoreError
 
 __all__ = ["SQLiteStore", "StoreError"]
 
@@ -61,10 +61,10 @@ CREATE TABLE IF NOT EXISTS constraints (name TEXT PRIMARY KEY, text TEXT NOT NUL
 """
 
 
-class StoreError(HGMError):
-    """The store cannot be opened or written (not a database, newer format, locked...)."""
-
-    stage = "store"
+def _attributes(text: str) -> FrozenDict:
+    if text == "{}":
+        return EMPTY_ATTRS
+    return freeze(json.loads(text))
 
 
 def _dumps(value) -> str:
@@ -104,21 +104,21 @@ class SQLiteStore(Store):
             self._db.execute("BEGIN")
             try:
                 t = self._latest_t()
-                graph = MemoryGraph()
-                for node_id, node_type, attrs, seq in self._db.execute(
-                    "SELECT id, type, attrs, seq FROM nodes ORDER BY seq"
-                ):
-                    graph.restore_node(
-                        node_from_record({"id": node_id, "type": node_type, "attrs": json.loads(attrs), "seq": seq})
+                # Bulk build: payloads straight from the rows, in creation order; most edges
+                # carry no attributes ('{}') and skip JSON decoding.
+                nodes = [
+                    Node(node_id, node_type, _attributes(attrs), seq)
+                    for node_id, node_type, attrs, seq in self._db.execute(
+                        "SELECT id, type, attrs, seq FROM nodes ORDER BY seq"
                     )
-                for source, target, edge_type, attrs, seq in self._db.execute(
-                    "SELECT source, target, type, attrs, seq FROM edges ORDER BY seq"
-                ):
-                    graph.restore_edge(
-                        edge_from_record(
-                            {"from": source, "to": target, "type": edge_type, "attrs": json.loads(attrs), "seq": seq}
-                        )
+                ]
+                edges = [
+                    Edge(source, target, edge_type, _attributes(attrs), seq)
+                    for source, target, edge_type, attrs, seq in self._db.execute(
+                        "SELECT source, target, type, attrs, seq FROM edges ORDER BY seq"
                     )
+                ]
+                graph = MemoryGraph.from_payloads(nodes, edges)
             finally:
                 self._db.execute("COMMIT")
             return graph, t
