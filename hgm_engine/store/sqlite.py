@@ -61,10 +61,14 @@ CREATE TABLE IF NOT EXISTS constraints (name TEXT PRIMARY KEY, text TEXT NOT NUL
 """
 
 
-def _attributes(text: str) -> FrozenDict:
-    if text == "{}":
-        return EMPTY_ATTRS
-    return freeze(json.loads(text))
+def _decode_all(texts: list[str]) -> list[FrozenDict]:
+    """Frozen attribute maps for JSON object texts, decoded in one pass."""
+    full = [i for i, text in enumerate(texts) if text != "{}"]
+    decoded = json.loads("[" + ",".join(texts[i] for i in full) + "]") if full else []
+    out: list[FrozenDict] = [EMPTY_ATTRS] * len(texts)
+    for i, value in zip(full, decoded):
+        out[i] = freeze(value) if value else EMPTY_ATTRS
+    return out
 
 
 def _dumps(value) -> str:
@@ -104,20 +108,17 @@ class SQLiteStore(Store):
             self._db.execute("BEGIN")
             try:
                 t = self._latest_t()
-                # Bulk build: payloads straight from the rows, in creation order; most edges
-                # carry no attributes ('{}') and skip JSON decoding.
-                nodes = [
-                    Node(node_id, node_type, _attributes(attrs), seq)
-                    for node_id, node_type, attrs, seq in self._db.execute(
-                        "SELECT id, type, attrs, seq FROM nodes ORDER BY seq"
-                    )
-                ]
-                edges = [
-                    Edge(source, target, edge_type, _attributes(attrs), seq)
-                    for source, target, edge_type, attrs, seq in self._db.execute(
-                        "SELECT source, target, type, attrs, seq FROM edges ORDER BY seq"
-                    )
-                ]
+                # Bulk build: payloads straight from the rows, in creation order. The attribute
+                # maps are decoded by one json.loads over all of them (a call per row costs more
+                # than the decoding), and empty ones ('{}', most edges) are not decoded at all.
+                node_rows = self._db.execute("SELECT id, type, attrs, seq FROM nodes ORDER BY seq").fetchall()
+                node_attrs = _decode_all([row[2] for row in node_rows])
+                nodes = [Node(row[0], row[1], attrs, row[3]) for row, attrs in zip(node_rows, node_attrs)]
+                edge_rows = self._db.execute(
+                    "SELECT source, target, type, attrs, seq FROM edges ORDER BY seq"
+                ).fetchall()
+                edge_attrs = _decode_all([row[3] for row in edge_rows])
+                edges = [Edge(row[0], row[1], row[2], attrs, row[4]) for row, attrs in zip(edge_rows, edge_attrs)]
                 graph = MemoryGraph.from_payloads(nodes, edges)
             finally:
                 self._db.execute("COMMIT")
