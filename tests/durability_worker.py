@@ -1,8 +1,11 @@
-"""Child processes for the durability tests (run as scripts, killed or raced on purpose)."""
+"""Child processes for the durability tests (run as scripts, killed or raced on purpose).
+
+The location is a SQLite path or a PostgreSQL URL."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -30,10 +33,18 @@ def ops_for(t: int) -> list[dict]:
     ]
 
 
-def crash_writer(path: str, stop_at: int) -> None:
+def open_memory(location: str):
+    """A memory on the store at ``location``: a SQLite path or a PostgreSQL URL."""
     from hgm_engine import Memory
+    from hgm_engine.store import open_store
 
-    memory = Memory.open(path)
+    return Memory(store=open_store(location))
+
+
+def crash_writer(location: str, stop_at: int, emit=None) -> None:
+    """Commit the crash stream until ``t == stop_at``, telling ``emit`` (print) each new ``t``."""
+    emit = emit or (lambda t: print(t, flush=True))
+    memory = open_memory(location)
     while memory.t < stop_at:
         t = memory.t + 1
         ops = ops_for(t)
@@ -45,14 +56,20 @@ def crash_writer(path: str, stop_at: int) -> None:
             report = memory.apply({"author": "crash", "reason": f"step {t}", "ops": [
                 {"op": "add_node", "id": f"m{t}", "type": "fact", "content": "marker"}]})
         assert report.committed, report.to_json()
-        print(report.t, flush=True)
+        emit(report.t)
 
 
-def racer(path: str, name: str, attempts: int) -> None:
-    from hgm_engine import Memory
+def crash_writer_to_file(location: str, stop_at: int, out_path: str) -> None:
+    """``crash_writer`` in a forked process: each committed ``t`` is appended to ``out_path``
+    as it returns (one small ``write``, so a SIGKILL never leaves half a line)."""
+    fd = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    crash_writer(location, stop_at, lambda t: os.write(fd, f"{t}\n".encode()))
+
+
+def racer(location: str, name: str, attempts: int) -> None:
     from hgm_engine.transaction import ConflictError
 
-    memory = Memory.open(path)
+    memory = open_memory(location)
     outcomes = []
     for _ in range(attempts):
         base_t = memory.refresh()

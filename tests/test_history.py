@@ -1,11 +1,17 @@
-"""History: t per commit, as_of, diff, node history, revert, snapshots; the SQLite store."""
+"""History: t per commit, as_of, diff, node history, revert, snapshots; the durable stores
+(each store test runs on SQLite and on PostgreSQL)."""
 
 from __future__ import annotations
 
 import pytest
 
 from hgm_engine import HGMError, Memory
+from hgm_engine.store import open_store
 from hgm_engine.transaction import ConflictError
+
+
+def open_memory(location: str) -> Memory:
+    return Memory(store=open_store(location))
 
 
 @pytest.fixture
@@ -72,15 +78,15 @@ def test_snapshot_is_a_name_for_a_t(memory):
     assert caught.value.category == "unknown-snapshot"
 
 
-def test_sqlite_store_reopens_with_state_history_snapshots_and_constraints(tmp_path, travel_graph_path):
-    path = tmp_path / "memory.db"
-    with Memory.open(path) as m:
+def test_store_reopens_with_state_history_snapshots_and_constraints(store_location, travel_graph_path):
+    path = store_location
+    with open_memory(path) as m:
         m.load(Memory.from_file(travel_graph_path).export())
         m.apply({"ops": [{"op": "update_node", "id": "a_temple", "set": {"status": "active"}}]})
         m.snapshot("start", 1)
         m.add_constraint("facts_have_content", "each fact must has(content)")
         exported = m.export()
-    with Memory.open(path) as m:
+    with open_memory(path) as m:
         assert m.t == 2 and m.export() == exported
         assert m.query("#a_temple.where(status = 'pending')", as_of="start").ids == ["a_temple"]
         assert m.constraints() == {"facts_have_content": "each fact must has(content)"}
@@ -88,9 +94,9 @@ def test_sqlite_store_reopens_with_state_history_snapshots_and_constraints(tmp_p
         assert not report.committed
 
 
-def test_a_second_memory_on_the_same_file_catches_up_before_writing(tmp_path):
-    path = tmp_path / "shared.db"
-    first, second = Memory.open(path), Memory.open(path)
+def test_a_second_memory_on_the_same_store_catches_up_before_writing(store_location):
+    path = store_location
+    first, second = open_memory(path), open_memory(path)
     first.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
     report = second.apply({"ops": [{"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
     assert report.t == 2
@@ -99,12 +105,12 @@ def test_a_second_memory_on_the_same_file_catches_up_before_writing(tmp_path):
     second.close()
 
 
-def test_a_refused_commit_leaves_the_file_unchanged(tmp_path):
-    path = tmp_path / "refuse.db"
-    with Memory.open(path) as m:
+def test_a_refused_commit_leaves_the_store_unchanged(store_location):
+    path = store_location
+    with open_memory(path) as m:
         m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
         m.apply({"ops": [{"op": "add_node", "id": "a", "type": "action"}]})  # refused
-    with Memory.open(path) as m:
+    with open_memory(path) as m:
         assert m.t == 1 and m.node("a") is None
 
 
@@ -125,9 +131,9 @@ def test_revert_of_a_node_creation_conflicts_with_later_edges_to_it():
     assert m.query("#g.related").ids == ["f"]
 
 
-def test_reverting_an_update_keeps_the_creation_order_on_reopen(tmp_path):
-    path = tmp_path / "order.db"
-    with Memory.open(path) as m:
+def test_reverting_an_update_keeps_the_creation_order_on_reopen(store_location):
+    path = store_location
+    with open_memory(path) as m:
         for node_id in ("g", "x", "y"):
             m.apply({"ops": [{"op": "add_node", "id": node_id, "type": "goal"}]})
         m.apply({"ops": [{"op": "update_node", "id": "x", "set": {"content": "changed"}}]})  # t4
@@ -135,13 +141,13 @@ def test_reverting_an_update_keeps_the_creation_order_on_reopen(tmp_path):
         m.revert(5)  # x is created again, now last
         m.revert(4)
         live = [n["id"] for n in m.export()["nodes"]]
-    with Memory.open(path) as m:
+    with open_memory(path) as m:
         assert [n["id"] for n in m.export()["nodes"]] == live == ["g", "y", "x"]
 
 
-def test_refresh_picks_up_constraints_added_by_another_process(tmp_path):
-    path = tmp_path / "shared-constraints.db"
-    first, second = Memory.open(path), Memory.open(path)
+def test_refresh_picks_up_constraints_added_by_another_process(store_location):
+    path = store_location
+    first, second = open_memory(path), open_memory(path)
     first.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
     second.refresh()
     first.add_constraint("facts_have_content", "each fact must has(content)")

@@ -1,5 +1,57 @@
 """Where memory lives outside the process: graph files now; SQLite and PostgreSQL stores."""
 
+from __future__ import annotations
+
+import os
+
+from .base import InMemoryStore, Store, StoreError
 from .graphfile import GRAPH_FORMAT, check_document, graph_from_document, read_graph_file
 
-__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file"]
+__all__ = [
+    "GRAPH_FORMAT",
+    "check_document",
+    "graph_from_document",
+    "read_graph_file",
+    "open_store",
+    "Store",
+    "InMemoryStore",
+    "StoreError",
+]
+
+
+def open_store(location: str | os.PathLike, *, create: bool = True) -> Store:
+    """The durable store at ``location``: a ``PostgresStore`` for a ``postgresql://`` or
+    ``postgres://`` URL, a ``SQLiteStore`` (one file) otherwise.
+
+    A missing store is created, unless ``create`` is false: then it is a ``StoreError``
+    (category ``store``, "no memory at ..."), so a mistyped location does not quietly become
+    a new, empty memory. ``store.location`` names the store without any password.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "memory.db")
+    >>> try:
+    ...     open_store(path, create=False)
+    ... except StoreError as err:
+    ...     print(err.category, err.message.replace(path, "PATH"))
+    store no memory at PATH
+    >>> store = open_store(path)
+    >>> type(store).__name__, store.latest_t()
+    ('SQLiteStore', 0)
+    >>> store.close()
+    >>> open_store("postgresql://hgm:secret@db.example/memory").location  # doctest: +SKIP
+    'postgresql://hgm:***@db.example/memory'
+    """
+    from .postgres import is_postgres_url
+
+    text = os.fspath(location)
+    if is_postgres_url(text):
+        from .postgres import PostgresStore
+
+        return PostgresStore(text, create=create)
+    from .sqlite import SQLiteStore
+
+    if not create and not os.path.exists(text):
+        from ..errors import Problem
+
+        raise StoreError([Problem("store", f"no memory at {text}", where=text)])
+    return SQLiteStore(text)

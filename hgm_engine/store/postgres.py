@@ -1,0 +1,479 @@
+"""The PostgreSQL store: the same journal and state as the SQLite store, in a PostgreSQL database.
+
+``PostgresStore("postgresql://user@host:5432/db")`` keeps the tables of ``SQLiteStore``
+(prefixed ``hgm_``, records and attributes as ``json`` so they read back exactly as written)
+in the connection's current schema; put several memories in one database with
+``?options=-csearch_path%3Dname``.
+
+A commit is one transaction at SERIALIZABLE isolation. Its first statement takes a
+transaction-level lock, ``LOCK TABLE hgm_journal IN EXCLUSIVE MODE``, so writers are
+serialized across processes and machines while readers are never blocked. The lock is a table
+lock rather than ``pg_advisory_xact_lock``: a lock *function* runs inside a ``SELECT``, and the
+first ``SELECT`` of a SERIALIZABLE transaction fixes its snapshot before the lock is granted,
+so a writer that waited would not see the commit it waited for. ``LOCK TABLE`` takes no
+snapshot; the snapshot starts after the lock is held, and every writer sees every earlier
+commit. The lock is released when the transaction ends, also when the client dies. A commit is
+durable when it returns (the server's ``synchronous_commit`` decides what durable means).
+
+psycopg 3 is an optional dependency (``pip install 'hgm[postgres]'``); it is imported when a
+store is opened, so the engine imports without it.
+
+Nothing here needs a server to show:
+
+>>> redact_url("postgresql://agent:s3cret@db.example:5433/memory?sslmode=require")
+'postgresql://agent:***@db.example:5433/memory?sslmode=require'
+>>> is_postgres_url("postgres://localhost/memory"), is_postgres_url("memory.db")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import urllib.parse
+from typing import Any, Callable, Iterator
+
+from ..errors import Problem
+from ..graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
+from ..history import Commit, commit_from_record, commit_to_record
+from .base import Store, StoreError
+
+__all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
+
+SCHEMA_VERSION = "1"
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS hgm_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS hgm_journal (t BIGINT PRIMARY KEY, record JSON NOT NULL);
+CREATE TABLE IF NOT EXISTS hgm_nodes (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    attrs JSON NOT NULL,
+    seq BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hgm_edges (
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    type TEXT NOT NULL,
+    attrs JSON NOT NULL,
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (source, target, type)
+);
+CREATE TABLE IF NOT EXISTS hgm_snapshots (name TEXT PRIMARY KEY, t BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS hgm_constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL);
+"""
+
+# Serializes table creation when several processes open a new database at once.
+_INIT_LOCK_KEY = 0x68676D5F696E6974  # "hgm_init"
+
+
+def is_postgres_url(location: str) -> bool:
+    """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``).
+
+    >>> is_postgres_url("postgresql://hgm@127.0.0.1:5432/hgm")
+    True
+    >>> is_postgres_url("/var/lib/hgm/memory.db")
+    False
+    """
+    return str(location).lower().startswith(URL_SCHEMES)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (in the user part or as a ``password=`` parameter).
+
+    >>> redact_url("postgresql://hgm@127.0.0.1:5432/hgm")
+    'postgresql://hgm@127.0.0.1:5432/hgm'
+    >>> redact_url("postgres://u:pw@h1:5432,h2:5433/db?password=pw&connect_timeout=3")
+    'postgres://u:***@h1:5432,h2:5433/db?password=***&connect_timeout=3'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, tail = rest.partition("/")
+    if "@" in netloc:
+        userinfo, _, hosts = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}:***@{hosts}" if colon else f"{user}@{hosts}"
+    path, question, query = tail.partition("?")
+    if question:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        if any(key == "password" for key, _ in pairs):
+            query = "&".join(
+                f"{key}=***" if key == "password" else f"{key}={urllib.parse.quote(value, safe='')}"
+                for key, value in pairs
+            )
+    return f"{scheme}://{netloc}{slash}{path}{question}{query}"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _decode_all(texts: list[str]) -> list[FrozenDict]:
+    """Frozen attribute maps for JSON object texts, decoded in one pass.
+
+    >>> [dict(a) for a in _decode_all(['{}', '{"z":1,"a":[2]}'])]
+    [{}, {'z': 1, 'a': (2,)}]
+    """
+    full = [i for i, text in enumerate(texts) if text != "{}"]
+    decoded = json.loads("[" + ",".join(texts[i] for i in full) + "]") if full else []
+    out: list[FrozenDict] = [EMPTY_ATTRS] * len(texts)
+    for i, value in zip(full, decoded):
+        out[i] = freeze(value) if value else EMPTY_ATTRS
+    return out
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            [
+                Problem(
+                    "store",
+                    "a PostgreSQL store needs psycopg 3: pip install 'hgm[postgres]' (or 'psycopg[binary]')",
+                )
+            ]
+        ) from None
+    return psycopg
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class PostgresStore(Store):
+    """Journal and state in a PostgreSQL database (``location`` is the URL without password).
+
+    ``timeout`` bounds how long a writer waits for another writer's lock (seconds) and how
+    long connecting may take. Tables are created on first open, unless ``create`` is false:
+    then a database without them is a ``StoreError`` ("no memory at ...").
+
+    >>> from hgm_engine import Memory
+    >>> store = PostgresStore("postgresql://hgm@127.0.0.1:5432/hgm")  # doctest: +SKIP
+    >>> with Memory(store=store) as memory:  # doctest: +SKIP
+    ...     memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]}).t
+    1
+    """
+
+    def __init__(self, url: str, *, timeout: float = 30.0, create: bool = True):
+        self._psycopg = _psycopg()
+        self._url = str(url)
+        self.location = redact_url(self._url)
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._in_write = 0
+        self._commit_cache: dict[int, Commit] = {}
+        self._pending: dict[int, Commit] = {}  # appended in the open write, not committed yet
+        self._db = self._connect()
+        try:
+            row = self._existing_version()
+            if row is None and not create:
+                self._db.close()
+                raise StoreError(
+                    [Problem("store", f"no memory at {self.location} (its hgm tables do not exist)", where=self.location)]
+                )
+            if row is None:  # a new store (or one being created by another process right now)
+                with self._db.transaction():
+                    self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_INIT_LOCK_KEY,))
+                    self._db.execute(_TABLES)
+                    row = self._db.execute("SELECT value FROM hgm_meta WHERE key = 'schema_version'").fetchone()
+                    if row is None:
+                        self._db.execute("INSERT INTO hgm_meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
+        except self._psycopg.Error as exc:
+            self._db.close()
+            raise self._error(f"cannot set up the tables in {self.location}", exc) from None
+        if row is not None and row[0] != SCHEMA_VERSION:
+            self._db.close()
+            raise StoreError(
+                [Problem("store", f"{self.location} has store format {row[0]}, this hgm reads {SCHEMA_VERSION}")]
+            )
+
+    def _existing_version(self):
+        """The stored format version when every table exists (no DDL, so read-only roles can
+        open a store), else None."""
+        names = ["hgm_meta", "hgm_journal", "hgm_nodes", "hgm_edges", "hgm_snapshots", "hgm_constraints"]
+        (found,) = self._db.execute(
+            "SELECT count(*) FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL", (names,)
+        ).fetchone()
+        if found < len(names):
+            return None
+        return self._db.execute("SELECT value FROM hgm_meta WHERE key = 'schema_version'").fetchone()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.location!r})"
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _connect(self):
+        psycopg = self._psycopg
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in self._url:
+            kwargs["connect_timeout"] = max(1, int(self._timeout))
+        if "application_name" not in self._url:
+            kwargs["application_name"] = "hgm"
+        try:
+            return psycopg.connect(self._url, **kwargs)
+        except (psycopg.Error, ValueError) as exc:  # a malformed URL is a ProgrammingError
+            raise StoreError(
+                [Problem("store", f"cannot connect to {self.location}: {_first_line(exc)}", where=self.location)]
+            ) from None
+
+    def _conn(self):
+        """The connection, opened again when the last one was lost (never inside a write)."""
+        if self._db.closed and not self._in_write:
+            self._db = self._connect()
+        return self._db
+
+    def _error(self, action: str, exc: BaseException) -> StoreError:
+        return StoreError([Problem("store", f"{action}: {_first_line(exc)}", where=self.location)])
+
+    def _read(self, action: str, read: Callable[[Any], Any]) -> Any:
+        """``read(connection)`` under the lock. Outside a write, a lost connection is opened
+        again and the read tried once more (a read changes nothing, so that is safe)."""
+        with self._lock:
+            for attempt in (1, 2):
+                db = self._conn()
+                try:
+                    return read(db)
+                except self._psycopg.Error as exc:
+                    if attempt == 1 and db.closed and not self._in_write:
+                        continue
+                    raise self._error(f"cannot {action} in {self.location}", exc) from None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def load_state(self) -> tuple[MemoryGraph, int]:
+        return self._read("read the state", self._load_state)
+
+    def _load_state(self, db) -> tuple[MemoryGraph, int]:
+        nested = bool(self._in_write)
+        if not nested:
+            # One snapshot, so the state and its t agree even while others write.
+            db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            t = self._latest_t(db)
+            # Bulk build, as the SQLite store does: attribute maps come as text and are decoded
+            # by one json.loads over all of them; empty ones ('{}') are not decoded at all.
+            node_rows = db.execute("SELECT id, type, attrs::text, seq FROM hgm_nodes ORDER BY seq").fetchall()
+            node_attrs = _decode_all([row[2] for row in node_rows])
+            nodes = [Node(row[0], row[1], attrs, row[3]) for row, attrs in zip(node_rows, node_attrs)]
+            edge_rows = db.execute(
+                "SELECT source, target, type, attrs::text, seq FROM hgm_edges ORDER BY seq"
+            ).fetchall()
+            edge_attrs = _decode_all([row[3] for row in edge_rows])
+            edges = [Edge(row[0], row[1], row[2], attrs, row[4]) for row, attrs in zip(edge_rows, edge_attrs)]
+            graph = MemoryGraph.from_payloads(nodes, edges)
+        except BaseException:
+            if not nested:
+                self._rollback(db)
+            raise
+        if not nested:
+            db.execute("COMMIT")
+        return graph, t
+
+    @staticmethod
+    def _latest_t(db) -> int:
+        row = db.execute("SELECT MAX(t) FROM hgm_journal").fetchone()
+        return row[0] or 0
+
+    def latest_t(self) -> int:
+        return self._read("read the journal", self._latest_t)
+
+    def _cached(self, t: int) -> Commit | None:
+        return self._pending.get(t) or self._commit_cache.get(t)
+
+    def commits_after(self, t: int, upto: int | None = None) -> list[Commit]:
+        def read(db) -> list[Commit]:
+            high = self._latest_t(db) if upto is None else upto
+            missing = [n for n in range(t + 1, high + 1) if self._cached(n) is None]
+            if missing:
+                rows = db.execute(
+                    "SELECT t, record FROM hgm_journal WHERE t >= %s AND t <= %s ORDER BY t", (missing[0], missing[-1])
+                ).fetchall()
+                for number, record in rows:
+                    if self._cached(number) is None:
+                        self._commit_cache[number] = commit_from_record(record)
+            found = (self._cached(n) for n in range(t + 1, high + 1))
+            return [commit for commit in found if commit is not None]
+
+        return self._read("read the journal", read)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _rollback(db) -> None:
+        with contextlib.suppress(Exception):
+            db.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator["PostgresStore"]:
+        """Hold the write lock for one commit (nested calls join the open one).
+
+        Changes made inside commit together when the block ends, or not at all."""
+        psycopg = self._psycopg
+        with self._lock:
+            if self._in_write:
+                self._in_write += 1
+                try:
+                    yield self
+                finally:
+                    self._in_write -= 1
+                return
+            for attempt in (1, 2):
+                db = self._conn()
+                try:
+                    db.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+                    # Neither statement takes a snapshot: it starts after the lock is held.
+                    db.execute(f"SET LOCAL lock_timeout = '{max(1, int(self._timeout * 1000))}ms'")
+                    db.execute("LOCK TABLE hgm_journal IN EXCLUSIVE MODE")
+                    break
+                except psycopg.Error as exc:
+                    self._rollback(db)
+                    if attempt == 1 and db.closed:
+                        continue  # the connection was lost: nothing was written, open it again
+                    raise self._error(f"cannot lock {self.location} for writing", exc) from None
+            self._in_write = 1
+            self._pending = {}
+            try:
+                yield self
+            except BaseException:
+                self._rollback(db)
+                raise
+            else:
+                try:
+                    db.execute("COMMIT")
+                except psycopg.Error as exc:
+                    self._rollback(db)
+                    raise self._error(f"cannot commit to {self.location}; nothing was written", exc) from None
+                self._commit_cache.update(self._pending)
+            finally:
+                self._pending = {}
+                self._in_write = 0
+
+    @contextlib.contextmanager
+    def _statement(self, action: str) -> Iterator[Any]:
+        assert self._in_write, f"{action} runs inside write()"
+        try:
+            yield self._db
+        except self._psycopg.Error as exc:
+            raise self._error(f"cannot {action} in {self.location}", exc) from None
+
+    def append(self, commit: Commit) -> None:
+        """Record ``commit`` and apply its changes to the stored state (inside ``write``)."""
+        with self._statement("append a commit") as db:
+            db.execute(
+                "INSERT INTO hgm_journal (t, record) VALUES (%s, %s)", (commit.t, _dumps(commit_to_record(commit)))
+            )
+            self._apply_state(db, commit)
+        self._pending[commit.t] = commit
+
+    @staticmethod
+    def _apply_state(db, commit: Commit) -> None:
+        # The last change of each node or edge decides its row (an upsert replaces the row).
+        nodes: dict[str, Any] = {}
+        edges: dict[tuple, Any] = {}
+        for change in commit.changes:
+            kind = change.kind
+            if kind == "node_removed":
+                nodes[change.before.id] = None
+            elif kind in ("node_added", "node_updated"):
+                nodes[change.after.id] = change.after
+            elif kind == "edge_removed":
+                edges[change.before.key] = None
+            elif kind in ("edge_added", "edge_updated"):
+                edges[change.after.key] = change.after
+        cur = db.cursor()
+        gone_edges = [key for key, edge in edges.items() if edge is None]
+        if gone_edges:
+            cur.executemany("DELETE FROM hgm_edges WHERE source = %s AND target = %s AND type = %s", gone_edges)
+        gone_nodes = [(node_id,) for node_id, node in nodes.items() if node is None]
+        if gone_nodes:
+            cur.executemany("DELETE FROM hgm_nodes WHERE id = %s", gone_nodes)
+        kept_nodes = [(n.id, n.type, _dumps(thaw(n.attrs)), n.seq) for n in nodes.values() if n is not None]
+        if kept_nodes:
+            cur.executemany(
+                "INSERT INTO hgm_nodes (id, type, attrs, seq) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET type = EXCLUDED.type, attrs = EXCLUDED.attrs, seq = EXCLUDED.seq",
+                kept_nodes,
+            )
+        kept_edges = [
+            (e.source, e.target, e.type, _dumps(thaw(e.attrs)), e.seq) for e in edges.values() if e is not None
+        ]
+        if kept_edges:
+            cur.executemany(
+                "INSERT INTO hgm_edges (source, target, type, attrs, seq) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (source, target, type) DO UPDATE SET attrs = EXCLUDED.attrs, seq = EXCLUDED.seq",
+                kept_edges,
+            )
+
+    def write_genesis(self, commit: Commit, graph: MemoryGraph) -> None:
+        """Record a load into an empty store: the whole graph, in bulk (COPY)."""
+        assert commit.genesis
+        with self._statement("load the graph") as db:
+            db.execute(
+                "INSERT INTO hgm_journal (t, record) VALUES (%s, %s)", (commit.t, _dumps(commit_to_record(commit)))
+            )
+            with db.cursor() as cur:
+                with cur.copy("COPY hgm_nodes (id, type, attrs, seq) FROM STDIN") as copy:
+                    for n in graph.nodes():
+                        copy.write_row((n.id, n.type, _dumps(thaw(n.attrs)), n.seq))
+                with cur.copy("COPY hgm_edges (source, target, type, attrs, seq) FROM STDIN") as copy:
+                    for e in graph.edges():
+                        copy.write_row((e.source, e.target, e.type, _dumps(thaw(e.attrs)), e.seq))
+        self._pending[commit.t] = commit
+
+    # -- small tables -------------------------------------------------------------------------
+
+    def snapshots(self) -> dict[str, int]:
+        return self._read(
+            "read the snapshots", lambda db: dict(db.execute("SELECT name, t FROM hgm_snapshots ORDER BY t, name").fetchall())
+        )
+
+    def set_snapshot(self, name: str, t: int) -> None:
+        with self.write(), self._statement("name a snapshot") as db:
+            db.execute(
+                "INSERT INTO hgm_snapshots (name, t) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET t = EXCLUDED.t",
+                (name, t),
+            )
+
+    def constraints(self) -> dict[str, str]:
+        return self._read(
+            "read the constraints",
+            lambda db: dict(db.execute("SELECT name, text FROM hgm_constraints ORDER BY name").fetchall()),
+        )
+
+    def set_constraint(self, name: str, text: str | None) -> None:
+        with self.write(), self._statement("store a constraint") as db:
+            if text is None:
+                db.execute("DELETE FROM hgm_constraints WHERE name = %s", (name,))
+            else:
+                db.execute(
+                    "INSERT INTO hgm_constraints (name, text) VALUES (%s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET text = EXCLUDED.text",
+                    (name, text),
+                )
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._read(
+            "read the metadata", lambda db: db.execute("SELECT value FROM hgm_meta WHERE key = %s", (key,)).fetchone()
+        )
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self.write(), self._statement("store metadata") as db:
+            if value is None:
+                db.execute("DELETE FROM hgm_meta WHERE key = %s", (key,))
+            else:
+                db.execute(
+                    "INSERT INTO hgm_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    (key, value),
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            with contextlib.suppress(Exception):
+                self._db.close()
