@@ -652,7 +652,7 @@ def _cmd_show(args: argparse.Namespace, out: _Output) -> int:
             doc = memory.export(as_of=args.as_of)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
-        return _draw_tree(graph_from_document(doc, memory.schema), f"{args.db} as of {args.as_of}", args, out, memory)
+        return _draw_tree(graph_from_document(doc, memory.schema), f"{_shown(args.db)} as of {args.as_of}", args, out, memory)
 
     return _on_db(args.db, out, run)
 
@@ -700,10 +700,28 @@ def _write_utf8(out: _Output, text: str) -> None:
 # -- the durable store (--db) ------------------------------------------------------------------
 
 
+def _is_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def _shown(location: str) -> str:
+    """A --db location as printed: a URL's password is never shown.
+
+    >>> _shown("postgresql://hgm:secret@127.0.0.1:5432/memory")
+    'postgresql://hgm:***@127.0.0.1:5432/memory'
+    """
+    import re
+
+    return re.sub(r"(://[^:/@]+:)[^@/]*@", r"\1***@", location)
+
+
 def _open_memory(path: str, *, create: bool) -> Memory:
-    """The memory in the SQLite file ``path``. Commands that only read refuse a file that does
-    not exist (a mistyped path must not quietly become a new, empty memory)."""
-    if not create and not pathlib.Path(path).exists():
+    """The memory at ``path`` (a SQLite file or a ``postgresql://`` URL). Commands that only
+    read refuse a memory that does not exist (a mistyped path must not quietly become a new,
+    empty memory)."""
+    from .store import open_store
+
+    if not create and not _is_url(path) and not pathlib.Path(path).exists():
         raise HGMError(
             [
                 Problem(
@@ -714,7 +732,7 @@ def _open_memory(path: str, *, create: bool) -> Memory:
                 )
             ]
         )
-    return Memory.open(path)
+    return Memory(store=open_store(path, create=create))
 
 
 def _on_db(path: str, out: _Output, command: Callable[[Memory], int], *, create: bool = False) -> int:
@@ -891,7 +909,7 @@ def _cmd_apply(args: argparse.Namespace, out: _Output) -> int:
     doc = None
     try:
         doc = _read_transaction(args.file)
-        if args.dry_run and not pathlib.Path(args.db).exists():
+        if args.dry_run and not _is_url(args.db) and not pathlib.Path(args.db).exists():
             memory = Memory()  # a dry run against a memory not created yet leaves no file behind
         else:
             memory = _open_memory(args.db, create=True)
@@ -1014,7 +1032,7 @@ def _cmd_load(args: argparse.Namespace, out: _Output) -> int:
             }
         )
         return EXIT_OK
-    line = f"loaded {name} into {args.db} at t={report.t}: {_plural(nodes, 'node')}, {_plural(edges, 'edge')}"
+    line = f"loaded {name} into {_shown(args.db)} at t={report.t}: {_plural(nodes, 'node')}, {_plural(edges, 'edge')}"
     if not first:
         line += f" (the memory now holds {_plural(totals[0], 'node')}, {_plural(totals[1], 'edge')})"
     out.line(line)
@@ -1069,7 +1087,7 @@ def _cmd_history(args: argparse.Namespace, out: _Output) -> int:
     def _node_history(memory: Memory, node_id: str) -> int:
         entries = memory.history(node_id)
         if not entries:
-            return out.failure("unknown-node", f"no commit in {args.db} touched a node {node_id!r}", where="NODE_ID")
+            return out.failure("unknown-node", f"no commit in {_shown(args.db)} touched a node {node_id!r}", where="NODE_ID")
         if out.as_json:
             out.document(
                 {"id": node_id, "history": [dict(entry, time=_time(entry.get("timestamp"))) for entry in entries]}
@@ -1286,7 +1304,23 @@ def _heading(out: _Output, title: str) -> None:
     out.line(rule)
 
 
+def _demo_scenario(args: argparse.Namespace, out: _Output) -> int:
+    """``hgm demo NAME``: a planner scenario. ``planners`` is imported here, by name, only when
+    asked for: the engine itself never imports it."""
+    if args.sample:
+        return out.failure("invalid-argument", "--sample prints the sample memory; it takes no scenario NAME")
+    try:
+        scenarios = importlib.import_module("planners.scenarios")
+    except ImportError as exc:
+        return out.failure("missing-package", f"hgm demo {args.name} needs the 'planners' package, shipped with hgm ({exc})")
+    return scenarios.demo(args.name, db=args.db, out=out.out, err=out.err, unicode=out.unicode)
+
+
 def _cmd_demo(args: argparse.Namespace, out: _Output) -> int:
+    if args.name is not None:
+        return _demo_scenario(args, out)
+    if args.db is not None:
+        return out.failure("invalid-argument", "--db keeps a scenario's memory: give a NAME (travel, orders, research)")
     doc = sample_document()
     if args.sample:
         out.line(json.dumps(doc, indent=1, ensure_ascii=not out.unicode))
@@ -1714,14 +1748,24 @@ def build_parser() -> argparse.ArgumentParser:
         "Load the sample memory shipped with hgm (a three-day Beijing trip and an order-status "
         "goal), draw it, run illustrative queries with their results, explain one, and show what "
         "a query error looks like. Needs no network and no API key.",
-        _examples("hgm demo", "hgm demo --sample > trip.json && hgm show --graph trip.json"),
+        _examples(
+            "hgm demo",
+            "hgm demo --sample > trip.json && hgm show --graph trip.json",
+            "hgm demo travel --db trip.db && hgm history --db trip.db",
+            note="NAME runs a planner scenario end to end (HTN planner, simulated tools, offline):\n"
+            "travel, orders or research; --db PATH keeps its memory (a new SQLite file).",
+        ),
         _cmd_demo,
     )
+    demo.add_argument("name", nargs="?", metavar="NAME", help="a planner scenario: travel, orders or research")
+    demo.add_argument("--db", metavar="PATH", help="with NAME: keep the scenario's memory in this new SQLite file")
     demo.add_argument("--sample", action="store_true", help="print the sample memory (a graph file) and stop")
 
     from . import cli_rules
 
     cli_rules.register(sys.modules[__name__], commands, command, json_flag)
+    from . import cli_paths; cli_paths.register(sys.modules[__name__], commands, command, json_flag)  # noqa: E702
+    importlib.import_module(f"{__package__}.cli_llm").register(sys.modules[__name__], commands, command, json_flag)
     return parser
 
 

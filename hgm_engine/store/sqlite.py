@@ -98,6 +98,7 @@ class SQLiteStore(Store):
             )
         self._lock = threading.RLock()
         self._in_write = 0
+        self._pending: list[Commit] = []
         self._commit_cache: dict[int, Commit] = {}
 
     # -- reading ------------------------------------------------------------------------------
@@ -162,6 +163,7 @@ class SQLiteStore(Store):
             except sqlite3.OperationalError as exc:
                 raise StoreError([Problem("store", f"cannot lock {self.location} for writing: {exc}")]) from None
             self._in_write = 1
+            self._pending: list[Commit] = []
             try:
                 yield self
             except BaseException:
@@ -169,15 +171,19 @@ class SQLiteStore(Store):
                 raise
             else:
                 self._db.execute("COMMIT")
+                # Only what was really written may be served from the cache.
+                for commit in self._pending:
+                    self._commit_cache[commit.t] = commit
             finally:
                 self._in_write = 0
+                self._pending = []
 
     def append(self, commit: Commit) -> None:
         assert self._in_write, "append() runs inside write()"
         record = commit_to_record(commit)
         self._db.execute("INSERT INTO journal (t, record) VALUES (?, ?)", (commit.t, _dumps(record)))
         self._apply_state(commit)
-        self._commit_cache[commit.t] = commit
+        self._pending.append(commit)
 
     def _apply_state(self, commit: Commit) -> None:
         db = self._db
@@ -212,7 +218,7 @@ class SQLiteStore(Store):
             "INSERT INTO edges (source, target, type, attrs, seq) VALUES (?, ?, ?, ?, ?)",
             ((e.source, e.target, e.type, _dumps(thaw(e.attrs)), e.seq) for e in graph.edges()),
         )
-        self._commit_cache[commit.t] = commit
+        self._pending.append(commit)
 
     # -- small tables -------------------------------------------------------------------------
 
