@@ -1,0 +1,706 @@
+"""An HTN planner: methods decompose tasks, operators run them through tools, memory keeps it all.
+
+A :class:`Domain` has **methods** (a compound task → ordered subtasks; several per task, tried
+in order) and **operators** (a primitive task → one tool call, and how its answer becomes a
+result node and fact nodes). Methods are Python callables or entries of a declarative method
+table (JSON, or YAML when PyYAML is installed; :meth:`Domain.from_table`, :func:`load_domain`).
+
+The planner keeps the task network in memory: a compound task is a goal node (attributes
+``task``, ``args``, ``method``, ``tried``, ``revision``, ``pos``), a primitive task an action
+node (``task``, ``tool``, ``args``, ``status``, ``pos``) under it; siblings of an ordered method
+are chained with ``before`` edges; entities named by a task are linked with ``related_to``.
+Each step it:
+
+1. records the last tool answer (action ``done`` + a result node it ``produces`` + facts
+   ``derived_from`` that result) or failure (action ``failed`` + a fact that ``causes`` it,
+   linked to the action's entities, so memory rules can react);
+2. if an action failed, or the next one is blocked or stale, **re-enters the plan at that
+   node**: it walks up to the nearest goal that still has an untried applicable method and
+   rewrites that branch alone with one ``replace_branch`` op (completed actions the new
+   decomposition repeats keep their results); nothing else in the plan changes. With no such
+   goal the task ends as a failure, the root marked ``blocked``;
+3. otherwise starts the next pending action in plan order (marks it ``active``, resolves
+   arguments bound to memory, asks the loop to call its tool); with nothing left the root
+   goal is ``done``. A goal whose actions are all done is marked ``done`` on the way.
+
+>>> from hgm_engine import Memory
+>>> from planners.loop import run
+>>> from planners.protocol import Observation
+>>> domain = Domain.from_table({"methods": [
+...     {"task": "greet", "name": "politely", "subtasks": [
+...         {"task": "say", "id": "hello", "args": {"text": "hello {who}"}},
+...         {"task": "say", "id": "bye", "args": {"text": "bye {who}"}}]}],
+...   "operators": [{"task": "say", "tool": "say", "args": {"text": "{text}"}, "result": "said {said}"}]})
+>>> memory = Memory()
+>>> record = run(HTNPlanner(domain), memory, {"say": lambda text: {"said": text}},
+...              task=Observation.task("Greet Ada", task="greet", id="greeting", args={"who": "Ada"}))
+>>> record.status, record.outcome, len(record.steps)
+('done', 'success', 3)
+>>> [(n["id"], n["status"]) for n in memory.query("#greeting.actions").nodes]
+[('hello', 'done'), ('bye', 'done')]
+>>> memory.query("#bye.results").nodes[0]["content"]
+'said bye Ada'
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import string
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import attrs
+
+from hgm_engine import HGMError
+
+from .protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
+
+__all__ = [
+    "HTNPlanner",
+    "Domain",
+    "Method",
+    "Operator",
+    "TaskContext",
+    "DomainError",
+    "load_domain",
+    "DOMAIN_FORMAT",
+]
+
+DOMAIN_FORMAT = "hgm-htn/1"
+_SPEC_KEYS = {"task", "id", "content", "args", "attrs", "entities"}
+_FLAT = (str, int, float, bool)
+_RESERVED = {"id", "type", "dirty", "dirty_marks", "status", "content", "summary"}
+
+
+class DomainError(ValueError):
+    """A method table or domain that cannot be used (unknown keys, a task with no method...)."""
+
+
+# -- templates -----------------------------------------------------------------------------------
+
+
+def fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """Fill ``{name}`` fields of strings inside ``template`` from ``values``. A string that is
+    exactly one field takes the value as it is (numbers stay numbers); ``{"query": ...}``
+    bindings are left for later.
+
+    >>> fill({"text": "hello {who}", "n": "{n}", "q": {"query": "root"}}, {"who": "Ada", "n": 3})
+    {'text': 'hello Ada', 'n': 3, 'q': {'query': 'root'}}
+    """
+    if isinstance(template, str):
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        if len(fields) == 1 and template == "{" + fields[0] + "}":
+            return values.get(fields[0], template)
+        if not fields:
+            return template
+        return template.format_map(_Missing(values))
+    if isinstance(template, Mapping):
+        if _is_binding(template):
+            return dict(template)
+        return {k: fill(v, values) for k, v in template.items()}
+    if isinstance(template, (list, tuple)):
+        return [fill(v, values) for v in template]
+    return template
+
+
+class _Missing(dict):
+    def __init__(self, values: Mapping[str, Any]):
+        super().__init__(values)
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _is_binding(value: Any) -> bool:
+    return isinstance(value, Mapping) and "query" in value and set(value) <= {"query", "attr", "default"}
+
+
+def slug(text: str) -> str:
+    """An id-safe form of a name.
+
+    >>> slug("Forbidden City")
+    'forbidden-city'
+    """
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+# -- the domain ----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class TaskContext:
+    """What a method or an operator function sees: the memory (``view``, read-only), the task
+    node (``node``; ``None`` before it exists), the task's ``args`` and the ``root`` goal."""
+
+    view: Any
+    args: Mapping[str, Any]
+    node: Mapping[str, Any] | None = None
+    root: str | None = None
+
+    def query(self, expr: str, **kwargs: Any):
+        return self.view.query(expr, **kwargs)
+
+    def nodes(self, expr: str, **kwargs: Any) -> list[dict[str, Any]]:
+        return self.view.nodes(expr, **kwargs)
+
+
+Condition = str | Callable[[TaskContext], bool] | None
+
+
+@attrs.frozen
+class Method:
+    """One way to decompose ``task``: ``subtasks`` is a list of task specs (``task``, ``id``,
+    ``content``, ``args``, ``attrs``, ``entities``; strings may use ``{arg}`` fields) or a
+    callable ``(TaskContext) -> specs``. It applies when ``precondition`` holds and ``unless``
+    does not (a path expression, true when it finds something, or a callable)."""
+
+    task: str
+    name: str
+    subtasks: Any
+    precondition: Condition = None
+    unless: Condition = None
+    ordered: bool = True
+
+
+@attrs.frozen
+class Operator:
+    """How a primitive ``task`` runs: the ``tool`` to call with ``args`` (a dict whose values
+    may be ``{arg}`` templates or ``{"query": EXPR, "attr": NAME}`` bindings read from memory
+    when the action starts, or a callable ``(TaskContext) -> dict``); ``result`` (a template
+    over the tool's answer, or a callable ``(ctx, value) -> str``) is the result node's text,
+    ``result_attrs`` extra attributes for it; ``facts`` turns the answer into fact nodes
+    (``{"each": KEY, "content": ..., "attrs": {...}, "entities": [...]}`` or a callable
+    ``(ctx, value) -> [fact specs]``)."""
+
+    task: str
+    tool: str
+    args: Any = attrs.field(factory=dict)
+    result: Any = None
+    result_attrs: Mapping[str, Any] = attrs.field(factory=dict)
+    facts: Any = None
+
+
+class Domain:
+    """Methods and operators, by task name.
+
+    >>> d = Domain()
+    >>> @d.method("greet", "politely")
+    ... def politely(ctx):
+    ...     return [{"task": "say", "args": {"text": "hello " + ctx.args["who"]}}]
+    >>> d.operator("say", tool="say", args={"text": "{text}"})
+    >>> d.methods_for("greet")[0].name, d.is_primitive("say"), d.is_primitive("greet")
+    ('politely', True, False)
+    """
+
+    def __init__(self) -> None:
+        self._methods: dict[str, list[Method]] = {}
+        self._operators: dict[str, Operator] = {}
+
+    def add_method(self, method: Method) -> None:
+        self._methods.setdefault(method.task, []).append(method)
+
+    def method(self, task: str, name: str | None = None, *, precondition: Condition = None, unless: Condition = None, ordered: bool = True):
+        """Decorator: register ``fn(ctx) -> [task specs]`` as a method of ``task``."""
+
+        def register(fn: Callable[[TaskContext], Sequence[Mapping[str, Any]]]):
+            self.add_method(Method(task, name or fn.__name__, fn, precondition, unless, ordered))
+            return fn
+
+        return register
+
+    def operator(self, task: str, *, tool: str | None = None, args: Any = None, result: Any = None,
+                 result_attrs: Mapping[str, Any] | None = None, facts: Any = None) -> None:
+        """Register how the primitive ``task`` runs (``tool`` defaults to the task's name)."""
+        self._operators[task] = Operator(task, tool or task, args if args is not None else {}, result, dict(result_attrs or {}), facts)
+
+    def methods_for(self, task: str) -> list[Method]:
+        return list(self._methods.get(task, ()))
+
+    def operator_for(self, task: str) -> Operator | None:
+        return self._operators.get(task)
+
+    def is_primitive(self, task: str) -> bool:
+        return task in self._operators
+
+    def knows(self, task: str) -> bool:
+        return task in self._operators or task in self._methods
+
+    @classmethod
+    def from_table(cls, doc: Mapping[str, Any]) -> "Domain":
+        """A domain from a declarative method table (a dict as read from JSON or YAML).
+
+        >>> Domain.from_table({"methods": [{"task": "t", "name": "m", "subtasks": [], "when": 1}]})
+        Traceback (most recent call last):
+        ...
+        planners.htn.DomainError: methods[0]: unknown keys ['when']
+        """
+        if not isinstance(doc, Mapping):
+            raise DomainError("a method table is an object with 'methods' and 'operators'")
+        if doc.get("format", DOMAIN_FORMAT) != DOMAIN_FORMAT:
+            raise DomainError(f"unknown method table format {doc.get('format')!r} (expected {DOMAIN_FORMAT!r})")
+        unknown = sorted(set(doc) - {"format", "methods", "operators", "description"})
+        if unknown:
+            raise DomainError(f"unknown keys {unknown}")
+        domain = cls()
+        for i, entry in enumerate(doc.get("methods", [])):
+            where = f"methods[{i}]"
+            _check_keys(entry, {"task", "name", "subtasks"}, {"precondition", "unless", "ordered", "description"}, where)
+            subtasks = entry["subtasks"]
+            if not isinstance(subtasks, list):
+                raise DomainError(f"{where}: 'subtasks' must be a list of task specs")
+            for j, spec in enumerate(subtasks):
+                _check_keys(spec, {"task"}, _SPEC_KEYS - {"task"}, f"{where}.subtasks[{j}]")
+            domain.add_method(Method(entry["task"], entry["name"], tuple(subtasks), entry.get("precondition"),
+                                     entry.get("unless"), bool(entry.get("ordered", True))))
+        for i, entry in enumerate(doc.get("operators", [])):
+            _check_keys(entry, {"task"}, {"tool", "args", "result", "result_attrs", "facts", "description"}, f"operators[{i}]")
+            facts = entry.get("facts")
+            if facts is not None:
+                _check_keys(facts, {"content"}, {"each", "attrs", "entities", "kind"}, f"operators[{i}].facts")
+            domain.operator(entry["task"], tool=entry.get("tool"), args=entry.get("args", {}), result=entry.get("result"),
+                            result_attrs=entry.get("result_attrs"), facts=facts)
+        for task, methods in domain._methods.items():
+            for method in methods:
+                if isinstance(method.subtasks, tuple):
+                    for spec in method.subtasks:
+                        if not domain.knows(spec["task"]):
+                            raise DomainError(f"method {method.name!r} of {task!r} uses {spec['task']!r}, which has no method or operator")
+        return domain
+
+
+def _check_keys(entry: Any, required: set[str], optional: set[str], where: str) -> None:
+    if not isinstance(entry, Mapping):
+        raise DomainError(f"{where}: expected an object")
+    missing = sorted(required - set(entry))
+    if missing:
+        raise DomainError(f"{where}: missing {missing}")
+    unknown = sorted(set(entry) - required - optional)
+    if unknown:
+        raise DomainError(f"{where}: unknown keys {unknown}")
+
+
+def load_domain(path: str | pathlib.Path) -> Domain:
+    """A domain from a method table file: ``.json``, or ``.yaml``/``.yml`` (needs PyYAML).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "greet.json")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"operators": [{"task": "say"}]}')
+    >>> load_domain(path).is_primitive("say")
+    True
+    """
+    path = pathlib.Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise DomainError("reading a YAML method table needs PyYAML (pip install pyyaml)") from None
+        doc = yaml.safe_load(text)
+    else:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DomainError(f"{path}: not JSON: {exc}") from None
+    return Domain.from_table(doc)
+
+
+# -- the planner -----------------------------------------------------------------------------------
+
+
+class _Ids:
+    """Fresh, deterministic node ids for one step (never an id that exists or is going away)."""
+
+    def __init__(self, reader: Any, avoid: Iterable[str] = ()):
+        self.reader = reader
+        self.used: set[str] = set(avoid)
+
+    def fresh(self, base: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9_-]+", "-", base).strip("-") or "n"
+        candidate, n = base, 1
+        while candidate in self.used or self.reader.exists(candidate):
+            n += 1
+            candidate = f"{base}-{n}"
+        self.used.add(candidate)
+        return candidate
+
+
+class HTNPlanner:
+    """Hierarchical task network planner over a :class:`Domain` (see the module documentation).
+
+    The task observation names the root task: ``Observation.task(text, task=NAME, args={...},
+    id=ROOT_ID, constraints=[...], attrs={...})`` (``task`` defaults to ``root_task``). Each
+    user constraint becomes a fact (``kind = 'user_constraint'``) under the root goal, so it
+    stays in the plan for as long as the plan exists. ``name`` is the author of its commits.
+    """
+
+    def __init__(self, domain: Domain, *, root_task: str | None = None, name: str = "htn"):
+        self.domain = domain
+        self.root_task = root_task
+        self.name = name
+        self.root: str | None = None
+
+    # -- the step ------------------------------------------------------------------------------
+
+    def step(self, view: MemoryView, observation: Observation) -> StepPlan:
+        ops: list[dict[str, Any]] = []
+        notes: list[str] = []
+        calls = 0
+        if observation.kind == "task":
+            task = observation.data.get("task", self.root_task)
+            if not task or not self.domain.knows(task):
+                return StepPlan.invalid("no-method", f"no method or operator for the task {task!r}")
+            ids = _Ids(view)
+            self.root = ids.fresh(observation.data.get("id") or slug(task))
+            args = dict(observation.data.get("args") or {})
+            root_attrs = {"content": observation.text, "task": task, "args": args, "status": "active", "pos": []}
+            for key, value in (observation.data.get("attrs") or {}).items():
+                root_attrs.setdefault(key, value)
+            ops.append({"op": "add_node", "id": self.root, "type": "goal", **root_attrs})
+            try:
+                decomposition, method = self._decompose(view, ids, self.root, task, args, [], root_attrs, tried=())
+            except DomainError as err:
+                return StepPlan.invalid("no-method", str(err))
+            ops.extend(decomposition)
+            notes.append(f"decomposed {task!r} with method {method!r}")
+            # After the decomposition (its replace_branch empties the root first); repairs never
+            # rewrite the root, so these stay for as long as the plan does.
+            for i, constraint in enumerate(observation.data.get("constraints") or []):
+                fact = {"content": constraint} if isinstance(constraint, str) else dict(constraint)
+                fact_id = ids.fresh(fact.pop("id", None) or f"{self.root}-constraint-{i + 1}")
+                ops.append({"op": "add_node", "id": fact_id, "type": "fact", "parent": self.root,
+                            "kind": "user_constraint", "source": "user", **fact})
+                notes.append(f"user constraint kept in memory as {fact_id} under {self.root}: {fact.get('content')}")
+            calls += 1
+            reader = view.preview(ops)
+        else:
+            if self.root is None:
+                return StepPlan.invalid("no-task", "the HTN planner has no task yet (the first observation must be a task)")
+            if observation.kind == "tool" and observation.call is not None and observation.call.action:
+                if observation.ok:
+                    ops.extend(self._record_success(view, observation))
+                else:
+                    ops.extend(self._record_failure(view, observation))
+                    action = observation.call.action
+                    return StepPlan(ops=ops, reason=f"record: {action} failed", calls=0,
+                                    notes=(f"{action} failed: {observation.error.get('message')}",))
+            reader = view.preview(ops) if ops else view
+        return self._advance(reader, view, ops, notes, calls)
+
+    # -- choosing what comes next ---------------------------------------------------------------
+
+    def _agenda(self, reader: Any) -> list[dict[str, Any]]:
+        actions = reader.nodes("#$root.descendants.where(type = 'action')", params={"root": self.root})
+        return sorted(actions, key=lambda n: tuple(n.get("pos") or ()))
+
+    def _advance(self, reader: Any, view: MemoryView, ops: list, notes: list, calls: int) -> StepPlan:
+        agenda = self._agenda(reader)
+        recorded = "record and " if ops and calls == 0 else ""
+        failed = [a for a in agenda if a.get("status") == "failed"]
+        if failed:
+            return self._repair(reader, view, ops, notes, calls, failed[0], f"{failed[0]['id']} failed")
+        finished = reader.query(_FINISHED_GOALS, params={"root": self.root}, label="goals with every action done").ids
+        if finished:
+            ops.extend({"op": "update_node", "id": goal, "set": {"status": "done"}} for goal in finished)
+            reader = view.preview(ops)  # a done goal lets the actions after it start
+        pending = [a for a in agenda if a.get("status") == "pending"]
+        if not pending:
+            if any(a.get("status") == "active" for a in agenda):
+                return StepPlan(ops=ops, reason=f"{recorded}wait", calls=calls, notes=notes)
+            ops.append({"op": "update_node", "id": self.root, "set": {"status": "done"}})
+            return StepPlan(ops=ops, reason=f"{recorded}finish: every action is done", done=True, outcome="success",
+                            calls=calls, notes=notes)
+        nxt = pending[0]
+        if nxt.get("dirty"):
+            marks = nxt.get("dirty_marks") or []
+            why = marks[0].get("reason") if marks and isinstance(marks[0], Mapping) else None
+            return self._repair(reader, view, ops, notes, calls, nxt, f"{nxt['id']} is {nxt['dirty']}" + (f" ({why})" if why else ""))
+        ready = reader.frontier(self.root)
+        if nxt["id"] not in ready:
+            return self._repair(reader, view, ops, notes, calls, nxt, f"{nxt['id']} cannot start (a predecessor is not done)")
+        operator = self.domain.operator_for(nxt.get("task"))
+        try:
+            args = self._resolve_args(reader, nxt, operator)
+        except _Unbound as err:
+            ids = _Ids(reader)
+            ops.extend(self._failure_ops(reader, ids, nxt["id"], "unbound-argument", str(err), operator.tool if operator else "?"))
+            return StepPlan(ops=ops, reason=f"{recorded}{nxt['id']} cannot start", calls=calls,
+                            notes=notes + [f"{nxt['id']} cannot start: {err}"])
+        ops.append({"op": "update_node", "id": nxt["id"], "set": {"status": "active"}})
+        return StepPlan(ops=ops, reason=f"{recorded}start {nxt['id']}", tool=ToolCall(operator.tool, args, action=nxt["id"]),
+                        calls=calls, notes=notes)
+
+    def _resolve_args(self, reader: Any, action: Mapping[str, Any], operator: Operator) -> dict[str, Any]:
+        task_args = dict(action.get("task_args") or {})
+        spec = action.get("args") or {}
+        if callable(operator.args):
+            return dict(operator.args(TaskContext(reader, task_args, action, self.root)))
+        resolved = {}
+        for key, value in spec.items():
+            resolved[key] = self._bind(reader, action, task_args, key, value) if _is_binding(value) else value
+        return resolved
+
+    def _bind(self, reader: Any, action: Mapping[str, Any], task_args: Mapping[str, Any], key: str, binding: Mapping) -> Any:
+        expr = binding["query"]
+        compiled = reader.compile(expr)
+        params = {name: task_args.get(name) for name in compiled.params}
+        result = reader.query(expr, focus=action["id"], params=params or None)
+        if result.kind == "nodes":
+            if not result.ids:
+                if "default" in binding:
+                    return binding["default"]
+                raise _Unbound(f"argument {key!r}: {expr} found nothing")
+            node = result.nodes[0]
+            return node.get(binding.get("attr", "id"), node["id"]) if binding.get("attr") else node["id"]
+        return result.value
+
+    # -- recording ---------------------------------------------------------------------------------
+
+    def _record_success(self, view: MemoryView, observation: Observation) -> list[dict[str, Any]]:
+        action_id = observation.call.action
+        action = view.node(action_id) or {}
+        operator = self.domain.operator_for(action.get("task"))
+        value = observation.value
+        ids = _Ids(view)
+        task_args = dict(action.get("task_args") or {})
+        ctx = TaskContext(view, task_args, action, self.root)
+        values = dict(task_args)
+        if isinstance(value, Mapping):
+            values.update(value)
+        values.setdefault("value", value)
+        if operator is not None and callable(operator.result):
+            content = operator.result(ctx, value)
+        elif operator is not None and operator.result:
+            content = fill(str(operator.result), values)
+        elif isinstance(value, Mapping) and "summary" in value:
+            content = str(value["summary"])
+        else:
+            content = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        result_id = ids.fresh(f"{action_id}-result")
+        attributes: dict[str, Any] = {"content": content}
+        if isinstance(value, Mapping):
+            attributes.update({k: v for k, v in value.items() if isinstance(v, _FLAT) and k not in _RESERVED})
+        if operator is not None:
+            attributes.update(fill(dict(operator.result_attrs), values))
+        ops: list[dict[str, Any]] = [
+            {"op": "update_node", "id": action_id, "set": {"status": "done"}},
+            {"op": "add_node", "id": result_id, "type": "result", **attributes},
+            {"op": "add_edge", "from": action_id, "to": result_id, "type": "produces"},
+        ]
+        for i, fact in enumerate(self._facts(ctx, operator, value)):
+            fact = dict(fact)
+            entities = fact.pop("entities", [])
+            fact_id = ids.fresh(fact.pop("id", None) or f"{action_id}-fact-{i + 1}")
+            ops.append({"op": "add_node", "id": fact_id, "type": "fact", "source": operator.tool if operator else "tool",
+                        **{k: v for k, v in fact.items() if k not in ("type",)}})
+            ops.append({"op": "add_edge", "from": fact_id, "to": result_id, "type": "derived_from"})
+            ops.extend(self._entity_ops(view, ids, fact_id, entities))
+        return ops
+
+    def _facts(self, ctx: TaskContext, operator: Operator | None, value: Any) -> list[Mapping[str, Any]]:
+        if operator is None or operator.facts is None:
+            return []
+        if callable(operator.facts):
+            return list(operator.facts(ctx, value))
+        spec = operator.facts
+        items = [value]
+        if spec.get("each"):
+            items = list(value.get(spec["each"], [])) if isinstance(value, Mapping) else []
+        facts = []
+        for item in items:
+            values = dict(ctx.args)
+            if isinstance(item, Mapping):
+                values.update(item)
+            fact = {"content": fill(spec["content"], values)}
+            if spec.get("kind"):
+                fact["kind"] = spec["kind"]
+            fact.update(fill(dict(spec.get("attrs") or {}), values))
+            fact["entities"] = fill(list(spec.get("entities") or []), values)
+            facts.append(fact)
+        return facts
+
+    def _record_failure(self, view: MemoryView, observation: Observation) -> list[dict[str, Any]]:
+        action_id = observation.call.action
+        error = observation.error or {}
+        ids = _Ids(view)
+        return self._failure_ops(view, ids, action_id, str(error.get("type")), str(error.get("message")), observation.call.name)
+
+    def _failure_ops(self, reader: Any, ids: _Ids, action_id: str, kind: str, message: str, tool: str) -> list[dict[str, Any]]:
+        fact_id = ids.fresh(f"{action_id}-failure")
+        entities = reader.nodes("#$a.related_entities", params={"a": action_id})
+        ops: list[dict[str, Any]] = [
+            {"op": "update_node", "id": action_id, "set": {"status": "failed", "error": message, "error_type": kind}},
+            {"op": "add_node", "id": fact_id, "type": "fact", "content": message, "kind": "failure",
+             "error_type": kind, "source": tool, "action": action_id},
+            {"op": "add_edge", "from": fact_id, "to": action_id, "type": "causes"},
+        ]
+        for entity in entities:
+            ops.append({"op": "add_edge", "from": fact_id, "to": entity["id"], "type": "related_to"})
+        return ops
+
+    def _entity_ops(self, reader: Any, ids: _Ids, node_id: str, names: Iterable[str]) -> list[dict[str, Any]]:
+        ops = []
+        for name in names:
+            entity_id = "e-" + slug(str(name))
+            if entity_id not in ids.used and not reader.exists(entity_id):
+                ops.append({"op": "add_node", "id": entity_id, "type": "entity", "content": str(name)})
+                ids.used.add(entity_id)
+            ops.append({"op": "add_edge", "from": node_id, "to": entity_id, "type": "related_to"})
+        return ops
+
+    # -- decomposing and repairing -------------------------------------------------------------------
+
+    def _applicable(self, reader: Any, method: Method, ctx: TaskContext) -> bool:
+        return _holds(reader, method.precondition, ctx, True) and not _holds(reader, method.unless, ctx, False)
+
+    def _choose(self, reader: Any, task: str, ctx: TaskContext, tried: Sequence[str]) -> Method | None:
+        for method in self.domain.methods_for(task):
+            if method.name not in tried and self._applicable(reader, method, ctx):
+                return method
+        return None
+
+    def _decompose(self, reader: Any, ids: _Ids, node_id: str, task: str, args: Mapping[str, Any], pos: list[int],
+                   node: Mapping[str, Any] | None, tried: Sequence[str], suffix: str = "",
+                   carried: Mapping[str, tuple[str, list[str]]] | None = None) -> tuple[list[dict[str, Any]], str]:
+        """Ops that put the decomposition of ``node_id`` below it (one replace_branch)."""
+        ctx = TaskContext(reader, dict(args), node, self.root)
+        method = self._choose(reader, task, ctx, tried)
+        if method is None:
+            raise DomainError(f"no applicable method for {task!r}" + (f" (tried {', '.join(tried)})" if tried else ""))
+        prelude: list[dict[str, Any]] = []
+        edges: list[dict[str, Any]] = []
+        children = self._expand(reader, ids, method, ctx, pos, suffix, prelude, edges, carried or {})
+        op = {"op": "replace_branch", "id": node_id, "with": children,
+              "set": {"method": method.name, "tried": list(tried) + [method.name]}}
+        return prelude + [op] + edges, method.name
+
+    def _expand(self, reader: Any, ids: _Ids, method: Method, ctx: TaskContext, pos: list[int], suffix: str,
+                prelude: list, edges: list, carried: Mapping[str, tuple[str, list[str]]]) -> list[dict[str, Any]]:
+        specs = method.subtasks(ctx) if callable(method.subtasks) else method.subtasks
+        plan_nodes = []
+        previous = None
+        for i, raw in enumerate(specs):
+            spec = fill(dict(raw), ctx.args)
+            task = spec["task"]
+            args = dict(spec.get("args") or {})
+            node_id = ids.fresh((spec.get("id") or task) + suffix)
+            child_pos = list(pos) + [i]
+            attributes = dict(spec.get("attrs") or {})
+            attributes.update({"content": spec.get("content") or _describe(task, args), "task": task, "pos": child_pos})
+            entity_edges = []
+            for name in spec.get("entities") or []:
+                entity_id = "e-" + slug(str(name))
+                if entity_id not in ids.used and not reader.exists(entity_id):
+                    prelude.append({"op": "add_node", "id": entity_id, "type": "entity", "content": str(name)})
+                    ids.used.add(entity_id)
+                entity_edges.append({"to": entity_id, "type": "related_to"})
+            if self.domain.is_primitive(task):
+                operator = self.domain.operator_for(task)
+                key = _task_key(task, args)
+                plan = {"id": node_id, "type": "action", **attributes, "tool": operator.tool,
+                        "task_args": args, "args": {} if callable(operator.args) else fill(dict(operator.args), args),
+                        "status": "pending", "edges": entity_edges}
+                if key in carried:
+                    old_id, results = carried[key]
+                    plan["status"] = "done"
+                    plan["carried_from"] = old_id
+                    plan["edges"] = entity_edges + [{"to": r, "type": "produces"} for r in results]
+            else:
+                sub_ctx = TaskContext(reader, args, None, self.root)
+                sub = self._choose(reader, task, sub_ctx, ())
+                if sub is None:
+                    raise DomainError(f"no applicable method for {task!r}")
+                grandchildren = self._expand(reader, ids, sub, sub_ctx, child_pos, suffix, prelude, edges, carried)
+                plan = {"id": node_id, "type": "goal", **attributes, "args": args, "method": sub.name, "tried": [sub.name],
+                        "status": "active", "children": grandchildren, "edges": entity_edges}
+            if method.ordered and previous is not None:
+                edges.append({"op": "add_edge", "from": previous, "to": node_id, "type": "before"})
+            previous = node_id
+            plan_nodes.append(plan)
+        return plan_nodes
+
+    def _repair(self, reader: Any, view: MemoryView, ops: list, notes: list, calls: int, at: Mapping[str, Any], why: str) -> StepPlan:
+        """Re-enter the plan at ``at``: rewrite the nearest branch above it that has another method."""
+        goals = reader.nodes("#$at.ancestors.where(type = 'goal')", params={"at": at["id"]})
+        # Nearest first; never the root: a repair rewrites a branch, never the whole plan.
+        goals = [g for g in goals if g["id"] != self.root]
+        goals.sort(key=lambda g: len(g.get("pos") or ()), reverse=True)
+        for goal in goals:
+            tried = list(goal.get("tried") or ([goal["method"]] if goal.get("method") else []))
+            ctx = TaskContext(reader, dict(goal.get("args") or {}), goal, self.root)
+            if self._choose(reader, goal.get("task"), ctx, tried) is None:
+                continue
+            branch = reader.nodes("#$g.descendants", params={"g": goal["id"]})
+            ids = _Ids(reader, avoid=[n["id"] for n in branch])
+            carried, dropped = _completed_work(reader, branch)
+            revision = int(goal.get("revision") or 1) + 1
+            decomposition, method = self._decompose(reader, ids, goal["id"], goal["task"], goal.get("args") or {},
+                                                    list(goal.get("pos") or []), goal, tried, suffix=f"-r{revision}",
+                                                    carried=carried)
+            kept = {r for _, results in carried.values() for r in results}
+            for op in decomposition:
+                if op["op"] == "replace_branch":
+                    op["set"].update({"revision": revision, "rewritten_because": why})
+            repair_ops = [{"op": "delete_node", "id": r} for r in dropped if r not in kept]
+            reason = f"repair: re-enter at {at['id']}, rewrite branch {goal['id']} with method {method!r}"
+            return StepPlan(ops=ops + repair_ops + decomposition, reason=reason, calls=calls + 1,
+                            notes=notes + [f"{why}; re-entered the plan at {at['id']}",
+                                           f"rewrote only the branch {goal['id']} ({goal.get('task')}): method {method!r} "
+                                           f"replaces {', '.join(tried)}"])
+        ops = ops + [{"op": "update_node", "id": self.root, "set": {"status": "blocked", "needs": "human", "blocked_because": why}}]
+        return StepPlan(ops=ops, reason=f"give up: {why}; no branch above {at['id']} has another method", done=True,
+                        outcome="failure", calls=calls + 1,
+                        notes=notes + [f"{why}; no goal above {at['id']} has an untried method: the task needs a person"])
+
+
+_FINISHED_GOALS = (
+    "#$root.descendants.where(type = 'goal', status = 'active', exists(descendants.where(type = 'action')), "
+    "not exists(descendants.where(type = 'action', status != 'done')))"
+)
+
+
+class _Unbound(Exception):
+    pass
+
+
+def _task_key(task: str, args: Mapping[str, Any]) -> str:
+    return task + " " + json.dumps(_json_copy(args), sort_keys=True, ensure_ascii=False)
+
+
+def _completed_work(reader: Any, branch: list[dict[str, Any]]) -> tuple[dict[str, tuple[str, list[str]]], list[str]]:
+    """Done actions of a branch by task key (with their results), and every such result."""
+    carried: dict[str, tuple[str, list[str]]] = {}
+    results: list[str] = []
+    for node in branch:
+        if node["type"] == "action" and node.get("status") == "done":
+            mine = reader.query("#$a.results", params={"a": node["id"]}).ids
+            results.extend(mine)
+            carried.setdefault(_task_key(node.get("task"), node.get("task_args") or {}), (node["id"], mine))
+    return carried, results
+
+
+def _describe(task: str, args: Mapping[str, Any]) -> str:
+    if not args:
+        return task.replace("_", " ")
+    inner = ", ".join(f"{k}={v}" for k, v in args.items() if not isinstance(v, (Mapping, list)))
+    return f"{task.replace('_', ' ')} ({inner})"
+
+
+def _holds(reader: Any, condition: Condition, ctx: TaskContext, default: bool) -> bool:
+    if condition is None:
+        return default
+    if callable(condition):
+        return bool(condition(ctx))
+    compiled = reader.compile(condition)
+    params = {name: ctx.args.get(name) for name in compiled.params}
+    focus = ctx.node["id"] if ctx.node and compiled.uses_focus and reader.exists(ctx.node["id"]) else None
+    try:
+        result = reader.query(condition, params=params or None, focus=focus)
+    except HGMError:
+        return False
+    if result.kind in ("nodes", "paths"):
+        return bool(result.value)
+    if result.kind == "count":
+        return result.value > 0
+    return bool(result.value)
