@@ -82,7 +82,7 @@ class ScoreConfig:
     whose cosines are bunched closer to 1.
     """
 
-    w_text: float = 0.5
+    w_text: float = 2.0
     w_support: float = 2.0
     w_steps: float = 2.0
     w_structure: float = 0.3
