@@ -16,6 +16,7 @@
 """
 
 from .htn import Domain, DomainError, HTNPlanner, Method, Operator, TaskContext, load_domain
+from .llm import LLMPlanner, ToolSpec
 from .loop import FAILED_STATUSES, ReplayResult, RunRecord, StepRecord, replay, run
 from .protocol import MemoryView, Observation, Planner, PreviewView, QueryRecord, StepPlan, ToolCall
 from .tools import ToolError, Toolbox, ToolTimeout
@@ -41,6 +42,8 @@ __all__ = [
     "Operator",
     "TaskContext",
     "load_domain",
+    "LLMPlanner",
+    "ToolSpec",
     "Toolbox",
     "ToolError",
     "ToolTimeout",
