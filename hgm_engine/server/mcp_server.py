@@ -1,0 +1,418 @@
+"""``hgm mcp``: the memory as Model Context Protocol tools, over stdio (the official SDK).
+
+:data:`TOOLS` defines each tool (name, description written for an LLM, JSON Schema of its
+input, and the operation of :class:`~hgm_engine.server.service.MemoryService` it runs);
+:func:`call_tool` validates the arguments and runs one, returning the result document or an
+``{"error": ...}`` document (an error result, ``is_error``). :func:`build_server` makes the
+SDK's low-level ``Server`` with those tools; :func:`main` serves it on stdin/stdout::
+
+    python -m hgm_engine.server.mcp_server --db memory.db
+
+Configure a client (e.g. a desktop host) with that command. The protocol uses stdout; logs
+go to stderr.
+
+>>> from hgm_engine import Memory
+>>> from hgm_engine.server.service import MemoryService
+>>> service = MemoryService(Memory())
+>>> sorted(t.name for t in TOOLS)[:4]
+['explain', 'frontier', 'get_node', 'history']
+>>> call_tool(service, "transact", {"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})[0]["t"]
+1
+>>> doc, failed = call_tool(service, "query", {"expr": "root.subgoal"})
+>>> failed, doc["error"]["category"]
+(True, 'unknown-name')
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any, Callable, Mapping
+
+import attrs
+
+from .. import __version__
+from ..errors import HGMError
+from ..memory import Memory
+from .service import MemoryService, ServerLimits, error_document
+
+__all__ = ["TOOLS", "Tool", "call_tool", "build_server", "serve", "main", "add_parser", "add_arguments", "run"]
+
+logger = logging.getLogger("hgm.mcp")
+
+_AS_OF = {
+    "type": ["integer", "string"],
+    "description": "Read the memory as it was at this t (a commit number) or at a snapshot name; omit for now.",
+}
+
+_OP = {
+    "type": "object",
+    "description": (
+        "One operation. op is one of: "
+        "add_node {id?, type, parent?, order?, ...attributes}; "
+        "update_node {id, set?: {attr: value}, unset?: [attr]}; "
+        "delete_node {id, cascade?: bool}; "
+        "add_edge {from, to, type, ...attributes}; "
+        "update_edge {from, to, type, set?, unset?}; "
+        "delete_edge {from, to, type}; "
+        "replace_branch {id, with: [nested plan nodes {id?, type, children?: [...], ...attributes}], set?}; "
+        "confirm {id} (clear a node's staleness marks)."
+    ),
+    "properties": {
+        "op": {
+            "type": "string",
+            "enum": [
+                "add_node",
+                "update_node",
+                "delete_node",
+                "add_edge",
+                "update_edge",
+                "delete_edge",
+                "replace_branch",
+                "confirm",
+            ],
+        }
+    },
+    "required": ["op"],
+}
+
+
+@attrs.frozen
+class Tool:
+    """One MCP tool: what the model reads (name, description, input schema) and what runs."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: Mapping[str, Any]
+    run: Callable[[MemoryService, dict[str, Any]], dict[str, Any]]
+    read_only: bool = True
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "query",
+        "Query the memory",
+        "Read the task memory with a path expression; returns the matching nodes (ids and attributes), "
+        "a count, a boolean or paths, plus t (the state read; pass it as base_t to transact). "
+        "Starts: root (top-level goals), nodes (all), #ID (one node), focus, $param. "
+        "Steps: .children .parent .subgoals .actions .descendants .ancestors .siblings .next .prev "
+        ".following .preceding .related .related_facts .related_entities .results .sources .derived "
+        ".out(edge_type) .in(edge_type); repetition {m,n} after a one-hop step; "
+        ".where(cond) with = != < <= > >= in contains =~ and or not exists(rel) count(rel) has(attr); "
+        "[i] [a:b] .first() .last() .limit(n) .sort_by(attr, 'desc'); finals .count() .exists() .paths(). "
+        "Examples: \"root.actions.where(status = 'pending')\", \"#trip.descendants.where(type = 'action').count()\", "
+        "\"nodes.where(content =~ $pattern)\" with params {\"pattern\": \"hotel\"}. "
+        "Put values in params rather than pasting them into expr. Errors name the category "
+        "(syntax, unknown-name with a suggestion, missing-parameter, limit-exceeded) and the position.",
+        _schema(
+            {
+                "expr": {"type": "string", "description": "The path expression."},
+                "params": {"type": "object", "description": "Values for the $names used in expr (JSON values)."},
+                "focus": {"type": "string", "description": "Node id that `focus` and `current_goal` refer to."},
+                "as_of": _AS_OF,
+                "nodes": {"type": "boolean", "description": "Include node attributes (default true); false returns ids only."},
+            },
+            ["expr"],
+        ),
+        lambda s, a: s.query(a["expr"], a.get("focus"), a.get("params"), a.get("as_of"), nodes=a.get("nodes", True)),
+    ),
+    Tool(
+        "explain",
+        "Explain a query",
+        "Show how a path expression would run: its result kind, the parameters it needs, whether it "
+        "uses the focus, and the optimized plan. Nothing is read or changed. Use it to check a query "
+        "before running it or to understand an error.",
+        _schema({"expr": {"type": "string", "description": "The path expression."}}, ["expr"]),
+        lambda s, a: s.explain(a["expr"]),
+    ),
+    Tool(
+        "transact",
+        "Change the memory",
+        "Apply a list of operations as ONE transaction: all of them or none. Ops apply in order and "
+        "each sees the ones before (add a node, then an edge to it). Returns the report: committed, "
+        "t, the changes, rules that fired and nodes marked stale. Refused transactions change "
+        "nothing and say why: constraint-violation (every violation listed), conflict (something "
+        "you read changed after base_t: query again and retry), unknown-node, duplicate-id. "
+        "Use dry_run to check without committing. Node types: goal, action, entity, fact, result; "
+        "edge types: parent_of, before, related_to, derived_from, produces, replaces, causes. "
+        "Example ops: [{\"op\": \"add_node\", \"id\": \"a9\", \"type\": \"action\", \"parent\": \"day1\", "
+        "\"content\": \"Visit the Summer Palace\", \"status\": \"pending\"}, "
+        "{\"op\": \"update_node\", \"id\": \"a3\", \"set\": {\"status\": \"done\"}}].",
+        _schema(
+            {
+                "ops": {"type": "array", "items": _OP, "minItems": 1, "description": "The operations, in order."},
+                "author": {"type": "string", "description": "Who makes the change (recorded in the history)."},
+                "reason": {"type": "string", "description": "Why (recorded in the history)."},
+                "base_t": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "The t your reads were made at; refuse as a conflict if what this touches changed since.",
+                },
+                "dry_run": {"type": "boolean", "description": "Check everything, commit nothing."},
+            },
+            ["ops"],
+        ),
+        lambda s, a: s.transact({k: v for k, v in a.items() if k != "dry_run"}, dry_run=a.get("dry_run", False)),
+        read_only=False,
+    ),
+    Tool(
+        "locate",
+        "Find stored decision paths",
+        "Find the stored decision paths (past trajectories: a goal and its ordered steps) that best "
+        "fit what you are about to do, best first, each with a score and the breakdown of the score. "
+        "Reuse a good match's steps, or rewrite it with rewrite_path when the user corrects it.",
+        _schema(
+            {
+                "text": {"type": "string", "minLength": 1, "description": "The task or question, in natural language."},
+                "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags that matching paths should carry."},
+                "k": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many matches (default 5)."},
+            },
+            ["text"],
+        ),
+        lambda s, a: s.locate(a["text"], a.get("tags"), a.get("k", 5)),
+    ),
+    Tool(
+        "rewrite_path",
+        "Rewrite a stored path",
+        "Record a corrected version of a stored decision path (found with locate): the old version "
+        "is kept and marked superseded, the new one becomes current. steps is either the full new "
+        "list of steps or edit ops ({\"keep\": i}, {\"change\": i, ...}, {\"add\": {...}, \"after\": i}, "
+        "{\"remove\": i}). Give the reason (e.g. the user's correction).",
+        _schema(
+            {
+                "path_id": {"type": "string", "minLength": 1, "description": "The path (trajectory) id."},
+                "steps": {"type": "array", "minItems": 1, "description": "The new steps, or edit ops."},
+                "reason": {"type": "string", "minLength": 1, "description": "Why the path changes."},
+            },
+            ["path_id", "steps", "reason"],
+        ),
+        lambda s, a: s.rewrite_path(a["path_id"], a["steps"], a["reason"]),
+        read_only=False,
+    ),
+    Tool(
+        "stale",
+        "List stale nodes",
+        "List the nodes that rules marked needs_review or blocked after something they depend on "
+        "changed, with each mark's rule, cause and t. Re-check them; clear a mark with "
+        "transact [{\"op\": \"confirm\", \"id\": ...}] or update the node.",
+        _schema({"as_of": _AS_OF}, []),
+        lambda s, a: s.stale(a.get("as_of")),
+    ),
+    Tool(
+        "frontier",
+        "Next actions of a goal",
+        "The pending actions under a goal that can run now: every action that must come before "
+        "them (before edges) is done, and they are neither blocked nor marked stale. Use it to "
+        "pick what to do next.",
+        _schema({"goal": {"type": "string", "minLength": 1, "description": "The goal's node id."}, "as_of": _AS_OF}, ["goal"]),
+        lambda s, a: s.frontier(a["goal"], a.get("as_of")),
+    ),
+    Tool(
+        "get_node",
+        "Read one node",
+        "One node with all its attributes (now, or as_of an earlier t or snapshot).",
+        _schema({"id": {"type": "string", "minLength": 1, "description": "The node id."}, "as_of": _AS_OF}, ["id"]),
+        lambda s, a: s.node(a["id"], a.get("as_of")),
+    ),
+    Tool(
+        "history",
+        "History of a node",
+        "Every commit that touched a node (its attributes or its edges), oldest first: t, author, "
+        "reason, time and the changes.",
+        _schema({"node": {"type": "string", "minLength": 1, "description": "The node id."}}, ["node"]),
+        lambda s, a: s.history(a["node"]),
+    ),
+)
+
+_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def _validator(schema: Mapping[str, Any]):
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema)
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _invalid(message: str, where: str | None = None) -> dict[str, Any]:
+    error = {"category": "invalid-argument", "message": message, "line": None, "column": None}
+    if where:
+        error["where"] = where
+    return {"error": error}
+
+
+def call_tool(service: MemoryService, name: str, arguments: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:
+    """Run tool ``name``; ``(document, is_error)``. Arguments are checked against the tool's
+    input schema first; every failure is an ``{"error": {"category", "message", ...}}``.
+
+    >>> from hgm_engine import Memory
+    >>> call_tool(MemoryService(Memory()), "frontier", {"goal": 3})[0]["error"]["message"]
+    "goal: 3 is not of type 'string'"
+    """
+    tool = _BY_NAME.get(name)
+    if tool is None:
+        return _invalid(f"no tool {name!r}; tools: {', '.join(sorted(_BY_NAME))}"), True
+    arguments = dict(arguments or {})
+    validator = _VALIDATORS.get(name)
+    if validator is None:
+        validator = _VALIDATORS[name] = _validator(tool.input_schema)
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.absolute_path)
+        return _invalid(f"{where + ': ' if where else ''}{first.message}", where or None), True
+    try:
+        return tool.run(service, arguments), False
+    except HGMError as err:
+        return error_document(err), True
+    except RecursionError:
+        return {"error": {"category": "limit-exceeded", "message": "the request is nested too deeply", "line": None, "column": None}}, True
+
+
+# -- the SDK server ----------------------------------------------------------------------------
+
+INSTRUCTIONS = (
+    "hgm is a hierarchical task memory: goals contain subgoals and actions, actions are ordered by "
+    "'before' edges, results and facts hang off them. Read with query (path expressions) and "
+    "frontier/stale; change it only with transact (all-or-nothing, checked by constraints). "
+    "Every answer is JSON; errors carry a category and a message saying how to fix the call."
+)
+
+
+def build_server(service: MemoryService):
+    """The MCP SDK's low-level ``Server`` exposing :data:`TOOLS` over ``service``."""
+    import anyio
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
+    tools = [
+        types.Tool(
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            input_schema=dict(tool.input_schema),
+            annotations=types.ToolAnnotations(
+                title=tool.title,
+                read_only_hint=tool.read_only,
+                destructive_hint=not tool.read_only,
+                idempotent_hint=tool.read_only,
+                open_world_hint=False,
+            ),
+        )
+        for tool in TOOLS
+    ]
+
+    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def on_call_tool(ctx, params) -> types.CallToolResult:
+        # Engine calls may wait for the memory's locks or the disk: keep the loop free.
+        doc, failed = await anyio.to_thread.run_sync(call_tool, service, params.name, params.arguments)
+        if failed:
+            logger.info("tool %s refused: %s", params.name, doc.get("error", {}).get("category"))
+        text = json.dumps(doc, ensure_ascii=False, default=str)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=doc,
+            is_error=failed,
+        )
+
+    return Server(
+        "hgm",
+        version=__version__,
+        title="hgm task memory",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def serve(service: MemoryService) -> None:
+    """Serve the tools on stdin/stdout until the client closes the connection."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(service)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of ``hgm mcp``.
+
+    >>> add_arguments(argparse.ArgumentParser()).parse_args(["--db", "m.db"]).query_timeout
+    5.0
+    """
+    defaults = ServerLimits()
+    parser.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length, metavar="CHARS")
+    parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
+    parser.add_argument("--query-timeout", type=float, default=defaults.timeout, metavar="SECONDS")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def add_parser(subparsers: Any, name: str = "mcp") -> argparse.ArgumentParser:
+    """Add ``hgm mcp`` to an argparse subparsers object; its ``func`` default is :func:`run`.
+
+    >>> parser = argparse.ArgumentParser(prog="hgm")
+    >>> _ = add_parser(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["mcp", "--db", "m.db"]).db
+    'm.db'
+    """
+    parser = subparsers.add_parser(name, help="serve a memory as MCP tools over stdio", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return add_arguments(argparse.ArgumentParser(prog="hgm mcp", description="Serve an hgm memory as MCP tools over stdio."))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client disconnects (stdin closes); logs on stderr."""
+    import anyio
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    for name in ("hgm", "mcp"):
+        named = logging.getLogger(name)
+        named.handlers[:] = [handler]
+        named.setLevel(args.log_level.upper())
+        named.propagate = False
+    limits = ServerLimits(max_query_length=args.max_query_length, max_work=args.max_work, timeout=args.query_timeout)
+    memory = Memory.open(args.db)
+    try:
+        logger.info("serving %s (t=%d, %d nodes) over stdio", args.db, memory.t, len(memory))
+        anyio.run(serve, MemoryService(memory, limits))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        memory.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``hgm mcp`` as a function: parse ``argv``, serve on stdio until the client disconnects.
+
+    Example (not run here: it reads MCP messages from stdin)::
+
+        main(["--db", "memory.db"])
+    """
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,618 @@
+"""The operations the REST and MCP servers expose, in one place, as JSON in and JSON out.
+
+:class:`MemoryService` wraps a :class:`~hgm_engine.Memory` with the limits a shared service
+needs (query length, explicit repetition bounds, regular expressions that cannot backtrack
+without bound, work and time per query) and returns the JSON documents of ``formats.md``.
+Every refusal is an :class:`~hgm_engine.errors.HGMError` with a category; :func:`http_status`
+maps a category to the HTTP status the REST server answers with and :func:`error_document`
+builds the body (the ``{"error": ...}`` document, or a refused transaction's report).
+
+>>> from hgm_engine import Memory
+>>> service = MemoryService(Memory())
+>>> service.transact({"author": "doc", "ops": [{"op": "add_node", "id": "g", "type": "goal"}]})["t"]
+1
+>>> service.query("root")["ids"], service.query("root")["t"]
+(['g'], 1)
+>>> try:
+...     service.query("nodes.where(content =~ '(a+)+$')")
+... except HGMError as err:
+...     print(err.category, http_status(err.category))
+limit-exceeded 400
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, Iterator, Mapping
+
+import attrs
+
+from ..errors import HGMError, Problem, QueryExecutionError
+from ..executor import Limits
+from ..memory import Memory
+from ..transaction import TransactionRefused, TransactionReport
+from .. import syntax as S
+
+__all__ = [
+    "ServerLimits",
+    "MemoryService",
+    "ServiceError",
+    "BudgetExceeded",
+    "http_status",
+    "error_document",
+    "regex_hazard",
+    "STATUS_BY_CATEGORY",
+]
+
+
+class ServiceError(HGMError):
+    """A request the service refuses before it reaches the engine (limits, missing features)."""
+
+    stage = "server"
+
+
+def _fail(category: str, message: str, where: str | None = None) -> ServiceError:
+    return ServiceError([Problem(category, message, where=where)])
+
+
+# Categories the engine (and this service) raise, and the HTTP status that fits each.
+STATUS_BY_CATEGORY: dict[str, int] = {
+    # the request is wrong as written
+    "syntax": 400,
+    "unknown-name": 400,
+    "invalid-argument": 400,
+    "misplaced": 400,
+    "invalid-regex": 400,
+    "missing-parameter": 400,
+    "missing-focus": 400,
+    "invalid-transaction": 400,
+    "invalid-json": 400,
+    "invalid-document": 400,
+    "missing-node": 400,
+    "rule-cycle": 400,
+    "limit-exceeded": 400,
+    "bad-path": 400,
+    "bad-query": 400,
+    "bad-steps": 400,
+    "bad-rewrite": 400,
+    "bad-outcome": 400,
+    "bad-trajectory": 400,
+    "bad-scenario": 400,
+    "bad-data": 400,
+    # it names something that is not there
+    "unknown-node": 404,
+    "unknown-edge": 404,
+    "unknown-snapshot": 404,
+    "unknown-path": 404,
+    "unknown-version": 404,
+    "not-found": 404,
+    "method-not-allowed": 405,
+    # it collides with the current state
+    "conflict": 409,
+    "duplicate-id": 409,
+    "duplicate-edge": 409,
+    "duplicate-path": 409,
+    "stale-version": 409,
+    # the rules refused it
+    "constraint-violation": 422,
+    "rule-loop": 422,
+    "no-change": 422,
+    "version-cap": 422,
+    # a lineage that failed too often waits for a person; rewrites came too fast
+    "needs-human": 423,
+    "rewrite-cap": 429,
+    # transport-level refusals
+    "unauthorized": 401,
+    "request-too-large": 413,
+    "unsupported-media-type": 415,
+    # the service cannot do it
+    "not-implemented": 501,
+    "store": 503,
+    "io": 503,
+    "embedder": 503,
+    "internal": 500,
+    "bad-state": 500,
+}
+
+
+def http_status(category: str) -> int:
+    """The HTTP status for an error category (400 for a deliberate refusal not listed).
+
+    >>> http_status("unknown-node"), http_status("conflict"), http_status("constraint-violation")
+    (404, 409, 422)
+    """
+    return STATUS_BY_CATEGORY.get(category, 400)
+
+
+def error_document(err: HGMError) -> dict[str, Any]:
+    """The body that reports ``err``: ``{"error": {...}}``; a refused transaction's report
+    (``committed: false`` with every violation) carries the same ``error`` key.
+
+    >>> error_document(_fail("unknown-node", "no node 'x'"))["error"]["category"]
+    'unknown-node'
+    """
+    doc = err.to_json()
+    if isinstance(err, TransactionRefused):
+        report = err.report.to_json()
+        report["error"] = doc["error"]
+        return report
+    return doc
+
+
+@attrs.frozen
+class ServerLimits:
+    """What one request may ask of a shared memory.
+
+    ``max_body`` bytes per request body; ``max_query_length`` characters of query text;
+    ``max_repeat`` the largest explicit bound in ``{m,n}`` (``{m,}`` stays allowed: it stops
+    at the graph's depth and is charged like any step); ``max_regex_repeats`` unbounded
+    quantifiers per regular expression; ``max_work`` nodes produced by one query's steps and
+    ``timeout`` seconds per query (see :class:`~hgm_engine.executor.Limits`);
+    ``max_ops`` operations per transaction; ``max_k`` matches per localization request.
+
+    >>> ServerLimits().executor_limits().max_work
+    2000000
+    """
+
+    max_body: int = 1 << 20
+    max_query_length: int = 4096
+    max_repeat: int = 100
+    max_regex_repeats: int = 4
+    max_work: int = 2_000_000
+    timeout: float = 5.0
+    max_ops: int = 10_000
+    max_k: int = 100
+    inline_work: int = 50_000
+    inline_timeout: float = 0.01
+
+    def executor_limits(self) -> Limits:
+        return Limits(max_work=self.max_work, timeout=self.timeout)
+
+    def inline_budget(self) -> Limits | None:
+        """The budget of a query answered on the server's event loop (None: never inline)."""
+        if self.inline_timeout <= 0 or self.inline_work <= 0:
+            return None
+        return Limits(max_work=self.inline_work, timeout=self.inline_timeout)
+
+
+class BudgetExceeded(Exception):
+    """A query run under a small budget needs more: run it again with the full limits."""
+
+
+_budget: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("hgm_query_budget", default=None)
+
+
+class _BudgetedLimits(Limits):
+    """``memory.limits`` of a served memory: the budget of the current call when one is set
+    (a context variable, so per thread and per task), the service's limits otherwise."""
+
+    __slots__ = ("_full",)
+
+    def __init__(self, full: Limits):  # noqa: D107 - max_work and timeout are shadowed below
+        self._full = full
+        for name in getattr(Limits, "__slots__", ()):  # any further limit the engine knows
+            if name not in ("max_work", "timeout") and hasattr(full, name):
+                setattr(self, name, getattr(full, name))
+
+    @property  # type: ignore[override]
+    def max_work(self) -> int | None:
+        return (_budget.get() or self._full).max_work
+
+    @property  # type: ignore[override]
+    def timeout(self) -> float | None:
+        return (_budget.get() or self._full).timeout
+
+
+# -- regular expressions that cannot run away ------------------------------------------------
+
+try:  # Python >= 3.11
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+    from re import _constants as _sre_constants  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - older Pythons
+    import sre_constants as _sre_constants  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+_REPEATS = {_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT, getattr(_sre_constants, "POSSESSIVE_REPEAT", None)}
+_MAXREPEAT = _sre_constants.MAXREPEAT
+
+
+def regex_hazard(pattern: str, max_unbounded: int = 4) -> str | None:
+    """Why ``pattern`` could backtrack for a very long time (None when it cannot).
+
+    Python's ``re`` cannot be interrupted, so a shared service refuses the shapes behind
+    catastrophic backtracking: a quantifier inside another (``(a+)+``, ``(a?){30}``), an
+    alternation inside an unbounded quantifier (``(a|ab)*``), back-references, and more than
+    ``max_unbounded`` unbounded quantifiers (``.*a.*b.*c...``, polynomial blow-up).
+
+    >>> regex_hazard("^(Mon|Tue)day$") is None, regex_hazard(r"book.*hotel") is None
+    (True, True)
+    >>> regex_hazard("(a+)+$")
+    'a quantifier inside another quantifier'
+    >>> regex_hazard("(a|aa)*b")
+    'an alternation inside an unbounded quantifier'
+    """
+    try:
+        parsed = _sre_parse.parse(pattern)
+    except re.error:
+        return None  # the analyzer reports it as invalid-regex
+    except RecursionError:
+        return "nested too deeply"
+    unbounded = 0
+    # (items, inside a repeating quantifier, inside an unbounded one)
+    stack: list[tuple[Any, bool, bool]] = [(parsed, False, False)]
+    while stack:
+        items, in_repeat, in_unbounded = stack.pop()
+        for op, arg in items:
+            if op in _REPEATS:
+                low, high, body = arg
+                repeats = high is _MAXREPEAT or high > 1
+                if in_repeat and (repeats or low != high):
+                    return "a quantifier inside another quantifier"
+                if high is _MAXREPEAT:
+                    unbounded += 1
+                    if unbounded > max_unbounded:
+                        return f"more than {max_unbounded} unbounded quantifiers"
+                stack.append((body, in_repeat or repeats, in_unbounded or high is _MAXREPEAT))
+            elif op is _sre_constants.BRANCH:
+                if in_unbounded:
+                    return "an alternation inside an unbounded quantifier"
+                for branch in arg[1]:
+                    stack.append((branch, in_repeat, in_unbounded))
+            elif op in (_sre_constants.GROUPREF, getattr(_sre_constants, "GROUPREF_EXISTS", None)):
+                return "a back-reference"
+            elif op is _sre_constants.SUBPATTERN:
+                stack.append((arg[-1], in_repeat, in_unbounded))
+            elif op in (_sre_constants.ASSERT, _sre_constants.ASSERT_NOT):
+                stack.append((arg[1], in_repeat, in_unbounded))
+            elif op is getattr(_sre_constants, "ATOMIC_GROUP", None):
+                stack.append((arg, in_repeat, in_unbounded))
+    return None
+
+
+def _walk(node: Any) -> Iterator[Any]:
+    """Every attrs node of a syntax tree, without recursion (trees can be deep)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (list, tuple)):
+            stack.extend(current)
+        elif attrs.has(type(current)):
+            yield current
+            for field in attrs.fields(type(current)):
+                if field.name not in ("span", "op_span", "name_span", "type_span", "text"):
+                    stack.append(getattr(current, field.name))
+
+
+def _json_t(value: Any, what: str) -> int | str | None:
+    """A ``t`` or snapshot name from a request (query strings arrive as text)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _fail("invalid-argument", f"{what} must be a t (integer) or a snapshot name")
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+# -- the service -----------------------------------------------------------------------------
+
+
+class MemoryService:
+    """JSON-in, JSON-out operations on one memory, with the limits of :class:`ServerLimits`.
+
+    The memory is shared by every request: queries run concurrently under its read lock and
+    commits are serialized by its write lock. Setting up the service sets ``memory.limits``.
+
+    >>> from hgm_engine import Memory
+    >>> s = MemoryService(Memory())
+    >>> s.health()["status"]
+    'ok'
+    """
+
+    def __init__(self, memory: Memory, limits: ServerLimits | None = None):
+        self.memory = memory
+        self.limits = limits or ServerLimits()
+        memory.limits = _BudgetedLimits(self.limits.executor_limits())
+        # Query texts compiled and checked before: text -> (compiled, names of regex parameters).
+        # A budgeted run only takes these (it never compiles); entries are not reordered on use.
+        self._known: OrderedDict[str, tuple[Any, tuple[str, ...]]] = OrderedDict()
+        self._known_lock = threading.Lock()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """``{"status": "ok", "t": T, "nodes": N}``."""
+        return {"status": "ok", "t": self.memory.t, "nodes": len(self.memory)}
+
+    def check_query(self, expr: str, params: Mapping[str, Any] | None = None):
+        """Compile ``expr`` (cached) after the service's limits; returns the compiled query.
+
+        >>> from hgm_engine import Memory
+        >>> MemoryService(Memory()).check_query("root.children{1,3}").params
+        ()
+        """
+        limits = self.limits
+        known = self._known.get(expr)
+        if known is not None:  # checked before: only the parameter values are new
+            compiled, regex_params = known
+            for name in regex_params:
+                value = (params or {}).get(name)
+                if isinstance(value, str):
+                    self._check_regex(value, f"${name}")
+            return compiled
+        if not isinstance(expr, str) or not expr.strip():
+            raise _fail("invalid-argument", "a query is a non-empty string")
+        if len(expr) > limits.max_query_length:
+            raise _fail(
+                "limit-exceeded", f"the query is {len(expr)} characters long; this server takes at most {limits.max_query_length}"
+            )
+        try:
+            compiled = self._compile(expr)
+        except RecursionError:
+            raise _fail("limit-exceeded", "the query is nested too deeply") from None
+        for node in _walk(compiled.ast):
+            if isinstance(node, S.RepeatStep):
+                bound = max(node.lower, node.upper or 0)
+                if bound > limits.max_repeat:
+                    raise _fail(
+                        "limit-exceeded",
+                        f"repetition bound {bound} is over this server's limit of {limits.max_repeat} "
+                        "(use {m,} to follow a relation as deep as it goes)",
+                    )
+            elif isinstance(node, S.Compare) and node.op == "=~":
+                if isinstance(node.right, S.Literal) and isinstance(node.right.value, str):
+                    self._check_regex(node.right.value)
+        roles = compiled.analysis.param_roles
+        regex_params = tuple(name for name, role in roles.items() if "regex" in role)
+        for name in regex_params:
+            value = (params or {}).get(name)
+            if isinstance(value, str):
+                self._check_regex(value, f"${name}")
+        with self._known_lock:
+            self._known[expr] = (compiled, regex_params)
+            while len(self._known) > 256:
+                self._known.popitem(last=False)
+        return compiled
+
+    def _compile(self, expr: str):
+        try:
+            return self.memory.compile(expr)
+        except KeyError:
+            # The compiled-query cache is an LRU without a lock: a concurrent eviction can
+            # remove an entry between lookup and move-to-end. The next lookup compiles it again.
+            return self.memory.compile(expr)
+
+    def _check_regex(self, pattern: str, what: str = "regular expression") -> None:
+        hazard = regex_hazard(pattern, self.limits.max_regex_repeats)
+        if hazard is not None:
+            raise _fail("limit-exceeded", f"{what} {pattern[:80]!r} is refused: {hazard} can backtrack without bound")
+
+    def query(
+        self,
+        expr: str,
+        focus: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        as_of: int | str | None = None,
+        *,
+        nodes: bool = True,
+        budget: Limits | None = None,
+    ) -> dict[str, Any]:
+        """The query document of spec §6 plus ``t``, the state it read (``as_of`` or the
+        ``t`` current when it started, so it is safe to use as ``base_t``). ``nodes=False``
+        leaves out the node payloads (ids only).
+
+        With a ``budget`` the query runs only if it is cheap for sure: its text was compiled
+        before, it reads the current state, and it stays within the budget; otherwise
+        :class:`BudgetExceeded` is raised and nothing was returned.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> s.query("nodes.count()", budget=Limits(max_work=10, timeout=0.01))
+        Traceback (most recent call last):
+        ...
+        hgm_engine.server.service.BudgetExceeded: not compiled yet
+        >>> s.query("nodes.count()")["value"], s.query("nodes.count()", budget=Limits(10, 0.01))["value"]
+        (0, 0)
+        """
+        as_of = _json_t(as_of, "as_of")
+        if budget is not None:
+            if as_of is not None:
+                raise BudgetExceeded("reads an earlier state")
+            if expr not in self._known:
+                raise BudgetExceeded("not compiled yet")
+        self.check_query(expr, params)
+        t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
+        token = _budget.set(budget) if budget is not None else None
+        try:
+            result = self._run(expr, focus, params, None if as_of is None else t)
+            doc: dict[str, Any]
+            if result.kind == "nodes":
+                doc = {"kind": "nodes", "ids": list(result.value)}
+                if nodes:
+                    doc["nodes"] = _node_documents(result)
+            else:
+                doc = result.to_json()
+        except QueryExecutionError as err:
+            if budget is not None and err.category == "limit-exceeded":
+                raise BudgetExceeded(err.message) from None
+            raise
+        finally:
+            if token is not None:
+                _budget.reset(token)
+        doc["t"] = t
+        return doc
+
+    def _run(self, expr, focus, params, as_of):
+        try:
+            return self.memory.query(expr, focus=focus, params=params, as_of=as_of)
+        except KeyError:  # see _compile
+            return self.memory.query(expr, focus=focus, params=params, as_of=as_of)
+        except RecursionError:
+            raise _fail("limit-exceeded", "the query is nested too deeply") from None
+
+    def explain(self, expr: str) -> dict[str, Any]:
+        """The optimized plan as text, with the query's parameters and result kind."""
+        compiled = self.check_query(expr)
+        return {
+            "query": expr,
+            "kind": compiled.kind,
+            "params": list(compiled.params),
+            "uses_focus": compiled.uses_focus,
+            "plan": compiled.explain(),
+        }
+
+    def node(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
+        node = self.memory.node(node_id, as_of=_json_t(as_of, "as_of"))
+        if node is None:
+            raise _fail("unknown-node", f"no node {node_id!r}", node_id)
+        return node
+
+    def history(self, node_id: str) -> dict[str, Any]:
+        """Every commit that touched ``node_id``; unknown-node if it never existed."""
+        entries = self.memory.history(node_id)
+        if not entries and self.memory.node(node_id) is None:
+            raise _fail("unknown-node", f"no node {node_id!r} now or in the history", node_id)
+        return {"node": node_id, "t": self.memory.t, "history": entries}
+
+    def diff(self, t1: int | str, t2: int | str | None = None) -> dict[str, Any]:
+        """What changed from state ``t1`` to ``t2`` (the current state by default)."""
+        t1 = _json_t(t1, "from")
+        t2 = self.memory.t if t2 is None else _json_t(t2, "to")
+        if t1 is None:
+            raise _fail("missing-parameter", "diff needs 'from' (a t or a snapshot name)")
+        low, high = self.memory._resolve_t(t1), self.memory._resolve_t(t2)
+        return {"from": low, "to": high, "changes": self.memory.diff(low, high)}
+
+    def changes_since(self, t: int | str) -> dict[str, Any]:
+        return self.memory.changes_since(_json_t(t, "since"))
+
+    def stale(self, as_of: int | str | None = None) -> dict[str, Any]:
+        """Nodes marked needs_review or blocked, with every mark's rule, cause and t."""
+        as_of = _json_t(as_of, "as_of")
+        t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
+        return {"t": t, "stale": self.memory.stale(as_of=as_of)}
+
+    def frontier(self, goal: str, as_of: int | str | None = None) -> dict[str, Any]:
+        """Pending actions under ``goal`` that can run now."""
+        as_of = _json_t(as_of, "as_of")
+        t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
+        if self.memory.node(goal, as_of=as_of) is None:
+            raise _fail("unknown-node", f"no node {goal!r}", goal)
+        return {"goal": goal, "t": t, "frontier": self.memory.frontier(goal, as_of=as_of)}
+
+    def focus_path(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
+        path = self.memory.focus_path(node_id, as_of=_json_t(as_of, "as_of"))
+        if not path:
+            raise _fail("unknown-node", f"no node {node_id!r}", node_id)
+        return {"node": node_id, "path": path}
+
+    def export(self, as_of: int | str | None = None) -> dict[str, Any]:
+        return self.memory.export(as_of=_json_t(as_of, "as_of"))
+
+    def snapshots(self) -> dict[str, Any]:
+        return {"snapshots": self.memory.snapshots()}
+
+    # -- changing --------------------------------------------------------------------------
+
+    def transact(self, doc: Mapping[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        """Apply a transaction file; the report when committed (or a clean dry run).
+        Refused by constraints: :class:`TransactionRefused` carrying the report."""
+        if not isinstance(doc, Mapping):
+            raise _fail("invalid-transaction", "a transaction is a JSON object with 'ops'", "document")
+        ops = doc.get("ops")
+        if isinstance(ops, list) and len(ops) > self.limits.max_ops:
+            raise _fail("limit-exceeded", f"{len(ops)} ops; this server takes at most {self.limits.max_ops} per transaction")
+        report = self.memory.apply(dict(doc), dry_run=dry_run)
+        return self._report(report)
+
+    def _report(self, report: TransactionReport) -> dict[str, Any]:
+        if report.violations:
+            raise TransactionRefused(report)
+        return report.to_json()
+
+    def add_node(
+        self,
+        node_type: str,
+        attributes: Mapping[str, Any],
+        *,
+        node_id: str | None = None,
+        parent: str | None = None,
+        author: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """One ``add_node`` as its own transaction; ``{"id", "node", "t", "report"}``."""
+        op: dict[str, Any] = dict(attributes)
+        op.update({"op": "add_node", "type": node_type})
+        if node_id is not None:
+            op["id"] = node_id
+        if parent is not None:
+            op["parent"] = parent
+        report = self.memory.apply({"author": author, "reason": reason or "add node", "ops": [op]})
+        doc = self._report(report)
+        created = report.created[0]
+        return {"id": created, "t": report.t, "node": self.memory.node(created, as_of=report.t), "report": doc}
+
+    def confirm(self, node_id: str, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        return self._report(self.memory.confirm(node_id, author=author, reason=reason))
+
+    def revert(self, t: int, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        if isinstance(t, bool) or not isinstance(t, int):
+            raise _fail("invalid-argument", "'t' must be an integer")
+        return self._report(self.memory.revert(t, author=author, reason=reason))
+
+    def snapshot(self, name: str, t: int | str | None = None) -> dict[str, Any]:
+        return {"name": name, "t": self.memory.snapshot(name, _json_t(t, "t"))}
+
+    # -- path localization (hgm_engine.localize) -------------------------------------------
+
+    def _feature(self, name: str):
+        method = getattr(self.memory, name, None)
+        if method is None:
+            raise _fail("not-implemented", f"this engine has no Memory.{name} yet (path localization is not built in)")
+        return method
+
+    def locate(self, text: str, tags: list[str] | None = None, k: int = 5) -> dict[str, Any]:
+        """Stored decision paths that fit ``text``: the localization result of formats.md."""
+        if not isinstance(text, str) or not text.strip():
+            raise _fail("invalid-argument", "'text' must be a non-empty string")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
+            raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
+        result = self._feature("locate")(text, tags=tags, k=k)
+        return _to_json(result)
+
+    def rewrite_path(
+        self, path_id: str, steps: list[Any], reason: str | None = None, author: str | None = None
+    ) -> dict[str, Any]:
+        """A new version of a stored path (full steps or edit ops); the transaction report."""
+        if not isinstance(path_id, str) or not path_id:
+            raise _fail("invalid-argument", "'path_id' must be a non-empty string")
+        if not isinstance(steps, list) or not steps:
+            raise _fail("invalid-argument", "'steps' must be a non-empty list")
+        method = self._feature("rewrite_path")
+        extra = {"author": author} if author is not None else {}
+        result = method(path_id, steps, reason or "rewrite", **extra)
+        if isinstance(result, TransactionReport):
+            return self._report(result)
+        return _to_json(result)
+
+
+def _node_documents(result) -> list[dict[str, Any]]:
+    """``result.nodes`` without thawing every attribute: the frozen payloads (dict subclasses
+    and tuples) serialize to the same JSON, at a fraction of the cost for large results."""
+    payloads = getattr(result, "_payloads", None)
+    if payloads is None:  # pragma: no cover - another QueryResult layout
+        return result.nodes
+    if callable(payloads):
+        payloads = payloads()
+    return [{"id": node.id, "type": node.type, **node.attrs} for node in payloads]
+
+
+def _to_json(result: Any) -> dict[str, Any]:
+    if hasattr(result, "to_json"):
+        return result.to_json()
+    if isinstance(result, Mapping):
+        return dict(result)
+    return {"result": result}
