@@ -61,6 +61,8 @@ __all__ = [
     "Domain",
     "Method",
     "Operator",
+    "PathSpec",
+    "GUARD_REFUSALS",
     "TaskContext",
     "DomainError",
     "load_domain",
@@ -70,7 +72,9 @@ __all__ = [
 DOMAIN_FORMAT = "hgm-htn/1"
 _SPEC_KEYS = {"task", "id", "content", "args", "attrs", "entities"}
 _FLAT = (str, int, float, bool)
-_RESERVED = {"id", "type", "dirty", "dirty_marks", "status", "content", "summary"}
+# Keys of a tool's answer that are not copied onto result and fact nodes: node keys, op keys
+# (``parent``, ``order`` of add_node) and what the planner sets itself.
+_RESERVED = {"id", "type", "op", "parent", "order", "dirty", "dirty_marks", "status", "content", "summary", "kind"}
 
 
 class DomainError(ValueError):
@@ -113,7 +117,7 @@ class _Missing(dict):
 
 
 def _is_binding(value: Any) -> bool:
-    return isinstance(value, Mapping) and "query" in value and set(value) <= {"query", "attr", "default"}
+    return isinstance(value, Mapping) and "query" in value and set(value) <= {"query", "attr", "attrs", "default"}
 
 
 def slug(text: str) -> str:
@@ -153,7 +157,8 @@ class Method:
     """One way to decompose ``task``: ``subtasks`` is a list of task specs (``task``, ``id``,
     ``content``, ``args``, ``attrs``, ``entities``; strings may use ``{arg}`` fields) or a
     callable ``(TaskContext) -> specs``. It applies when ``precondition`` holds and ``unless``
-    does not (a path expression, true when it finds something, or a callable)."""
+    does not (a path expression, true when it finds something, or a callable), and may be
+    used ``repeat`` times for one goal (a retry method has ``repeat`` > 1)."""
 
     task: str
     name: str
@@ -161,6 +166,8 @@ class Method:
     precondition: Condition = None
     unless: Condition = None
     ordered: bool = True
+    repeat: int = 1
+    reused_from: str | None = None
 
 
 @attrs.frozen
@@ -169,7 +176,8 @@ class Operator:
     may be ``{arg}`` templates or ``{"query": EXPR, "attr": NAME}`` bindings read from memory
     when the action starts, or a callable ``(TaskContext) -> dict``); ``result`` (a template
     over the tool's answer, or a callable ``(ctx, value) -> str``) is the result node's text,
-    ``result_attrs`` extra attributes for it; ``facts`` turns the answer into fact nodes
+    ``result_attrs`` extra attributes for it (a binding with ``"attrs": [NAMES]`` gives
+    the list of those attributes of every node found); ``facts`` turns the answer into fact nodes
     (``{"each": KEY, "content": ..., "attrs": {...}, "entities": [...]}`` or a callable
     ``(ctx, value) -> [fact specs]``)."""
 
@@ -179,6 +187,21 @@ class Operator:
     result: Any = None
     result_attrs: Mapping[str, Any] = attrs.field(factory=dict)
     facts: Any = None
+
+
+@attrs.frozen
+class PathSpec:
+    """A task whose plan is kept as a *path* (a goal with ``kind = 'path'``, its actions the
+    steps): it is indexed for ``locate``, its outcome recorded with ``record_outcome``, and a
+    failure is repaired by ``rewrite_path`` (a new version that ``replaces`` the old one). With
+    ``reuse`` a new task first looks for a stored path that fits (``locate(text, tags, k)``,
+    score at least ``min_score``) and runs its steps instead of decomposing afresh."""
+
+    task: str
+    tags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    reuse: bool = False
+    min_score: float = 0.2
+    k: int = 5
 
 
 class Domain:
@@ -196,15 +219,24 @@ class Domain:
     def __init__(self) -> None:
         self._methods: dict[str, list[Method]] = {}
         self._operators: dict[str, Operator] = {}
+        self._paths: dict[str, PathSpec] = {}
+
+    def path(self, task: str, *, tags: Sequence[str] = (), reuse: bool = False, min_score: float = 0.2, k: int = 5) -> None:
+        """Keep the plans of ``task`` as paths (see :class:`PathSpec`)."""
+        self._paths[task] = PathSpec(task, tuple(tags), reuse, min_score, k)
+
+    def path_spec(self, task: str | None) -> PathSpec | None:
+        return self._paths.get(task) if task else None
 
     def add_method(self, method: Method) -> None:
         self._methods.setdefault(method.task, []).append(method)
 
-    def method(self, task: str, name: str | None = None, *, precondition: Condition = None, unless: Condition = None, ordered: bool = True):
+    def method(self, task: str, name: str | None = None, *, precondition: Condition = None, unless: Condition = None,
+               ordered: bool = True, repeat: int = 1):
         """Decorator: register ``fn(ctx) -> [task specs]`` as a method of ``task``."""
 
         def register(fn: Callable[[TaskContext], Sequence[Mapping[str, Any]]]):
-            self.add_method(Method(task, name or fn.__name__, fn, precondition, unless, ordered))
+            self.add_method(Method(task, name or fn.__name__, fn, precondition, unless, ordered, repeat))
             return fn
 
         return register
@@ -239,20 +271,23 @@ class Domain:
             raise DomainError("a method table is an object with 'methods' and 'operators'")
         if doc.get("format", DOMAIN_FORMAT) != DOMAIN_FORMAT:
             raise DomainError(f"unknown method table format {doc.get('format')!r} (expected {DOMAIN_FORMAT!r})")
-        unknown = sorted(set(doc) - {"format", "methods", "operators", "description"})
+        unknown = sorted(set(doc) - {"format", "methods", "operators", "paths", "description"})
         if unknown:
             raise DomainError(f"unknown keys {unknown}")
         domain = cls()
         for i, entry in enumerate(doc.get("methods", [])):
             where = f"methods[{i}]"
-            _check_keys(entry, {"task", "name", "subtasks"}, {"precondition", "unless", "ordered", "description"}, where)
+            _check_keys(entry, {"task", "name", "subtasks"}, {"precondition", "unless", "ordered", "repeat", "description"}, where)
             subtasks = entry["subtasks"]
             if not isinstance(subtasks, list):
                 raise DomainError(f"{where}: 'subtasks' must be a list of task specs")
             for j, spec in enumerate(subtasks):
                 _check_keys(spec, {"task"}, _SPEC_KEYS - {"task"}, f"{where}.subtasks[{j}]")
+            repeat = entry.get("repeat", 1)
+            if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+                raise DomainError(f"{where}: 'repeat' must be a positive integer")
             domain.add_method(Method(entry["task"], entry["name"], tuple(subtasks), entry.get("precondition"),
-                                     entry.get("unless"), bool(entry.get("ordered", True))))
+                                     entry.get("unless"), bool(entry.get("ordered", True)), repeat))
         for i, entry in enumerate(doc.get("operators", [])):
             _check_keys(entry, {"task"}, {"tool", "args", "result", "result_attrs", "facts", "description"}, f"operators[{i}]")
             facts = entry.get("facts")
@@ -260,6 +295,10 @@ class Domain:
                 _check_keys(facts, {"content"}, {"each", "attrs", "entities", "kind"}, f"operators[{i}].facts")
             domain.operator(entry["task"], tool=entry.get("tool"), args=entry.get("args", {}), result=entry.get("result"),
                             result_attrs=entry.get("result_attrs"), facts=facts)
+        for i, entry in enumerate(doc.get("paths", [])):
+            _check_keys(entry, {"task"}, {"tags", "reuse", "min_score", "k", "description"}, f"paths[{i}]")
+            domain.path(entry["task"], tags=entry.get("tags", ()), reuse=bool(entry.get("reuse", False)),
+                        min_score=float(entry.get("min_score", 0.2)), k=int(entry.get("k", 5)))
         for task, methods in domain._methods.items():
             for method in methods:
                 if isinstance(method.subtasks, tuple):
@@ -330,9 +369,10 @@ class HTNPlanner:
     """Hierarchical task network planner over a :class:`Domain` (see the module documentation).
 
     The task observation names the root task: ``Observation.task(text, task=NAME, args={...},
-    id=ROOT_ID, constraints=[...], attrs={...})`` (``task`` defaults to ``root_task``). Each
-    user constraint becomes a fact (``kind = 'user_constraint'``) under the root goal, so it
-    stays in the plan for as long as the plan exists. ``name`` is the author of its commits.
+    id=ROOT_ID, parent=GOAL_ID, constraints=[...], attrs={...})`` (``task`` defaults to
+    ``root_task``; ``parent`` puts the root under an existing goal, e.g. a scenario). Each user
+    constraint becomes a fact (``kind = 'user_constraint'``) under the root goal, so it stays in
+    the plan for as long as the plan exists. ``name`` is the author of its commits.
     """
 
     def __init__(self, domain: Domain, *, root_task: str | None = None, name: str = "htn"):
@@ -347,6 +387,7 @@ class HTNPlanner:
         ops: list[dict[str, Any]] = []
         notes: list[str] = []
         calls = 0
+        requests: list[dict[str, Any]] = []
         if observation.kind == "task":
             task = observation.data.get("task", self.root_task)
             if not task or not self.domain.knows(task):
@@ -357,9 +398,13 @@ class HTNPlanner:
             root_attrs = {"content": observation.text, "task": task, "args": args, "status": "active", "pos": []}
             for key, value in (observation.data.get("attrs") or {}).items():
                 root_attrs.setdefault(key, value)
-            ops.append({"op": "add_node", "id": self.root, "type": "goal", **root_attrs})
+            add = {"op": "add_node", "id": self.root, "type": "goal", **root_attrs}
+            if observation.data.get("parent"):
+                add["parent"] = observation.data["parent"]
+            ops.append(add)
             try:
-                decomposition, method = self._decompose(view, ids, self.root, task, args, [], root_attrs, tried=())
+                decomposition, method = self._decompose(view, ids, self.root, task, args, [], root_attrs, tried=(),
+                                                        text=observation.text, notes=notes)
             except DomainError as err:
                 return StepPlan.invalid("no-method", str(err))
             ops.extend(decomposition)
@@ -377,30 +422,53 @@ class HTNPlanner:
         else:
             if self.root is None:
                 return StepPlan.invalid("no-task", "the HTN planner has no task yet (the first observation must be a task)")
+            if observation.kind == "step-failed" and (observation.error or {}).get("category") in GUARD_REFUSALS:
+                return self._give_up(view, [], notes, 0, self._working_root(view),
+                                     f"the engine refused the rewrite ({observation.error['category']}): "
+                                     f"{observation.error.get('message')}")
             if observation.kind == "tool" and observation.call is not None and observation.call.action:
                 if observation.ok:
                     ops.extend(self._record_success(view, observation))
                 else:
                     ops.extend(self._record_failure(view, observation))
                     action = observation.call.action
-                    return StepPlan(ops=ops, reason=f"record: {action} failed", calls=0,
+                    path = self._path_of(view, action)
+                    if path is not None:
+                        requests.append({"op": "record_outcome", "path": path, "outcome": "failure"})
+                    return StepPlan(ops=ops, requests=requests, reason=f"record: {action} failed", calls=0,
                                     notes=(f"{action} failed: {observation.error.get('message')}",))
             reader = view.preview(ops) if ops else view
         return self._advance(reader, view, ops, notes, calls)
 
-    # -- choosing what comes next ---------------------------------------------------------------
+    # -- where the plan is ------------------------------------------------------------------------
 
-    def _agenda(self, reader: Any) -> list[dict[str, Any]]:
-        actions = reader.nodes("#$root.descendants.where(type = 'action')", params={"root": self.root})
+    def _working_root(self, reader: Any) -> str:
+        """The root goal, or the current version of it when it is a rewritten path."""
+        node = reader.node(self.root) or {}
+        head = node.get("head")
+        return head if isinstance(head, str) and head and reader.exists(head) else self.root
+
+    def _path_of(self, reader: Any, action_id: str) -> str | None:
+        """The path goal (``kind = 'path'``) an action is a step of, if any."""
+        parents = reader.nodes("#$a.parent.where(kind = 'path')", params={"a": action_id})
+        return parents[0]["id"] if parents else None
+
+    def _agenda(self, reader: Any, root: str) -> list[dict[str, Any]]:
+        actions = reader.nodes(_AGENDA, params={"root": root}, label="actions of the plan")
         return sorted(actions, key=lambda n: tuple(n.get("pos") or ()))
 
+    # -- choosing what comes next ---------------------------------------------------------------
+
     def _advance(self, reader: Any, view: MemoryView, ops: list, notes: list, calls: int) -> StepPlan:
-        agenda = self._agenda(reader)
+        root = self._working_root(reader)
+        agenda = self._agenda(reader, root)
         recorded = "record and " if ops and calls == 0 else ""
         failed = [a for a in agenda if a.get("status") == "failed"]
         if failed:
-            return self._repair(reader, view, ops, notes, calls, failed[0], f"{failed[0]['id']} failed")
-        finished = reader.query(_FINISHED_GOALS, params={"root": self.root}, label="goals with every action done").ids
+            error = failed[0].get("error")
+            return self._repair(reader, view, ops, notes, calls, failed[0],
+                                f"{failed[0]['id']} failed" + (f" ({error})" if error else ""))
+        finished = reader.query(_FINISHED_GOALS, params={"root": root}, label="goals with every action done").ids
         if finished:
             ops.extend({"op": "update_node", "id": goal, "set": {"status": "done"}} for goal in finished)
             reader = view.preview(ops)  # a done goal lets the actions after it start
@@ -408,23 +476,30 @@ class HTNPlanner:
         if not pending:
             if any(a.get("status") == "active" for a in agenda):
                 return StepPlan(ops=ops, reason=f"{recorded}wait", calls=calls, notes=notes)
-            ops.append({"op": "update_node", "id": self.root, "set": {"status": "done"}})
-            return StepPlan(ops=ops, reason=f"{recorded}finish: every action is done", done=True, outcome="success",
-                            calls=calls, notes=notes)
+            if root not in finished:
+                ops.append({"op": "update_node", "id": root, "set": {"status": "done"}})
+            paths = reader.nodes("#$root.descendants.where(kind = 'path', status != 'superseded')", params={"root": root})
+            if (reader.node(root) or {}).get("kind") == "path":
+                paths.insert(0, {"id": root})
+            requests = [{"op": "record_outcome", "path": p["id"], "outcome": "success"} for p in paths]
+            return StepPlan(ops=ops, requests=requests, reason=f"{recorded}finish: every action is done", done=True,
+                            outcome="success", calls=calls, notes=notes)
         nxt = pending[0]
         if nxt.get("dirty"):
             marks = nxt.get("dirty_marks") or []
             why = marks[0].get("reason") if marks and isinstance(marks[0], Mapping) else None
             return self._repair(reader, view, ops, notes, calls, nxt, f"{nxt['id']} is {nxt['dirty']}" + (f" ({why})" if why else ""))
-        ready = reader.frontier(self.root)
+        ready = reader.frontier(root)
         if nxt["id"] not in ready:
             return self._repair(reader, view, ops, notes, calls, nxt, f"{nxt['id']} cannot start (a predecessor is not done)")
         operator = self.domain.operator_for(nxt.get("task"))
+        if operator is None:
+            return StepPlan.invalid("no-method", f"{nxt['id']}: no operator for the task {nxt.get('task')!r}", calls=calls)
         try:
             args = self._resolve_args(reader, nxt, operator)
         except _Unbound as err:
             ids = _Ids(reader)
-            ops.extend(self._failure_ops(reader, ids, nxt["id"], "unbound-argument", str(err), operator.tool if operator else "?"))
+            ops.extend(self._failure_ops(reader, ids, nxt["id"], "unbound-argument", str(err), operator.tool))
             return StepPlan(ops=ops, reason=f"{recorded}{nxt['id']} cannot start", calls=calls,
                             notes=notes + [f"{nxt['id']} cannot start: {err}"])
         ops.append({"op": "update_node", "id": nxt["id"], "set": {"status": "active"}})
@@ -446,6 +521,8 @@ class HTNPlanner:
         compiled = reader.compile(expr)
         params = {name: task_args.get(name) for name in compiled.params}
         result = reader.query(expr, focus=action["id"], params=params or None)
+        if result.kind == "nodes" and binding.get("attrs"):
+            return [{name: node.get(name) for name in binding["attrs"]} for node in result.nodes]
         if result.kind == "nodes":
             if not result.ids:
                 if "default" in binding:
@@ -493,7 +570,7 @@ class HTNPlanner:
             entities = fact.pop("entities", [])
             fact_id = ids.fresh(fact.pop("id", None) or f"{action_id}-fact-{i + 1}")
             ops.append({"op": "add_node", "id": fact_id, "type": "fact", "source": operator.tool if operator else "tool",
-                        **{k: v for k, v in fact.items() if k not in ("type",)}})
+                        **{k: v for k, v in fact.items() if k not in _RESERVED or k in ("content", "kind")}})
             ops.append({"op": "add_edge", "from": fact_id, "to": result_id, "type": "derived_from"})
             ops.extend(self._entity_ops(view, ids, fact_id, entities))
         return ops
@@ -549,42 +626,93 @@ class HTNPlanner:
             ops.append({"op": "add_edge", "from": node_id, "to": entity_id, "type": "related_to"})
         return ops
 
-    # -- decomposing and repairing -------------------------------------------------------------------
+    # -- decomposing -------------------------------------------------------------------------------
 
     def _applicable(self, reader: Any, method: Method, ctx: TaskContext) -> bool:
         return _holds(reader, method.precondition, ctx, True) and not _holds(reader, method.unless, ctx, False)
 
     def _choose(self, reader: Any, task: str, ctx: TaskContext, tried: Sequence[str]) -> Method | None:
         for method in self.domain.methods_for(task):
-            if method.name not in tried and self._applicable(reader, method, ctx):
+            if list(tried).count(method.name) < method.repeat and self._applicable(reader, method, ctx):
                 return method
+        return None
+
+    def _reuse(self, view: Any, task: str, text: str, notes: list[str]) -> Method | None:
+        """A method made of the steps of a stored path that fits ``text`` (path tasks with
+        ``reuse``): the best located match that is current, did not fail and needs no human."""
+        spec = self.domain.path_spec(task)
+        if spec is None or not spec.reuse or not hasattr(view, "has") or not view.has("locate"):
+            return None
+        found = view.locate(text, tags=list(spec.tags) or None, k=spec.k)
+        for match in found.matches:
+            if match.status != "active" or match.score < spec.min_score:
+                continue
+            path = view.path(match.path)
+            if path.get("result") == "failure" or path.get("needs_human") or not path.get("current", True):
+                continue
+            if (path.get("attributes") or {}).get("task", task) != task:
+                continue  # a path of another task: its steps do not do this one
+            steps = path.get("steps") or []
+            specs = []
+            for step in steps:
+                raw = step.get("spec") if isinstance(step.get("spec"), Mapping) else {"task": step.get("task") or step.get("name")}
+                if not self.domain.is_primitive(raw.get("task")):
+                    break
+                specs.append(dict(raw))
+            else:
+                parts = ", ".join(f"{k} {v:.2f}" for k, v in match.breakdown.items() if k in ("text", "tags", "structure", "reward", "version"))
+                also = [p for p in match.supporting if p != match.path]
+                notes.append(f"located path {match.path} (score {match.score:.2f}: {parts})"
+                             + (f", ranked above {', '.join(also)} (same steps)" if also else "")
+                             + f"; reusing its steps: {' > '.join(match.steps)}")
+                return Method(task, "reuse", tuple(specs), reused_from=match.path)
+        notes.append("no stored path fits: decomposing with the domain's methods"
+                     + (f" (best: {found.matches[0].path}, score {found.matches[0].score:.2f})" if found.matches else ""))
         return None
 
     def _decompose(self, reader: Any, ids: _Ids, node_id: str, task: str, args: Mapping[str, Any], pos: list[int],
                    node: Mapping[str, Any] | None, tried: Sequence[str], suffix: str = "",
-                   carried: Mapping[str, tuple[str, list[str]]] | None = None) -> tuple[list[dict[str, Any]], str]:
+                   carried: Mapping[str, tuple[str, list[str]]] | None = None, text: str = "",
+                   notes: list[str] | None = None) -> tuple[list[dict[str, Any]], str]:
         """Ops that put the decomposition of ``node_id`` below it (one replace_branch)."""
         ctx = TaskContext(reader, dict(args), node, self.root)
-        method = self._choose(reader, task, ctx, tried)
+        method = self._reuse(reader, task, text, notes if notes is not None else []) if not tried else None
+        method = method or self._choose(reader, task, ctx, tried)
         if method is None:
             raise DomainError(f"no applicable method for {task!r}" + (f" (tried {', '.join(tried)})" if tried else ""))
         prelude: list[dict[str, Any]] = []
         edges: list[dict[str, Any]] = []
-        children = self._expand(reader, ids, method, ctx, pos, suffix, prelude, edges, carried or {})
-        op = {"op": "replace_branch", "id": node_id, "with": children,
-              "set": {"method": method.name, "tried": list(tried) + [method.name]}}
+        path = self.domain.path_spec(task)
+        children = self._expand(reader, ids, method, ctx, pos, suffix, prelude, edges, carried or {},
+                                path_goal=node_id if path is not None else None)
+        changes: dict[str, Any] = {"method": method.name, "tried": list(tried) + [method.name]}
+        if path is not None:
+            changes.update(kind="path", result="pending", tags=list(path.tags))
+        if method.reused_from:
+            changes["reused_from"] = method.reused_from
+        op = {"op": "replace_branch", "id": node_id, "with": children, "set": changes}
         return prelude + [op] + edges, method.name
 
     def _expand(self, reader: Any, ids: _Ids, method: Method, ctx: TaskContext, pos: list[int], suffix: str,
-                prelude: list, edges: list, carried: Mapping[str, tuple[str, list[str]]]) -> list[dict[str, Any]]:
+                prelude: list, edges: list, carried: Mapping[str, tuple[str, list[str]]],
+                path_goal: str | None = None) -> list[dict[str, Any]]:
         specs = method.subtasks(ctx) if callable(method.subtasks) else method.subtasks
         plan_nodes = []
         previous = None
         for i, raw in enumerate(specs):
             spec = fill(dict(raw), ctx.args)
             task = spec["task"]
-            args = dict(spec.get("args") or {})
-            node_id = ids.fresh((spec.get("id") or task) + suffix)
+            primitive = self.domain.is_primitive(task)
+            # arguments flow down to actions: the parent's, then the subtask's own
+            args = {**ctx.args, **dict(spec.get("args") or {})} if primitive else dict(spec.get("args") or {})
+            if path_goal is not None:
+                if not primitive:
+                    raise DomainError(f"{method.task!r} is kept as a path: its method {method.name!r} may only list "
+                                      f"actions, not {task!r}")
+                node_id = f"{path_goal}/{i}"
+                ids.used.add(node_id)
+            else:
+                node_id = ids.fresh((spec.get("id") or task) + suffix)
             child_pos = list(pos) + [i]
             attributes = dict(spec.get("attrs") or {})
             attributes.update({"content": spec.get("content") or _describe(task, args), "task": task, "pos": child_pos})
@@ -595,12 +723,14 @@ class HTNPlanner:
                     prelude.append({"op": "add_node", "id": entity_id, "type": "entity", "content": str(name)})
                     ids.used.add(entity_id)
                 entity_edges.append({"to": entity_id, "type": "related_to"})
-            if self.domain.is_primitive(task):
+            if primitive:
                 operator = self.domain.operator_for(task)
                 key = _task_key(task, args)
-                plan = {"id": node_id, "type": "action", **attributes, "tool": operator.tool,
-                        "task_args": args, "args": {} if callable(operator.args) else fill(dict(operator.args), args),
-                        "status": "pending", "edges": entity_edges}
+                plan = {"id": node_id, "type": "action", **attributes, "tool": operator.tool, "task_args": args,
+                        "args": {} if callable(operator.args) else fill(dict(operator.args), args),
+                        "spec": _json_copy(dict(raw)), "status": "pending", "edges": entity_edges}
+                if path_goal is not None:
+                    plan["name"] = task
                 if key in carried:
                     old_id, results = carried[key]
                     plan["status"] = "done"
@@ -611,49 +741,86 @@ class HTNPlanner:
                 sub = self._choose(reader, task, sub_ctx, ())
                 if sub is None:
                     raise DomainError(f"no applicable method for {task!r}")
-                grandchildren = self._expand(reader, ids, sub, sub_ctx, child_pos, suffix, prelude, edges, carried)
+                sub_path = node_id if self.domain.path_spec(task) is not None else None
+                grandchildren = self._expand(reader, ids, sub, sub_ctx, child_pos, suffix, prelude, edges, carried,
+                                             path_goal=sub_path)
                 plan = {"id": node_id, "type": "goal", **attributes, "args": args, "method": sub.name, "tried": [sub.name],
                         "status": "active", "children": grandchildren, "edges": entity_edges}
-            if method.ordered and previous is not None:
+                if sub_path is not None:
+                    plan.update(kind="path", result="pending", tags=list(self.domain.path_spec(task).tags))
+            if method.ordered and previous is not None and path_goal is None:
                 edges.append({"op": "add_edge", "from": previous, "to": node_id, "type": "before"})
             previous = node_id
             plan_nodes.append(plan)
+        if path_goal is not None and method.ordered:
+            edges.extend({"op": "add_edge", "from": f"{path_goal}/{i}", "to": f"{path_goal}/{i + 1}", "type": "before"}
+                         for i in range(len(plan_nodes) - 1))
         return plan_nodes
 
+    # -- repairing ---------------------------------------------------------------------------------
+
     def _repair(self, reader: Any, view: MemoryView, ops: list, notes: list, calls: int, at: Mapping[str, Any], why: str) -> StepPlan:
-        """Re-enter the plan at ``at``: rewrite the nearest branch above it that has another method."""
+        """Re-enter the plan at ``at``: rewrite the nearest branch above it that has another method
+        (a path goal gets a new version through ``rewrite_path``; other goals ``replace_branch``)."""
         goals = reader.nodes("#$at.ancestors.where(type = 'goal')", params={"at": at["id"]})
-        # Nearest first; never the root: a repair rewrites a branch, never the whole plan.
-        goals = [g for g in goals if g["id"] != self.root]
+        working = self._working_root(reader)
+        # Nearest first. The root is rewritten only when it is a path (a new version, the old
+        # one kept): otherwise a repair rewrites a branch, never the whole plan.
+        goals = [g for g in goals if g["id"] != working or g.get("kind") == "path"]
         goals.sort(key=lambda g: len(g.get("pos") or ()), reverse=True)
         for goal in goals:
-            tried = list(goal.get("tried") or ([goal["method"]] if goal.get("method") else []))
+            lineage = goal.get("root") or goal["id"] if goal.get("kind") == "path" else goal["id"]
+            owner = goal if lineage == goal["id"] else (reader.node(lineage) or goal)
+            tried = list(owner.get("tried") or ([goal["method"]] if goal.get("method") else []))
             ctx = TaskContext(reader, dict(goal.get("args") or {}), goal, self.root)
-            if self._choose(reader, goal.get("task"), ctx, tried) is None:
+            method = self._choose(reader, goal.get("task"), ctx, tried)
+            if method is None:
                 continue
+            if goal.get("kind") == "path":
+                return self._rewrite_path(reader, ops, notes, calls, goal, lineage, tried, method, at, why)
             branch = reader.nodes("#$g.descendants", params={"g": goal["id"]})
             ids = _Ids(reader, avoid=[n["id"] for n in branch])
             carried, dropped = _completed_work(reader, branch)
             revision = int(goal.get("revision") or 1) + 1
-            decomposition, method = self._decompose(reader, ids, goal["id"], goal["task"], goal.get("args") or {},
-                                                    list(goal.get("pos") or []), goal, tried, suffix=f"-r{revision}",
-                                                    carried=carried)
+            decomposition, method_name = self._decompose(reader, ids, goal["id"], goal["task"], goal.get("args") or {},
+                                                         list(goal.get("pos") or []), goal, tried, suffix=f"-r{revision}",
+                                                         carried=carried)
             kept = {r for _, results in carried.values() for r in results}
             for op in decomposition:
                 if op["op"] == "replace_branch":
                     op["set"].update({"revision": revision, "rewritten_because": why})
             repair_ops = [{"op": "delete_node", "id": r} for r in dropped if r not in kept]
-            reason = f"repair: re-enter at {at['id']}, rewrite branch {goal['id']} with method {method!r}"
+            reason = f"repair: re-enter at {at['id']}, rewrite branch {goal['id']} with method {method_name!r}"
             return StepPlan(ops=ops + repair_ops + decomposition, reason=reason, calls=calls + 1,
                             notes=notes + [f"{why}; re-entered the plan at {at['id']}",
-                                           f"rewrote only the branch {goal['id']} ({goal.get('task')}): method {method!r} "
+                                           f"rewrote only the branch {goal['id']} ({goal.get('task')}): method {method_name!r} "
                                            f"replaces {', '.join(tried)}"])
-        ops = ops + [{"op": "update_node", "id": self.root, "set": {"status": "blocked", "needs": "human", "blocked_because": why}}]
-        return StepPlan(ops=ops, reason=f"give up: {why}; no branch above {at['id']} has another method", done=True,
-                        outcome="failure", calls=calls + 1,
-                        notes=notes + [f"{why}; no goal above {at['id']} has an untried method: the task needs a person"])
+        return self._give_up(reader, ops, notes, calls, working, f"{why}; no goal above {at['id']} has an untried method")
+
+    def _rewrite_path(self, reader: Any, ops: list, notes: list, calls: int, goal: Mapping[str, Any], lineage: str,
+                      tried: list[str], method: Method, at: Mapping[str, Any], why: str) -> StepPlan:
+        """A new version of the path goal with the steps of ``method`` (``rewrite_path``)."""
+        ids = _Ids(reader)
+        ctx = TaskContext(reader, dict(goal.get("args") or {}), goal, self.root)
+        children = self._expand(reader, ids, method, ctx, list(goal.get("pos") or []), "", [], [], {}, path_goal=goal["id"])
+        steps = [{k: v for k, v in child.items() if k not in ("id", "type", "edges", "status")} for child in children]
+        reason = f"{why}; next: method {method.name!r}"
+        ops = ops + [{"op": "update_node", "id": lineage, "set": {"tried": tried + [method.name], "method": method.name}}]
+        request = {"op": "rewrite_path", "path": goal["id"], "steps": steps, "reason": reason}
+        return StepPlan(ops=ops, requests=[request], reason=f"repair: re-enter at {at['id']}, rewrite path {goal['id']}",
+                        calls=calls + 1,
+                        notes=notes + [f"{why}; re-entered the plan at {at['id']}",
+                                       f"rewrite the path {goal['id']} as a new version with method {method.name!r} "
+                                       f"(tried: {', '.join(tried)}): {' > '.join(s['name'] for s in steps)}"])
+
+    def _give_up(self, reader: Any, ops: list, notes: list, calls: int, root: str, why: str) -> StepPlan:
+        ops = ops + [{"op": "update_node", "id": root, "set": {"status": "blocked", "needs": "human", "blocked_because": why}}]
+        return StepPlan(ops=ops, reason=f"give up: {why}", done=True, outcome="failure", calls=calls + 1,
+                        notes=notes + [f"{why}: the task needs a person"])
 
 
+GUARD_REFUSALS = ("rewrite-cap", "version-cap", "needs-human")
+_AGENDA = "#$root.descendants.where(type = 'action', not exists(ancestors.where(status = 'superseded')))"
 _FINISHED_GOALS = (
     "#$root.descendants.where(type = 'goal', status = 'active', exists(descendants.where(type = 'action')), "
     "not exists(descendants.where(type = 'action', status != 'done')))"

@@ -50,7 +50,7 @@ from .protocol import MemoryView, Observation, Planner, QueryRecord, StepPlan, T
 __all__ = ["run", "replay", "StepRecord", "RunRecord", "ReplayResult", "RUN_FORMAT", "FAILED_STATUSES"]
 
 RUN_FORMAT = "hgm-run/1"
-FAILED_STATUSES = ("tool-error", "planner-error", "invalid-answer", "invalid-transaction", "refused", "conflict")
+FAILED_STATUSES = ("tool-error", "planner-error", "invalid-answer", "invalid-transaction", "invalid-request", "refused", "conflict")
 
 
 @attrs.frozen
@@ -61,6 +61,8 @@ class StepRecord:
     (``{"category", "message", ...}``). ``t`` is the commit the step made (``None``: nothing
     committed). ``report`` summarises the commit (changes, fired rules, dirtied nodes).
     ``result`` is the observation the tool call produced (the next step's input).
+    ``requests`` are the path requests the plan made (``rewrite_path``, ``record_outcome``,
+    ``ingest``) and ``request_results`` what each did (``op``, ``t``, ``created``).
     """
 
     index: int
@@ -79,14 +81,21 @@ class StepRecord:
     calls: int = 0
     error: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    requests: tuple = attrs.field(default=(), converter=lambda ops: tuple(_json_copy(op) for op in ops))
+    request_results: tuple = attrs.field(default=(), converter=lambda rs: tuple(_json_copy(r) for r in rs))
 
     @property
     def failed(self) -> bool:
         return self.status != "ok"
 
+    @property
+    def ts(self) -> list[int]:
+        """Every commit the step made: its transaction's, then its requests'."""
+        return ([self.t] if self.t is not None else []) + [r["t"] for r in self.request_results if r.get("t") is not None]
+
     def lines(self, *, queries: bool = True) -> list[str]:
         """The step as people read it (one fact a line)."""
-        head = f"step {self.index}  t={self.t if self.t is not None else '-'}  {self.status}"
+        head = f"step {self.index}  t={','.join(str(t) for t in self.ts) or '-'}  {self.status}"
         out = [head]
         if self.observation.kind != "tool" and self.observation.kind != "none":
             out.append(f"  saw     {self.observation.describe()}")
@@ -100,8 +109,12 @@ class StepRecord:
             out.append(summary)
             for dirty in self.report.get("dirtied", ()):
                 out.append(f"          rule marked {dirty['id']} {dirty['state']} (because of {', '.join(dirty['because'])})")
-        elif self.ops and self.error is not None:
+        elif self.ops and self.error is not None and not self.request_results:
             out.append(f"  refused {len(self.ops)} ops ({self.reason or 'no reason'}): nothing committed")
+        for request, result in zip(self.requests, self.request_results):
+            out.append(f"  path    t={result.get('t')} {_describe_request(request, result)}")
+        for request in self.requests[len(self.request_results):]:
+            out.append(f"  path    refused: {_describe_request(request, None)}")
         if self.error is not None and self.status != "tool-error":
             out.append(f"  error   {self.error.get('category')}: {self.error.get('message')}")
         for note in self.notes:
@@ -142,6 +155,9 @@ class StepRecord:
             doc["error"] = _json_copy(self.error)
         if self.notes:
             doc["notes"] = list(self.notes)
+        if self.requests:
+            doc["requests"] = _json_copy(self.requests)
+            doc["request_results"] = _json_copy(self.request_results)
         return doc
 
     @classmethod
@@ -163,7 +179,21 @@ class StepRecord:
             calls=doc.get("calls", 0),
             error=doc.get("error"),
             notes=doc.get("notes", ()),
+            requests=doc.get("requests", ()),
+            request_results=doc.get("request_results", ()),
         )
+
+
+def _describe_request(request: Mapping[str, Any], result: Mapping[str, Any] | None) -> str:
+    op = request.get("op")
+    if op == "rewrite_path":
+        made = f" -> {', '.join(result['created'])}" if result and result.get("created") else ""
+        return f"rewrite_path {request.get('path')}{made}: {request.get('reason')}"
+    if op == "record_outcome":
+        return f"record_outcome {request.get('path')}: {request.get('outcome')}"
+    if op == "ingest":
+        return f"ingest {len(request.get('trajectories') or [])} trajectories"
+    return f"{op}"
 
 
 @attrs.frozen
@@ -191,7 +221,8 @@ class RunRecord:
 
     @property
     def commits(self) -> list[int]:
-        return [s.t for s in self.steps if s.t is not None]
+        """Every commit of the run, in order (transactions and path requests)."""
+        return [t for s in self.steps for t in s.ts]
 
     def lines(self, *, queries: bool = True) -> list[str]:
         """The step log of the whole run."""
@@ -281,6 +312,38 @@ def _commit(memory: Memory, plan: StepPlan, author: str, base_t: int) -> tuple[s
     return "ok", report.t, _report_summary(report), None
 
 
+_REQUEST_KEYS = {
+    "rewrite_path": ({"op", "path", "steps", "reason"}, set()),
+    "record_outcome": ({"op", "path", "outcome"}, {"reward"}),
+    "ingest": ({"op", "trajectories"}, {"scenario"}),
+}
+
+
+def _request(memory: Memory, request: Mapping[str, Any], author: str) -> dict[str, Any]:
+    """Make one path request; returns ``{"op", "t", "created"}``. Raises ``HGMError`` (the
+    engine refused) or ``ValueError`` (a malformed request)."""
+    if not isinstance(request, Mapping) or request.get("op") not in _REQUEST_KEYS:
+        raise ValueError(f"a request is one of {', '.join(_REQUEST_KEYS)}: {request!r}"[:200])
+    op = request["op"]
+    required, optional = _REQUEST_KEYS[op]
+    missing = sorted(required - set(request))
+    unknown = sorted(set(request) - required - optional)
+    if missing or unknown:
+        raise ValueError(f"{op}: " + "; ".join(filter(None, [f"missing {missing}" if missing else "",
+                                                               f"unknown keys {unknown}" if unknown else ""])))
+    if op == "rewrite_path":
+        report = memory.rewrite_path(request["path"], request["steps"], request["reason"], author=author)
+    elif op == "record_outcome":
+        report = memory.record_outcome(request["path"], request["outcome"], reward=request.get("reward"), author=author)
+    else:
+        done = memory.ingest(request["trajectories"], author=author, scenario=request.get("scenario"))
+        return {"op": op, "t": done.ts[-1] if done.ts else None, "created": list(done.ingested)}
+    if not report.committed:
+        violations = "; ".join(f"{v.constraint} at {v.node}: {v.message}" for v in report.violations)
+        raise HGMError.single("constraint-violation", violations)
+    return {"op": op, "t": report.t, "created": list(report.created)}
+
+
 def _call_tool(tools: Mapping[str, Callable[..., Any]], call: ToolCall) -> Observation:
     if call.name not in tools:
         known = ", ".join(sorted(tools)) or "none"
@@ -322,19 +385,30 @@ def _execute(
         plan = _planner_step(planner, view, observation)
     queries = tuple(plan.queries) if plan.queries is not None else tuple(view.log)
     base = dict(index=index, observation=observation, queries=queries, ops=plan.ops, reason=plan.reason,
-                base_t=view.t, tool=plan.tool, calls=plan.calls, notes=plan.notes)
+                base_t=view.t, tool=plan.tool, calls=plan.calls, notes=plan.notes, requests=plan.requests)
     if plan.error is not None:
         status = "planner-error" if plan.error.get("category") == "planner-error" else "invalid-answer"
         return StepRecord(status=status, error=dict(plan.error), **base)
     status, t, report, error = _commit(memory, plan, author, view.t)
     if status != "ok":
         return StepRecord(status=status, error=error, **base)
+    done_requests: list[dict[str, Any]] = []
+    for request in plan.requests:
+        try:
+            done_requests.append(_request(memory, request, author))
+        except HGMError as err:
+            message = "; ".join(f"{p.where}: {p.message}" if p.where else p.message for p in err.problems)
+            return StepRecord(status="refused", t=t, report=report, error=_error(err.category, message),
+                              request_results=done_requests, **base)
+        except ValueError as exc:
+            return StepRecord(status="invalid-request", t=t, report=report, error=_error("invalid-request", str(exc)),
+                              request_results=done_requests, **base)
     result = None
     if plan.tool is not None:
         result = call_tool(plan.tool)
         if not result.ok:
             status, error = "tool-error", _error(str(result.error.get("type")), str(result.error.get("message")))
-    return StepRecord(status=status, t=t, report=report, result=result, error=error,
+    return StepRecord(status=status, t=t, report=report, result=result, error=error, request_results=done_requests,
                       done=plan.done and status == "ok", outcome=plan.outcome if plan.done else None, **base)
 
 
@@ -447,14 +521,19 @@ def replay(record: RunRecord, memory: Memory, planner: Planner | None = None) ->
     done = 0
     if planner is None:
         for step in record.steps:
-            if not step.ops or step.t is None:
-                done += 1
-                continue
-            plan = StepPlan(ops=step.ops, reason=step.reason)
-            status, t, _, error = _commit(memory, plan, record.planner, memory.t)
-            if status != "ok" or t != step.t:
-                why = error["message"] if error else f"committed as t={t}"
-                return ReplayResult(False, done, f"step {step.index}: recorded t={step.t}, replay: {status} ({why})")
+            if step.ops and step.t is not None:
+                plan = StepPlan(ops=step.ops, reason=step.reason)
+                status, t, _, error = _commit(memory, plan, record.planner, memory.t)
+                if status != "ok" or t != step.t:
+                    why = error["message"] if error else f"committed as t={t}"
+                    return ReplayResult(False, done, f"step {step.index}: recorded t={step.t}, replay: {status} ({why})")
+            for request, recorded in zip(step.requests, step.request_results):
+                try:
+                    again = _request(memory, request, record.planner)
+                except (HGMError, ValueError) as exc:
+                    return ReplayResult(False, done, f"step {step.index}: {request.get('op')} refused on replay: {exc}")
+                if again.get("t") != recorded.get("t"):
+                    return ReplayResult(False, done, f"step {step.index}: {request.get('op')} recorded t={recorded.get('t')}, replay t={again.get('t')}")
             done += 1
         return ReplayResult(True, done)
     steps: list[StepRecord] = []
@@ -466,7 +545,7 @@ def replay(record: RunRecord, memory: Memory, planner: Planner | None = None) ->
             return ReplayResult(False, done, f"step {step.index}: {difference}")
         recorded = step.result
         again = _execute(step.index, planner, memory, step.observation, lambda call: recorded, record.planner, plan, view)
-        if (again.status, again.t) != (step.status, step.t):
+        if (again.status, again.ts) != (step.status, step.ts):
             return ReplayResult(False, done, f"step {step.index}: recorded {step.status} t={step.t}, replay {again.status} t={again.t}")
         steps.append(again)
         done += 1
@@ -477,6 +556,8 @@ def replay(record: RunRecord, memory: Memory, planner: Planner | None = None) ->
 def _compare(step: StepRecord, plan: StepPlan, view: MemoryView) -> str | None:
     if freeze_json(list(plan.ops)) != freeze_json(list(step.ops)):
         return "the planner wrote different ops"
+    if freeze_json(list(plan.requests)) != freeze_json(list(step.requests)):
+        return "the planner made different path requests"
     mine = None if plan.tool is None else plan.tool.to_json()
     theirs = None if step.tool is None else step.tool.to_json()
     if freeze_json(mine) != freeze_json(theirs):

@@ -95,7 +95,7 @@ class ToolCall:
         >>> ToolCall("visit", {"place": "Temple of Heaven", "day": "Mon"}).describe()
         "visit(place='Temple of Heaven', day='Mon')"
         """
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        inner = ", ".join(f"{k}={_short(repr(v), 60)}" for k, v in self.args.items())
         return f"{self.name}({inner})"
 
 
@@ -180,6 +180,10 @@ class Observation:
             doc.get("value"),
             doc.get("error"),
         )
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _summary(value: Any, width: int = 70) -> str:
@@ -287,9 +291,10 @@ class _Reader:
         self.log.append(attrs.evolve(record, label=label) if label else record)
         return result
 
-    def nodes(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def nodes(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None,
+              label: str | None = None) -> list[dict[str, Any]]:
         """The nodes a ``nodes`` query finds, as JSON objects (``[]`` for other kinds)."""
-        result = self.query(expr, focus=focus, params=params)
+        result = self.query(expr, focus=focus, params=params, label=label)
         return list(result.nodes) if result.kind == "nodes" else []
 
     def frontier(self, goal: str) -> list[str]:
@@ -386,6 +391,10 @@ class MemoryView(_Reader):
     def path_metrics(self) -> Any:
         return self._memory.path_metrics()
 
+    def path(self, path_id: str) -> dict[str, Any]:
+        """One stored path with its steps and versions (``Memory.path``)."""
+        return self._memory.path(path_id)
+
     def attribute(self, name: str) -> Any:
         """A read-only memory method by name, for engine features added later (never one that
         changes memory).
@@ -445,6 +454,12 @@ class StepPlan:
     """A planner's answer for one step.
 
     - ``ops``: one transaction (transaction-file ops, formats.md), committed all or nothing;
+    - ``requests``: path requests the loop makes after the transaction, each its own commit:
+      ``{"op": "rewrite_path", "path": ID, "steps": [...], "reason": TEXT}``,
+      ``{"op": "record_outcome", "path": ID, "outcome": "success"|"failure"}`` (optional
+      ``reward``), ``{"op": "ingest", "trajectories": [...]}`` (optional ``scenario``); the
+      first one the engine refuses (a guard: ``rewrite-cap``, ``version-cap``,
+      ``needs-human``...) fails the step, and the rest and the tool call are not made;
     - ``tool``: the :class:`ToolCall` to make after the commit, or ``None``;
     - ``done`` / ``outcome``: the task is finished (``success`` or ``failure``);
     - ``queries``: what the planner read; ``None`` means "what the view logged";
@@ -458,6 +473,7 @@ class StepPlan:
     ops: tuple = attrs.field(default=(), converter=_ops)
     reason: str | None = None
     tool: ToolCall | None = None
+    requests: tuple = attrs.field(default=(), converter=_ops)
     done: bool = False
     outcome: str | None = None
     queries: tuple[QueryRecord, ...] | None = None
@@ -480,6 +496,8 @@ class StepPlan:
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"ops": _json_copy(self.ops), "reason": self.reason, "calls": self.calls}
+        if self.requests:
+            doc["requests"] = _json_copy(self.requests)
         if self.tool is not None:
             doc["tool"] = self.tool.to_json()
         if self.done:

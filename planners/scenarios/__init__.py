@@ -113,11 +113,16 @@ def demo(
         write(f"hgm demo {name}: {module.TITLE}")
         write(f"(HTN planner and simulated tools: offline, deterministic; memory: {where})")
         _heading(write, "The run, step by step", unicode)
-        records = module.play(memory, write)
+        try:
+            records = module.play(memory, write)
+        except RuntimeError as exc:  # the engine lacks what the scenario needs
+            print(f"hgm demo {name}: {exc}", file=err)
+            return 1
         db_flag = f" --db {db}" if db is not None else ""
 
-        repairs = [c for c in memory.commits() if (c.reason or "").startswith(("repair", "rewrite"))]
-        for commit in repairs[:3]:
+        repairs = [c for c in memory.commits()
+                   if c.kind == "path-rewrite" or (c.reason or "").startswith("repair: re-enter") and "rewrite branch" in c.reason]
+        for commit in repairs[:4]:
             _heading(write, f"What t={commit.t} changed  (hgm diff {commit.t - 1} {commit.t}{db_flag or ' --db PATH'})", unicode)
             write(commit.reason or "")
             for line in change_lines(memory.diff(commit.t - 1, commit.t), unicode=unicode):
@@ -128,11 +133,12 @@ def demo(
             write(line)
 
         _heading(write, f"Asking it afterwards  (hgm query EXPR{db_flag or ' --db PATH'})", unicode)
-        for number, (why, expr) in enumerate(module.QUERIES, 1):
+        for number, entry in enumerate(module.QUERIES, 1):
+            why, expr, params = entry if len(entry) == 3 else (*entry, None)
             write("")
-            write(f"[{number}] {expr}")
+            write(f"[{number}] {expr}" + (f"   params {json.dumps(params)}" if params else ""))
             write(f"    {why}")
-            for line in result_lines(memory.query(expr), unicode=unicode):
+            for line in result_lines(memory.query(expr, params=params), unicode=unicode):
                 write("    " + line)
 
         _heading(write, "Summary", unicode)
