@@ -1764,6 +1764,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_rules
 
     cli_rules.register(sys.modules[__name__], commands, command, json_flag)
+    from . import cli_paths; cli_paths.register(sys.modules[__name__], commands, command, json_flag)  # noqa: E702
     importlib.import_module(f"{__package__}.cli_llm").register(sys.modules[__name__], commands, command, json_flag)
     return parser
 

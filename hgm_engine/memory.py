@@ -504,6 +504,182 @@ class Memory:
         """Clear ``node_id``'s staleness marks (recorded as a commit)."""
         return self.apply({"author": author, "reason": reason or f"confirm {node_id}", "ops": [{"op": "confirm", "id": node_id}]})
 
+    # -- paths (issue 5) ------------------------------------------------------------------------
+    # Path-level localization and versioned path rewrite. Thin wrappers: the logic is in
+    # hgm_engine/pathmemory.py (PathMemory), created on first use; docs/paths.md.
+
+    @property
+    def path_memory(self) -> "PathMemory":
+        """This memory's paths (ingest, locate, versions, guards, the path index), made on
+        first use; it follows every commit from then on."""
+        found = self.__dict__.get("_path_memory")
+        if found is None:
+            from .pathmemory import PathMemory
+
+            with self._write_lock:
+                found = self.__dict__.get("_path_memory")
+                if found is None:
+                    found = self.__dict__["_path_memory"] = PathMemory(self)
+        return found
+
+    @property
+    def path_guards(self) -> "PathGuards":
+        """Rewrite-storm guards (``PathGuards(max_versions, max_rewrites, max_failed_rewrites)``)."""
+        return self.path_memory.guards
+
+    @path_guards.setter
+    def path_guards(self, guards: "PathGuards") -> None:
+        self.path_memory.guards = guards
+
+    def ingest(
+        self,
+        trajectories: Iterable[Mapping[str, Any]],
+        *,
+        skip_invalid: bool = False,
+        author: str | None = None,
+        scenario: str | None = None,
+        lines: list[int] | None = None,
+    ) -> "IngestReport":
+        """Store trajectories (formats.md) as paths, all in one transaction: per trajectory a
+        goal (``kind: "path"``, id = the trajectory id) with one action per step
+        (``{id}/{i}``, ``parent_of`` with ``order``) and ``before`` along ``edges``; under the
+        goal ``scenario`` (created if missing) when given. Every line is checked first: with
+        problems nothing is stored and :class:`~hgm_engine.pathmemory.PathError` lists them
+        with their line numbers (``lines`` gives them; default 1, 2, ...), unless
+        ``skip_invalid``, which stores the valid ones and lists the rest in the report.
+
+        >>> m = Memory()
+        >>> r = m.ingest([{"id": "a", "goal": "x", "steps": ["s"]}, {"steps": []}], skip_invalid=True)
+        >>> r.ingested, [(p.line, p.category) for p in r.problems]
+        (['a'], [(2, 'bad-trajectory')])
+        """
+        return self.path_memory.ingest(
+            trajectories, skip_invalid=skip_invalid, author=author, scenario=scenario, lines=lines
+        )
+
+    def ingest_file(
+        self, path: str | pathlib.Path, *, skip_invalid: bool = False, author: str | None = None, scenario: str | None = None
+    ) -> "IngestReport":
+        """:meth:`ingest` the trajectories of a JSON Lines file (line numbers are the file's)."""
+        from .pathmemory import PathError, read_jsonl
+
+        try:
+            text = pathlib.Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise PathError([Problem("io", f"cannot read {path}: {reason}", where=str(path))]) from None
+        docs, lines = read_jsonl(text)
+        return self.path_memory.ingest(
+            docs, skip_invalid=skip_invalid, author=author, scenario=scenario, lines=lines, reason=f"ingest {path}"
+        )
+
+    def ingest_taskplan(
+        self,
+        directory: str | pathlib.Path,
+        *,
+        ids: Iterable[str] | str | None = None,
+        skip_invalid: bool = False,
+        author: str | None = None,
+        scenario: str | None = None,
+        prefix: str | None = None,
+    ) -> "IngestReport":
+        """:meth:`ingest` a task-plan data set folder (``data.json`` JSON Lines; tool domains of
+        ``graph_desc.json`` become tags). Path ids are ``{prefix}{request id}``, the prefix
+        ``"{folder name}-"`` by default; ``ids`` keeps some requests (a list, or ``"memory"`` /
+        ``"test"`` for the two sides of ``split_ids.json``)."""
+        return self.path_memory.ingest_taskplan(
+            directory, ids=ids, skip_invalid=skip_invalid, author=author, scenario=scenario, prefix=prefix
+        )
+
+    def locate(
+        self,
+        text: str,
+        tags: Iterable[str] | str | None = None,
+        k: int = 5,
+        *,
+        scenario: str | None = None,
+        cross_scenario: bool = False,
+        steps: list[str] | None = None,
+        hops: int | None = None,
+    ) -> "LocateResult":
+        """The ``k`` stored paths that best fit ``text``, best first, each with the score's
+        ``breakdown`` (hgm_engine.localize). Candidates recalled by text, entry steps and
+        ``tags`` are expanded through the graph from the entry paths within ``hops``
+        (default 4), never into another scenario unless ``cross_scenario``; ``scenario``
+        keeps to one scenario's paths (and paths without one). No network call with the
+        default embedder.
+
+        >>> m = Memory()
+        >>> _ = m.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
+        >>> [(match.path, sorted(match.breakdown)[:3]) for match in m.locate("refund my order").matches]
+        [('r1', ['completeness', 'freshness', 'reward'])]
+        """
+        return self.path_memory.locate(
+            text, tags, k, scenario=scenario, cross_scenario=cross_scenario, steps=steps, hops=hops
+        )
+
+    def path(self, path_id: str) -> dict[str, Any]:
+        """One path: goal, steps, edges, tags, status, version, lineage, replaces, reward,
+        result, counters, and every version of its lineage. A lineage's first id names its
+        current version; ``ID@v1`` the first version itself."""
+        return self.path_memory.path(path_id)
+
+    def paths(self, *, all_versions: bool = False) -> list[dict[str, Any]]:
+        """A summary of every path: one per lineage (its current version), or every version."""
+        return self.path_memory.paths(all_versions=all_versions)
+
+    def rewrite_path(
+        self, path_id: str, steps_or_ops: Any, reason: str, *, author: str | None = None
+    ) -> TransactionReport:
+        """A new version of a path, in one transaction: goal ``{root}@v{n}`` with new actions,
+        a ``replaces`` edge to the current version, which becomes ``superseded`` with its reward
+        × ``supersede_factor``; ``version``, ``lineage``, ``rewrite_reason`` recorded.
+        ``steps_or_ops`` is a full list of steps or edit ops (``keep``/``change``/``add``/
+        ``remove``; :func:`hgm_engine.pathmemory.resolve_steps`). Returns the report (refused
+        by constraints: ``committed`` false with the violations); an unknown path, a bad
+        step list, a guard (``rewrite-cap``, ``version-cap``, ``needs-human``) raise
+        :class:`~hgm_engine.pathmemory.PathError`. Nothing changes unless it commits."""
+        return self.path_memory.rewrite_path(path_id, steps_or_ops, reason, author=author)
+
+    def record_outcome(
+        self, path_id: str, outcome: str, *, reward: float | None = None, author: str | None = None
+    ) -> TransactionReport:
+        """Record a run of a path version: ``success`` or ``failure``. ``reward`` (in [0, 1],
+        default 1 or 0) enters the version's reward as a moving average with weight
+        ``outcome_rate``; ``result``, ``successes``/``failures`` are updated. Failures of a
+        current rewritten version count towards ``max_failed_rewrites`` (a success resets the
+        streak); reaching it turns the lineage ``needs_human``."""
+        return self.path_memory.record_outcome(path_id, outcome, reward=reward, author=author)
+
+    def rollback_path(
+        self, path_id: str, version: int | str, *, author: str | None = None, reason: str | None = None
+    ) -> TransactionReport:
+        """Make an older version current again: a NEW version copying its steps (with
+        ``restored_from``), replacing the current one (so ``replaces`` stays acyclic)."""
+        return self.path_memory.rollback_path(path_id, version, author=author, reason=reason)
+
+    def reset_path(self, path_id: str, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
+        """A human has looked: clear the lineage's ``needs_human`` and failure streak."""
+        return self.path_memory.reset_path(path_id, author=author, reason=reason)
+
+    def path_metrics(self) -> dict[str, Any]:
+        """Counters to watch: rewrites, versions per lineage, consecutive failures, the
+        ``needs_human`` list, guard refusals, and the path index's state."""
+        return self.path_memory.metrics()
+
+    def save_index(self) -> int | None:
+        """Write the path index state (and the ``t`` it reflects) to the store now."""
+        found = self.__dict__.get("_path_memory")
+        return None if found is None else found.save()
+
+    def _close_paths(self) -> None:
+        """Save the path index if commits arrived since it was last saved (for ``close``)."""
+        found = self.__dict__.get("_path_memory")
+        if found is not None:
+            found.close()
+
+    # -- end of paths (issue 5) -----------------------------------------------------------------
+
     # -- changing -----------------------------------------------------------------------------
 
     def transaction(
