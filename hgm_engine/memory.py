@@ -181,6 +181,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        self._close_paths()  # the path index is saved with the store
         self._store.close()
 
     def __enter__(self) -> "Memory":
