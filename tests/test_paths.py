@@ -413,13 +413,14 @@ def test_the_index_is_persisted_and_commits_after_its_t_are_replayed(tmp_path):
         assert memory.locate("refund the damaged item").matches[0].path == "refund-3"
         assert memory.path_metrics()["index"]["source"] == "rebuilt"
         assert memory.save_index() == 1
-    with Memory.open(db) as memory:
-        assert memory.locate("refund the damaged item").matches[0].path == "refund-3"
-        index = memory.path_metrics()["index"]
-        assert index["source"] == "state" and index["rebuilds"] == 0 and index["replayed_commits"] == 0
-        memory.ingest([HOTEL])  # after the saved t; not saved (fewer than save_every commits)
-        memory.rewrite_path("refund-3", ["check_refund_policy", "ask_manager", "apply_refund"], "ask first")
-        assert json.loads(memory.store.get_meta(INDEX_META_KEY))["t"] == 1
+    memory = Memory.open(db)
+    assert memory.locate("refund the damaged item").matches[0].path == "refund-3"
+    index = memory.path_metrics()["index"]
+    assert index["source"] == "state" and index["rebuilds"] == 0 and index["replayed_commits"] == 0
+    memory.ingest([HOTEL])  # after the saved t; not saved (fewer than save_every commits)
+    memory.rewrite_path("refund-3", ["check_refund_policy", "ask_manager", "apply_refund"], "ask first")
+    assert json.loads(memory.store.get_meta(INDEX_META_KEY))["t"] == 1
+    memory.store.close()  # the process dies without Memory.close(): the index is not saved
     with Memory.open(db) as memory:
         assert memory.locate("book a hotel room").matches[0].path == "hotel-1"
         ranked = [m.path for m in memory.locate("refund the damaged item").matches]
@@ -427,6 +428,9 @@ def test_the_index_is_persisted_and_commits_after_its_t_are_replayed(tmp_path):
         index = memory.path_metrics()["index"]
         assert index["source"] == "state" and index["rebuilds"] == 0 and index["replayed_commits"] == 2
         assert json.loads(memory.store.get_meta(INDEX_META_KEY))["t"] == 3  # saved after replaying
+    with Memory.open(db) as memory:  # closed cleanly last time: nothing to replay
+        memory.locate("book a hotel room")
+        assert memory.path_metrics()["index"]["replayed_commits"] == 0
 
 
 def test_an_unreadable_state_is_rebuilt_and_a_memory_that_never_used_paths_builds_lazily(tmp_path):
