@@ -1766,6 +1766,11 @@ def build_parser() -> argparse.ArgumentParser:
     cli_rules.register(sys.modules[__name__], commands, command, json_flag)
     from . import cli_paths; cli_paths.register(sys.modules[__name__], commands, command, json_flag)  # noqa: E702
     importlib.import_module(f"{__package__}.cli_llm").register(sys.modules[__name__], commands, command, json_flag)
+
+    # The servers parse their own options (main() hands them the rest of the command line);
+    # they are listed here so that `hgm --help` shows them.
+    for name, text in SERVER_COMMANDS.items():
+        commands.add_parser(name, help=text, add_help=False)
     return parser
 
 
@@ -1789,6 +1794,13 @@ def _depth(text: str) -> int:
     return value
 
 
+SERVER_COMMANDS = {
+    "serve": "serve a memory over REST with an OpenAPI document (hgm serve --db PATH; --help for options)",
+    "mcp": "serve a memory as Model Context Protocol tools on stdio (hgm mcp --db PATH)",
+}
+_SERVER_MODULES = {"serve": "server.rest", "mcp": "server.mcp_server"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hgm`` command with ``argv`` (``sys.argv[1:]`` if None); returns the exit code.
 
@@ -1796,6 +1808,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     {"error": {"category": "io", "message": "cannot read missing.json: No such file or directory", "line": null, "column": null}}
     1
     """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in _SERVER_MODULES:
+        # Imported only here: the servers need the 'serve' extra (FastAPI, uvicorn, mcp).
+        try:
+            module = importlib.import_module(f"{__package__}.{_SERVER_MODULES[arguments[0]]}")
+        except ImportError as exc:
+            print(f"hgm {arguments[0]}: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+            return EXIT_FAILURE
+        try:
+            return module.main(arguments[1:])
+        except SystemExit as exit_:
+            return exit_.code if isinstance(exit_.code, int) else EXIT_FAILURE
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
