@@ -406,6 +406,14 @@ class Memory:
         import json
 
         rule_set = parse_rules(text, self.schema)
+        previous_set = self._rules.rule_sets.get(name)
+        own = {c.name for c in previous_set.constraints} if previous_set else set()
+        taken = [c.name for c in rule_set.constraints if c.name in self._checker.user and c.name not in own]
+        if taken:
+            raise _fail(
+                "invalid-argument",
+                f"constraint name(s) {', '.join(repr(n) for n in taken)} already in use; rename them in the rule file",
+            )
         compiled = [UserConstraint.compile(c.name, c.text, self.schema) for c in rule_set.constraints]
         with self._state.reading():
             violations = [v for c in compiled for v in c.violations(self._graph, None)]

@@ -138,7 +138,7 @@ class _Run:
         return events
 
     def _round(self, events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        following = []
+        following: dict[str, tuple[str, Any]] = {}  # one update event per node and round
         for event, node in events:
             view = self.base if event == "delete" else self.overlay
             for compiled in self.engine._triggers:
@@ -159,9 +159,10 @@ class _Run:
                         else:
                             changed = self._set(target, effect.assignments)
                             if changed is not None:
-                                following.append(("update", changed))
+                                following.pop(target, None)  # keep the event at its latest position
+                                following[target] = ("update", changed)
                                 self.origins[target] = None
-        return following
+        return [(kind, self.overlay.node(node_id)) for node_id, (kind, _) in following.items() if node_id in self.overlay]
 
     # -- effects ------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from lark.exceptions import UnexpectedInput
 from . import syntax as S
 from .analyze import _Checker
 from .errors import HGMError, Problem, QueryAnalysisError, line_column
-from .parser import _parser, _syntax_error, _ToAst
+from .parser import _parser, _syntax_error, _ToAst, decode_string
 from .query import CompiledQuery, QueryCache
 from .schema import DEFAULT_SCHEMA, Schema
 
@@ -182,7 +182,7 @@ def parse_rules(text: str, schema: Schema = DEFAULT_SCHEMA) -> RuleSet:
                     checker.steps(target.steps, after_start=False)
                     target_text = text[target.span.start : target.span.end]
                 if effect_kind == "mark":
-                    reason = extra.value if extra is not None else None
+                    reason = decode_string(str(extra)) if extra is not None else None
                     compiled_effects.append(Effect("mark", target_text, state, reason))
                 else:
                     assignments = []
@@ -231,7 +231,10 @@ def parse_rules(text: str, schema: Schema = DEFAULT_SCHEMA) -> RuleSet:
     rule_set = RuleSet(tuple(constraints), tuple(triggers), tuple(propagations), text)
     cycle = trigger_cycle(rule_set)
     if cycle:
-        position = text.find(cycle[0])
+        import re
+
+        found = re.search(r"\brule\s+" + re.escape(cycle[0]) + r"\s*:", text)
+        position = found.start() if found else 0
         line, column = line_column(text, max(position, 0))
         raise RuleError(
             [
@@ -271,8 +274,16 @@ def _literal(node: Any) -> Any:
 
 
 def trigger_cycle(rule_set: RuleSet) -> list[str]:
-    """A cycle of triggers whose ``set`` effects may fire each other (conservative), or []."""
-    edges: dict[str, list[str]] = {}
+    """Triggers whose ``set`` effects can fire each other forever, as a cycle, or [].
+
+    Rule A feeds rule B when A sets attributes and B fires on updates (of any attribute) of
+    nodes meeting its condition, unless A's values contradict an ``attr = constant`` that B
+    requires. Set values are constants, so a group of rules feeding each other can only run
+    forever when it gives some attribute two different values; otherwise every node settles
+    after each attribute was set once.
+    """
+    triggers = {t.name: t for t in rule_set.triggers}
+    edges: dict[str, list[str]] = {name: [] for name in triggers}
     for trigger in rule_set.triggers:
         for effect in trigger.effects:
             if effect.kind != "set":
@@ -281,35 +292,72 @@ def trigger_cycle(rule_set: RuleSet) -> list[str]:
             for other in rule_set.triggers:
                 if other.event != "update":
                     continue
-                # A node just given ``a = v`` cannot meet a condition requiring ``a = c`` (c != v).
                 if any(name in assigned and assigned[name] != value for name, value in other.requires):
                     continue
-                # Otherwise the update may fire it if it has no condition or reads a set attribute.
-                if other.condition is None or any(name in other.condition for name in assigned):
-                    edges.setdefault(trigger.name, []).append(other.name)
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(name: str) -> list[str]:
-        state[name] = 1
-        stack.append(name)
-        for following in edges.get(name, ()):
-            if state.get(following) == 1:
-                return stack[stack.index(following) :]
-            if following not in state:
-                found = visit(following)
-                if found:
-                    return found
-        stack.pop()
-        state[name] = 2
-        return []
-
-    for trigger in rule_set.triggers:
-        if trigger.name not in state:
-            found = visit(trigger.name)
-            if found:
-                return found
+                if other.name not in edges[trigger.name]:
+                    edges[trigger.name].append(other.name)
+    for group in _strongly_connected(edges):
+        if len(group) == 1 and group[0] not in edges[group[0]]:
+            continue
+        values: dict[str, set] = {}
+        for name in group:
+            for effect in triggers[name].effects:
+                for attribute, value in effect.assignments:
+                    values.setdefault(attribute, set()).add(repr(value))
+        if any(len(v) > 1 for v in values.values()):
+            return _cycle_in(group, edges)
     return []
+
+
+def _strongly_connected(edges: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components (small graphs: rule sets)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for following in edges[node]:
+            if following not in index:
+                visit(following)
+                low[node] = min(low[node], low[following])
+            elif following in on_stack:
+                low[node] = min(low[node], index[following])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            groups.append(group)
+
+    for node in edges:
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def _cycle_in(group: list[str], edges: dict[str, list[str]]) -> list[str]:
+    """One cycle through the group, in rule-file order from its first rule."""
+    members = set(group)
+    start = min(group, key=list(edges).index)
+    path, seen = [start], {start}
+    while True:
+        following = [n for n in edges[path[-1]] if n in members]
+        back = [n for n in following if n == start]
+        if back and len(path) > 1 or (back and following == [start]):
+            return path
+        fresh = [n for n in following if n not in seen]
+        if not fresh:
+            return path
+        path.append(fresh[0])
+        seen.add(fresh[0])
 
 
 @attrs.frozen

@@ -203,3 +203,29 @@ def test_focus_path_and_changes_since():
     since = m.changes_since(t)
     assert [c["t"] for c in since["commits"]] == [t + 1]
     assert since["changes"][0]["id"] == "a_temple"
+
+
+def test_update_rules_that_feed_each_other_through_other_attributes_are_refused():
+    with pytest.raises(RuleError) as caught:
+        parse_rules("""
+        rule a: on update action where priority > 3 then set self with status = 'active'
+        rule b: on update action where status = 'active' then set self with status = 'pending'
+        """)
+    assert caught.value.category == "rule-cycle"
+    assert caught.value.line == 2  # points at rule a
+
+
+def test_a_mark_reason_is_the_string_without_its_quotes():
+    m = trip()
+    m.load_rules("rule r: on update fact then mark derived as needs_review because 'price changed'")
+    m.apply({"ops": [{"op": "update_node", "id": "f_price", "set": {"content": "900"}}]})
+    assert m.stale()[0]["marks"][0]["reason"] == "price changed"
+
+
+def test_a_rule_file_cannot_take_a_constraint_name_in_use():
+    m = trip()
+    m.add_constraint("named", "each fact must has(content)")
+    with pytest.raises(HGMError) as caught:
+        m.load_rules("constraint named: each goal must has(content)")
+    assert caught.value.category == "invalid-argument"
+    assert m.constraints() == {"named": "each fact must has(content)"}
