@@ -1,7 +1,7 @@
 """Smoke test of the REST load test (bench/serve): tiny memory, three clients, two short phases.
 
 Not a timed test: it checks that the harness runs against a real ``hgm serve`` process on
-loopback and that its own check holds (every committed t exactly once, the final state and the
+loopback, over SQLite and over PostgreSQL, and that its own check holds (every committed t exactly once, the final state and the
 reopened store equal what the committed reports imply, a clean stop).
 """
 
@@ -22,10 +22,10 @@ if str(REPO) not in sys.path:
 from bench.serve import load_test  # noqa: E402
 
 
-def test_load_test_runs_and_nothing_is_lost(tmp_path: pathlib.Path) -> None:
-    db = tmp_path / "memory.db"
+def test_load_test_runs_and_nothing_is_lost(store_location: str) -> None:
+    """On a SQLite file and on a PostgreSQL database (conftest's throwaway cluster)."""
     report = load_test.run(
-        db=str(db),
+        db=store_location,
         nodes=500,
         clients=3,
         duration=1.5,

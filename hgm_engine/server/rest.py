@@ -656,6 +656,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="MS",
         help="a repeated query first runs on the event loop for at most this long (0: always in the thread pool)",
     )
+    parser.add_argument(
+        "--switch-interval-ms",
+        type=float,
+        default=0,
+        metavar="MS",
+        help="Python's thread switch interval (default: Python's, 5 ms)",
+    )
     parser.add_argument("--max-concurrency", type=int, default=64, metavar="N", help="connections served at once; more get 503")
     parser.add_argument("--graceful-timeout", type=float, default=10.0, metavar="SECONDS", help="how long shutdown waits for requests in flight")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -766,6 +773,8 @@ def run(args: argparse.Namespace) -> int:
         # uvicorn stops gracefully on SIGINT/SIGTERM, restores the handlers it found and raises
         # the signal again; with these handlers in place that ends here, and the memory is
         # closed below instead of the process dying on the default handler.
+        if args.switch_interval_ms > 0:
+            sys.setswitchinterval(args.switch_interval_ms / 1000)
         received: list[int] = []
         previous = {sig: signal.signal(sig, lambda number, frame: received.append(number)) for sig in _STOP_SIGNALS}
         try:
