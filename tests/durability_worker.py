@@ -63,7 +63,14 @@ def crash_writer_to_file(location: str, stop_at: int, out_path: str) -> None:
     """``crash_writer`` in a forked process: each committed ``t`` is appended to ``out_path``
     as it returns (one small ``write``, so a SIGKILL never leaves half a line)."""
     fd = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    crash_writer(location, stop_at, lambda t: os.write(fd, f"{t}\n".encode()))
+    try:
+        crash_writer(location, stop_at, lambda t: os.write(fd, f"{t}\n".encode()))
+    except BaseException:  # tell the test why the writer died (a kill leaves no trace here)
+        import traceback
+
+        with open(out_path + ".error", "w") as handle:
+            handle.write(traceback.format_exc())
+        raise
 
 
 def racer(location: str, name: str, attempts: int) -> None:

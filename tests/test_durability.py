@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pathlib
 import random
 import signal
 import subprocess
@@ -79,7 +80,10 @@ def test_sigkill_at_random_moments_leaves_exactly_a_prefix(store_location, tmp_p
         else:
             deadline = time.monotonic() + 60
             while not _committed(out_path):
-                assert child.is_alive() and time.monotonic() < deadline, "the writer committed nothing"
+                if not child.is_alive() or time.monotonic() >= deadline:
+                    error_path = pathlib.Path(out_path + ".error")
+                    why = error_path.read_text() if error_path.exists() else f"exit code {child.exitcode}"
+                    raise AssertionError(f"the writer committed nothing: {why}")
                 time.sleep(0.005)
             mid_stream_kills += 1
             time.sleep(rng.uniform(0.0, 0.15))  # somewhere in the stream of commits
