@@ -15,13 +15,22 @@ Each step it:
    ``derived_from`` that result) or failure (action ``failed`` + a fact that ``causes`` it,
    linked to the action's entities, so memory rules can react);
 2. if an action failed, or the next one is blocked or stale, **re-enters the plan at that
-   node**: it walks up to the nearest goal that still has an untried applicable method and
-   rewrites that branch alone with one ``replace_branch`` op (completed actions the new
-   decomposition repeats keep their results); nothing else in the plan changes. With no such
-   goal the task ends as a failure, the root marked ``blocked``;
+   node**: it walks up to the nearest goal (never the root, unless the root is a path) that
+   still has an applicable method it has not used up and rewrites that branch alone with one
+   ``replace_branch`` op (completed actions the new decomposition repeats keep their
+   results); nothing else in the plan changes. A goal kept as a *path* (:class:`PathSpec`)
+   gets a new version instead (``record_outcome`` then ``rewrite_path`` requests: a
+   ``replaces`` edge, the old version superseded); when the engine's rewrite-storm guard
+   refuses it, the task is handed to a person. With no such goal the task ends as a failure,
+   the root marked ``blocked``. (A failed action marked ``recovered`` — by a planner that
+   appends instead of rewriting — is not repaired again.)
 3. otherwise starts the next pending action in plan order (marks it ``active``, resolves
    arguments bound to memory, asks the loop to call its tool); with nothing left the root
-   goal is ``done``. A goal whose actions are all done is marked ``done`` on the way.
+   goal is ``done`` (and a path's outcome recorded). A goal whose actions are all done is
+   marked ``done`` on the way.
+
+A path task with ``reuse`` first locates a stored path that fits the request and runs its
+steps instead of decomposing afresh (see ``docs/planners.md``).
 
 >>> from hgm_engine import Memory
 >>> from planners.loop import run
@@ -380,6 +389,7 @@ class HTNPlanner:
         self.root_task = root_task
         self.name = name
         self.root: str | None = None
+        self._task: Observation | None = None
 
     # -- the step ------------------------------------------------------------------------------
 
@@ -388,7 +398,10 @@ class HTNPlanner:
         notes: list[str] = []
         calls = 0
         requests: list[dict[str, Any]] = []
+        if observation.kind != "task" and self._task is not None and self.root is not None and not view.exists(self.root):
+            observation = self._task  # the plan was never committed (its step failed): plan again
         if observation.kind == "task":
+            self._task = observation
             task = observation.data.get("task", self.root_task)
             if not task or not self.domain.knows(task):
                 return StepPlan.invalid("no-method", f"no method or operator for the task {task!r}")
@@ -403,8 +416,8 @@ class HTNPlanner:
                 add["parent"] = observation.data["parent"]
             ops.append(add)
             try:
-                decomposition, method = self._decompose(view, ids, self.root, task, args, [], root_attrs, tried=(),
-                                                        text=observation.text, notes=notes)
+                decomposition, method = self._decompose(view, ids, self.root, task, args, [], {"id": self.root, **root_attrs},
+                                                        tried=(), text=observation.text, notes=notes)
             except DomainError as err:
                 return StepPlan.invalid("no-method", str(err))
             ops.extend(decomposition)
@@ -463,7 +476,7 @@ class HTNPlanner:
         root = self._working_root(reader)
         agenda = self._agenda(reader, root)
         recorded = "record and " if ops and calls == 0 else ""
-        failed = [a for a in agenda if a.get("status") == "failed"]
+        failed = [a for a in agenda if a.get("status") == "failed" and not a.get("recovered")]
         if failed:
             error = failed[0].get("error")
             return self._repair(reader, view, ops, notes, calls, failed[0],
@@ -644,11 +657,14 @@ class HTNPlanner:
         if spec is None or not spec.reuse or not hasattr(view, "has") or not view.has("locate"):
             return None
         found = view.locate(text, tags=list(spec.tags) or None, k=spec.k)
-        for match in found.matches:
-            if match.status != "active" or match.score < spec.min_score:
+        for match, path_id in ((m, p) for m in found.matches for p in dict.fromkeys((m.path, *m.supporting))):
+            # a match stands for every recalled path with its steps: take the best usable one
+            if match.score < spec.min_score:
                 continue
-            path = view.path(match.path)
-            if path.get("result") == "failure" or path.get("needs_human") or not path.get("current", True):
+            path = view.path(path_id)
+            if path.get("status") in ("superseded", "failed") or not path.get("current", True):
+                continue
+            if path.get("result") == "failure" or path.get("needs_human"):
                 continue
             if (path.get("attributes") or {}).get("task", task) != task:
                 continue  # a path of another task: its steps do not do this one
@@ -661,11 +677,11 @@ class HTNPlanner:
                 specs.append(dict(raw))
             else:
                 parts = ", ".join(f"{k} {v:.2f}" for k, v in match.breakdown.items() if k in ("text", "tags", "structure", "reward", "version"))
-                also = [p for p in match.supporting if p != match.path]
-                notes.append(f"located path {match.path} (score {match.score:.2f}: {parts})"
-                             + (f", ranked above {', '.join(also)} (same steps)" if also else "")
+                also = [p for p in match.supporting if p != path_id]
+                notes.append(f"located path {path_id} (score {match.score:.2f}: {parts})"
+                             + (f"; same steps as {', '.join(also)}" if also else "")
                              + f"; reusing its steps: {' > '.join(match.steps)}")
-                return Method(task, "reuse", tuple(specs), reused_from=match.path)
+                return Method(task, "reuse", tuple(specs), reused_from=path_id)
         notes.append("no stored path fits: decomposing with the domain's methods"
                      + (f" (best: {found.matches[0].path}, score {found.matches[0].score:.2f})" if found.matches else ""))
         return None
@@ -774,10 +790,18 @@ class HTNPlanner:
             tried = list(owner.get("tried") or ([goal["method"]] if goal.get("method") else []))
             ctx = TaskContext(reader, dict(goal.get("args") or {}), goal, self.root)
             method = self._choose(reader, goal.get("task"), ctx, tried)
+            if goal.get("kind") == "path":
+                # an alternative that would run exactly the steps that just failed is no
+                # alternative (a retry is: its method may repeat)
+                current = [_task_key(a.get("task"), a.get("task_args") or {})
+                           for a in reader.nodes("#$g.actions", params={"g": goal["id"]})]
+                while method is not None and method.repeat == 1 and self._keys(method, ctx) == current:
+                    tried = tried + [method.name]
+                    method = self._choose(reader, goal.get("task"), ctx, tried)
+                if method is not None:
+                    return self._rewrite_path(reader, ops, notes, calls, goal, lineage, tried, method, at, why)
             if method is None:
                 continue
-            if goal.get("kind") == "path":
-                return self._rewrite_path(reader, ops, notes, calls, goal, lineage, tried, method, at, why)
             branch = reader.nodes("#$g.descendants", params={"g": goal["id"]})
             ids = _Ids(reader, avoid=[n["id"] for n in branch])
             carried, dropped = _completed_work(reader, branch)
@@ -796,6 +820,15 @@ class HTNPlanner:
                                            f"rewrote only the branch {goal['id']} ({goal.get('task')}): method {method_name!r} "
                                            f"replaces {', '.join(tried)}"])
         return self._give_up(reader, ops, notes, calls, working, f"{why}; no goal above {at['id']} has an untried method")
+
+    def _keys(self, method: Method, ctx: TaskContext) -> list[str]:
+        """What a flat method would run: task and arguments of each step."""
+        specs = method.subtasks(ctx) if callable(method.subtasks) else method.subtasks
+        keys = []
+        for raw in specs:
+            spec = fill(dict(raw), ctx.args)
+            keys.append(_task_key(spec["task"], {**ctx.args, **dict(spec.get("args") or {})}))
+        return keys
 
     def _rewrite_path(self, reader: Any, ops: list, notes: list, calls: int, goal: Mapping[str, Any], lineage: str,
                       tried: list[str], method: Method, at: Mapping[str, Any], why: str) -> StepPlan:
