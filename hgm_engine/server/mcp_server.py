@@ -393,7 +393,11 @@ def run(args: argparse.Namespace) -> int:
         named.setLevel(args.log_level.upper())
         named.propagate = False
     limits = ServerLimits(max_query_length=args.max_query_length, max_work=args.max_work, timeout=args.query_timeout)
-    memory = Memory.open(args.db)
+    try:
+        memory = Memory.open(args.db)
+    except (HGMError, OSError) as exc:
+        print(f"hgm mcp: cannot open {args.db}: {exc}", file=sys.stderr)
+        return 1
     try:
         logger.info("serving %s (t=%d, %d nodes) over stdio", args.db, memory.t, len(memory))
         anyio.run(serve, MemoryService(memory, limits))

@@ -741,13 +741,22 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.query_timeout,
         inline_timeout=args.inline_budget_ms / 1000,
     )
-    memory = Memory.open(args.db)
+    try:
+        memory = Memory.open(args.db)
+    except (HGMError, OSError) as exc:
+        print(f"hgm serve: cannot open {args.db}: {exc}", file=sys.stderr)
+        return 1
     try:
         app = create_app(memory, token=token, limits=limits)
         family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP proto: asyncio sets TCP_NODELAY
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((args.host, args.port))
+        try:
+            sock.bind((args.host, args.port))
+        except OSError as exc:
+            sock.close()
+            print(f"hgm serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         port = sock.getsockname()[1]
         host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
         config = uvicorn.Config(
