@@ -35,6 +35,7 @@ import os
 import pathlib
 import platform
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -603,6 +604,10 @@ def run(
         "nothing_lost_or_duplicated": report["checks"]["ok"],
     }
     log(f"checks: {'ok' if report['checks']['ok'] else 'FAILED'}; commits {report['checks']['server']['commits']}")
+    if report["checks"]["ok"]:
+        shutil.rmtree(workdir, ignore_errors=True)  # the temporary database and the server log
+    else:
+        log(f"kept {workdir} (server log, database) for a look")
     for where in ("server", "reopened"):
         for problem in report["checks"][where]["problems"]:
             log(f"  {where}: {problem}")
