@@ -21,6 +21,7 @@ plan:
 from __future__ import annotations
 
 import regex
+import threading
 from collections import OrderedDict
 from typing import Any, Mapping
 
@@ -222,20 +223,24 @@ class QueryCache:
         self.schema = schema
         self.size = size
         self._entries: OrderedDict[str, CompiledQuery] = OrderedDict()
+        self._lock = threading.Lock()  # servers compile from many threads at once
         self.hits = 0
         self.misses = 0
 
     def get(self, text: str) -> CompiledQuery:
-        entry = self._entries.get(text)
-        if entry is not None:
-            self.hits += 1
+        with self._lock:
+            entry = self._entries.get(text)
+            if entry is not None:
+                self.hits += 1
+                self._entries.move_to_end(text)
+                return entry
+            self.misses += 1
+        entry = compile_uncached(text, self.schema)  # outside the lock: errors and slow compiles
+        with self._lock:
+            self._entries[text] = entry
             self._entries.move_to_end(text)
-            return entry
-        self.misses += 1
-        entry = compile_uncached(text, self.schema)
-        self._entries[text] = entry
-        if len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
         return entry
 
     def clear(self) -> None:

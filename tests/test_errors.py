@@ -119,3 +119,26 @@ def test_work_limit_counts_scanned_and_started_nodes():
         with pytest.raises(QueryExecutionError) as caught:
             memory.query(expr)
         assert caught.value.category == "limit-exceeded"
+
+
+def test_the_query_cache_is_safe_to_share_between_threads():
+    import threading
+
+    from hgm_engine.query import QueryCache
+
+    cache = QueryCache(size=8)
+    failures = []
+
+    def hammer(offset):
+        try:
+            for i in range(300):
+                cache.get(f"#n{(i + offset) % 40}.children")
+        except Exception as exc:  # noqa: BLE001 - any exception is the failure
+            failures.append(exc)
+
+    threads = [threading.Thread(target=hammer, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [] and len(cache) <= 8
