@@ -268,3 +268,18 @@ def test_switching_a_component_off_gives_it_no_weight():
     config = attrs.evolve(ScoreConfig(), use_tags=False, use_structure=False, use_steps=False)
     weights = config.weights()
     assert weights["tags"] == weights["structure"] == weights["steps"] == 0.0
+
+
+def test_without_numpy_the_index_locates_exactly_the_same(monkeypatch):
+    import hgm_engine.localize.index as index_module
+
+    records = order_paths() + [PathRecord.create("x", "tell me the weather", ["weather"])]
+    query = ("status of order C3, tell me", ["order"])
+    with_numpy = PathIndex.from_records(records).locate(*query, k=5).to_json()
+    monkeypatch.setattr(index_module, "_numpy", lambda: None)
+    plain_index = PathIndex.from_records(records)
+    assert plain_index._text.np is None
+    plain_index.add(plain_index.remove("order-1"))
+    assert plain_index.locate(*query, k=5).paths == [m["path"] for m in with_numpy["matches"]]
+    scores = [m.score for m in plain_index.locate(*query, k=5).matches]
+    assert scores == pytest.approx([m["score"] for m in with_numpy["matches"]], abs=1e-4)

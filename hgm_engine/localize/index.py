@@ -235,11 +235,13 @@ class _SparsePostings:
         return {f: w / norm for f, w in weighted.items()} if norm > 0 else {}
 
     def search(self, query: Mapping[int, float], limit: int,
-               keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
+               keep: Callable[[int], bool] | None = None
+               ) -> tuple[list[tuple[int, float]], Callable[[int], float]]:
         """The ``limit`` docs with the highest cosine to the (weighted) query, best first,
-        among those ``keep`` accepts."""
+        among those ``keep`` accepts; and a lookup of any doc's cosine from the same pass
+        (every posting of every query word was visited, so the lookup is exact)."""
         if not query:
-            return []
+            return [], lambda doc: 0.0
         np = self.np
         if np is None:
             scores: dict[int, float] = {}
@@ -249,7 +251,7 @@ class _SparsePostings:
                 for doc, weight in zip(ids, weights):
                     scores[doc] = get(doc, 0.0) + qw * weight
             items = [(d, v) for d, v in scores.items() if keep is None or keep(d)]
-            return heapq.nlargest(limit, items, key=_second)
+            return heapq.nlargest(limit, items, key=_second), lambda doc: max(0.0, get(doc, 0.0))
         dense = np.zeros(self.size, np.float32)
         for fid, qw in query.items():
             ids, weights, n = self.postings[fid]
@@ -266,7 +268,7 @@ class _SparsePostings:
                 break
             want *= 4
         chosen.sort(key=lambda kv: (-kv[1], kv[0]))
-        return chosen[:limit]
+        return chosen[:limit], lambda doc: max(0.0, float(dense[doc])) if doc < dense.shape[0] else 0.0
 
     def similarity(self, query: Mapping[int, float], doc: int) -> float:
         vector = self.vectors.get(doc)
@@ -372,7 +374,7 @@ class PathIndex:
         self._step_docs_at: dict[int, list[int]] = {}
         self._tag_slots: dict[str, set[int]] = {}
         self._group_slots: dict[tuple, set[int]] = {}
-        self._name_groups: dict[str, set[tuple]] = {}
+        self._name_groups: dict[str, dict[tuple, None]] = {}   # ordered sets, oldest first
         self._replaced_by: dict[str, set[str]] = {}
         # Step-name profiles for placing steps in a request: word counts per name and overall.
         self._name_word: dict[str, Counter] = {}
@@ -496,7 +498,10 @@ class PathIndex:
         if not group:
             del self._group_slots[record.signature]
             for name in set(record.step_names):
-                self._discard(self._name_groups, name, record.signature)
+                groups = self._name_groups[name]
+                del groups[record.signature]
+                if not groups:
+                    del self._name_groups[name]
         if record.replaces is not None:
             self._discard(self._replaced_by, record.replaces, record.id)
         self._count_step_words(record, -1)
@@ -545,7 +550,7 @@ class PathIndex:
                 self._tag_slots.setdefault(tag, set()).add(slot)
             self._group_slots.setdefault(record.signature, set()).add(slot)
             for name in set(record.step_names):
-                self._name_groups.setdefault(name, set()).add(record.signature)
+                self._name_groups.setdefault(name, {})[record.signature] = None
             if record.replaces is not None:
                 self._replaced_by.setdefault(record.replaces, set()).add(record.id)
             self._count_step_words(record, +1)
@@ -603,29 +608,34 @@ class PathIndex:
 
     # -- graph expansion -----------------------------------------------------------------------
 
-    def shared_step_expander(self, hops: int = 2, *, per_step: int = 50) -> Expander:
-        """An :data:`Expander` over the index's own path–step graph: from each entry path to its
-        step names (one hop) and on to paths with other structures that use them (two hops).
+    def shared_step_expander(self, hops: int = 2, *, entries: int = 10, per_step: int = 50) -> Expander:
+        """An :data:`Expander` over the index's own path–step graph: from the ``entries`` best
+        entry paths to their step names (one hop) and on to paths with *other* structures that
+        use them (two hops); ``hops=4`` walks once more from those.
 
-        It adds one path per structure (the newest), ``per_step`` structures per step name at
-        most. The memory graph's own walk (``parent_of``/``before``/``replaces``) plugs in the
-        same way once paths are stored there.
+        It adds one path per structure (the newest), at most ``per_step`` structures per step
+        name (the oldest first, so the walk is deterministic). The memory graph's own walk
+        (``parent_of``/``before``/``replaces`` edges) plugs into ``locate`` the same way once
+        paths are stored there.
         """
 
         def expand(entry_ids: Sequence[str]) -> list[str]:
-            frontier = [i for i in entry_ids if i in self._records]
+            frontier = [i for i in entry_ids[:entries] if i in self._records]
             seen_groups = {self._records[i].signature for i in frontier}
             found: list[str] = []
             for _ in range(max(0, hops) // 2):
-                names = {n for i in frontier for n in self._records[i].step_names}
+                names: dict[str, None] = {}
+                for path_id in frontier:
+                    names.update(dict.fromkeys(self._records[path_id].step_names))
                 next_frontier = []
-                for name in sorted(names):
-                    groups = sorted(self._name_groups.get(name, ()), key=repr)[:per_step]
-                    for group in groups:
+                for name in names:
+                    for count, group in enumerate(self._name_groups.get(name, ())):
+                        if count >= per_step:
+                            break
                         if group in seen_groups:
                             continue
                         seen_groups.add(group)
-                        newest = max(self._group_slots[group], key=lambda s: self._seq_at[s])
+                        newest = max(self._group_slots[group], key=self._seq_at.__getitem__)
                         next_frontier.append(self._record_at[newest].id)
                 found.extend(next_frontier)
                 frontier = next_frontier
@@ -681,12 +691,14 @@ class PathIndex:
         recalled = Counter()
         similarity: dict[int, float] = {}
         query_vector: Any = None
+        # Candidates that other channels bring still need their text similarity.
+        exact: Callable[[int], float] = lambda slot: self._exact_similarity(query_vector, slot)
         keep = eligible if (excluded or (scenario is not None and not cross_scenario)) else None
         if text.strip() and len(self._text):
             raw = self.embedder.embed_query(text)
             query_vector = self._text.query_vector(raw)
             if isinstance(self._text, _SparsePostings):
-                best = self._text.search(query_vector, cfg.recall_paths, keep)
+                best, exact = self._text.search(query_vector, cfg.recall_paths, keep)
             else:
                 hits = self._text.top(query_vector, cfg.recall_paths + len(excluded))
                 best = heapq.nlargest(cfg.recall_paths,
@@ -702,7 +714,7 @@ class PathIndex:
             step_query = self._steps.query_vector(self._lexical.features(text))
             owner = self._step_owner
             step_keep = None if keep is None else (lambda d: keep(owner[d][0]))
-            best_steps = self._steps.search(step_query, cfg.recall_steps, step_keep)
+            best_steps, _ = self._steps.search(step_query, cfg.recall_steps, step_keep)
             added = 0
             for doc, value in best_steps:
                 if value <= 0:
@@ -711,7 +723,7 @@ class PathIndex:
                 if value > step_evidence.get(name, 0.0):
                     step_evidence[name] = value
                 if slot not in similarity:
-                    similarity[slot] = self._exact_similarity(query_vector, slot)
+                    similarity[slot] = exact(slot)
                     added += 1
             recalled["entry_steps"] = len(best_steps)
             recalled["from_steps"] = added
@@ -728,7 +740,7 @@ class PathIndex:
                 newest = sorted(tagged, key=lambda s: -self._seq_at[s])[: max(cfg.recall_paths, 1)]
                 for slot in newest:
                     if slot not in similarity:
-                        similarity[slot] = self._exact_similarity(query_vector, slot)
+                        similarity[slot] = exact(slot)
                         recalled["from_tags"] += 1
 
         if expand is not None and similarity:
@@ -738,7 +750,7 @@ class PathIndex:
                 slot = self._slot_of.get(path_id)
                 if slot is None or slot in similarity or (keep is not None and not keep(slot)):
                     continue
-                similarity[slot] = self._exact_similarity(query_vector, slot)
+                similarity[slot] = exact(slot)
                 added += 1
                 if added >= cfg.expand_limit:
                     break

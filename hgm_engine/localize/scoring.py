@@ -44,7 +44,7 @@ only when nothing else is.
 >>> components = {"text": 0.8, "support": 0.5, "steps": 0.6, "structure": 1.0, "tags": 0.0,
 ...               "completeness": 1.0, "reward": 1.0, "freshness": 1.0}
 >>> round(combine(components, "active", cfg), 3)
-0.594
+0.64
 >>> combine(components, "superseded", cfg) < combine(components, "active", cfg)
 True
 """
