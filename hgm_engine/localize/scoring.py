@@ -77,9 +77,12 @@ class ScoreConfig:
     """Weights and knobs of the score and of candidate recall.
 
     The defaults were tuned by leave-one-out on the *memory* side of the UltraTool split
-    (each stored request located against the others) with the default embedder, never on
-    held-out requests; ``DENSE_SCORE_CONFIG`` is the same for sentence-embedding models,
-    whose cosines are bunched closer to 1.
+    (600 stored requests, each located against the others) with the default embedder, one
+    knob at a time, never on held-out requests (``bench/localize/run.py --tune hashed``
+    reruns the grid). ``DENSE_SCORE_CONFIG`` differs only in how supporters aggregate: the
+    cosines of sentence-embedding models are bunched closer to 1, so a higher power and more
+    supporters separate them (chosen the same way, in the exploratory memory-side runs).
+    Versions multiply the score; ``use_*`` and ``merge`` switch parts off (the ablations).
     """
 
     w_text: float = 2.0
