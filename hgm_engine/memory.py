@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 from .constraints import ConstraintChecker, UserConstraint
 from .errors import GraphFileError, HGMError, Problem
 from .executor import DEFAULT_LIMITS
-from .graph import MemoryGraph, Node
+from .graph import MemoryGraph, Node, bulk_allocation
 from .history import Commit, historical_view, net_changes
 from .overlay import Change, GraphOverlay, apply_changes
 from .propagate import RuleEngine
@@ -170,7 +170,9 @@ class Memory:
         except OSError as exc:
             raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
         memory = cls(schema)
-        memory.load(parse_graph_text(text, str(path)), reason=f"load {path.name}")
+        with bulk_allocation():  # parsing a big file allocates millions of objects that stay
+            doc = parse_graph_text(text, str(path))
+        memory.load(doc, reason=f"load {path.name}")
         return memory
 
     @classmethod
@@ -752,7 +754,8 @@ class Memory:
 
     def _genesis(self, doc: Any, author: str | None, reason: str | None) -> TransactionReport:
         graph = graph_from_document(doc, self.schema)
-        violations = self._checker.check_all(graph)
+        with bulk_allocation():
+            violations = self._checker.check_all(graph)
         if violations:
             raise GraphFileError(
                 [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in violations]

@@ -147,6 +147,7 @@ class GraphOverlay:
         self._added_out: dict[str, dict[tuple[str, str, str], Edge]] = {}
         self._added_in: dict[str, dict[tuple[str, str, str], Edge]] = {}
         self._type_ids: dict[str, list[str]] = {}  # merged per-type ids, valid until a change
+        self._type_counts: dict[str, int] = {}
         self._removed_edges: dict[tuple[str, str, str], Edge] = {}
         self._out_touched: set[str] = set()
         self._in_touched: set[str] = set()
@@ -192,6 +193,9 @@ class GraphOverlay:
     def count_of_type(self, node_type: str) -> int:
         if node_type not in self._types_touched:
             return self.base.count_of_type(node_type)
+        cached = self._type_counts.get(node_type)
+        if cached is not None:
+            return cached
         base = self.base.node_map()
         count = self.base.count_of_type(node_type)
         for node_id, node in self._nodes.own_items():
@@ -200,6 +204,7 @@ class GraphOverlay:
                 count -= 1
             if node is not None and node.type == node_type:
                 count += 1
+        self._type_counts[node_type] = count
         return count
 
     def roots(self) -> tuple[str, ...]:
@@ -271,6 +276,7 @@ class GraphOverlay:
         self.version += 1
         self._roots = None
         self._type_ids.clear()
+        self._type_counts.clear()
 
     def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> Node:
         if node_id in self._nodes:

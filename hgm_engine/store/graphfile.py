@@ -19,7 +19,7 @@ import pathlib
 from typing import Any, Iterable
 
 from ..errors import GraphFileError, Problem
-from ..graph import EMPTY_ATTRS, _FLAT, Edge, FrozenDict, MemoryGraph, Node, freeze
+from ..graph import EMPTY_ATTRS, _FLAT, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze
 from ..schema import DEFAULT_SCHEMA, Schema, closest
 
 __all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text"]
@@ -165,10 +165,11 @@ def graph_from_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, *, checked: b
     stops it and :func:`check_document` then describes every problem. ``checked`` is kept
     for callers that validated already (the build checks again at almost no cost)."""
     try:
-        nodes, edges = _payloads(doc, schema)
+        with bulk_allocation():
+            nodes, edges = _payloads(doc, schema)
+            return MemoryGraph.from_payloads(nodes, edges)
     except _Malformed:
         raise GraphFileError(check_document(doc, schema) or [_problem("invalid-document", "malformed", "document")])
-    return MemoryGraph.from_payloads(nodes, edges)
 
 
 class _Malformed(Exception):

@@ -22,7 +22,7 @@ import threading
 from typing import Iterator
 
 from ..errors import Problem
-from ..graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
+from ..graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
 from ..history import (
     Commit,
     commit_from_record,
@@ -104,7 +104,7 @@ class SQLiteStore(Store):
     # -- reading ------------------------------------------------------------------------------
 
     def load_state(self) -> tuple[MemoryGraph, int]:
-        with self._lock:
+        with self._lock, bulk_allocation():
             # One read transaction, so the state and its t agree even while others write.
             self._db.execute("BEGIN")
             try:
