@@ -211,6 +211,19 @@ def markdown(results: dict[str, Any], command: str) -> str:
         "(`../shared/data/taskplan`, read in place).",
         "",
     ]
+    summary = []
+    engine = results.get("ultratool", {}).get("systems", {}).get("hgm")
+    if engine:
+        summary.append(f"| UltraTool test hit@1 (default embedder) | >= 0.45 | {engine['hit@1']:.3f} |")
+        summary.append(f"| UltraTool test hit@5 (default embedder) | >= 0.75 | {engine['hit@5']:.3f} |")
+    for size, target in (("10000", 10), ("100000", 50)):
+        row = results.get("scale", {}).get(size)
+        if row:
+            summary.append(f"| `locate` p95 at {int(size):,} paths | <= {target} ms | {row['p95_ms']} ms "
+                           f"({row['expand_p95_ms']} ms with expansion) |")
+    if summary:
+        lines += ["## Against the targets", "", "| what | target | measured |", "|---|---|---|",
+                  *summary, ""]
     columns = ["hit@1", "hit@5", "hit@10", "mrr@10", "node_f1", "edge_f1", "p50_ms", "p95_ms"]
     for name, title in [("ultratool", "UltraTool — memory: all but `test_ids.chain`; queries: the 500 test ids"),
                         ("tmdb", "TMDB — leave-one-out over the 100 requests")]:
@@ -261,7 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune", default="", help="embedders to run the memory-side tuning grid for (e.g. hashed)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "localize.json"))
     parser.add_argument("--doc", default=str(REPO / "docs" / "localization.md"))
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite --doc from the results already in --out, running nothing")
     args = parser.parse_args(argv)
+    if args.render_only:
+        results = json.loads(pathlib.Path(args.out).read_text(encoding="utf-8"))
+        pathlib.Path(args.doc).write_text(markdown(results, results.get("command", "")), encoding="utf-8")
+        return 0
     root = pathlib.Path(args.data) if args.data else find_taskplan_root(REPO)
     if root is None or not root.is_dir():
         print("task-plan data not found (give --data or set HGM_TASKPLAN_DATA)", file=sys.stderr)
@@ -287,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     if tune:
         results["tuning"] = {name: run_tuning(ultratool, name) for name in tune}
     command = "/work/venv/bin/python bench/localize/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    results["command"] = command.strip()
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
