@@ -43,7 +43,7 @@ def test_the_engine_beats_tfidf_on_tmdb_leave_one_out():
     engine = evaluate.EngineSystem(index, tag_vocabulary=data.tag_vocabulary)
     tfidf = evaluate.TfidfBaseline(data.rows)
     results = evaluate.leave_one_out_protocol(data.rows, {
-        "engine": evaluate.engine_loo(engine, {r.id: r for r in records}),
+        "engine": evaluate.engine_loo(engine),
         "tfidf": lambda row: tfidf.rank(row["user_request"], exclude=[row["id"]]),
     })
     engine_result, tfidf_result = results["engine"], results["tfidf"]

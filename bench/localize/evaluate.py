@@ -21,7 +21,6 @@ import time
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import attrs
 
 from hgm_engine.localize import PathIndex, PathRecord, ScoreConfig, Step
 from hgm_engine.localize.taskplan import TaskPlanData, gold_sequence, suggest_tags
@@ -284,7 +283,7 @@ def leave_one_out_protocol(rows: Sequence[Mapping[str, Any]],
     return results
 
 
-def engine_loo(system: EngineSystem, records_by_id: Mapping[str, PathRecord]) -> Callable:
+def engine_loo(system: EngineSystem) -> Callable:
     """A leave-one-out ranker: take the query's own path out of the index, locate, put it back
     (so the learned IDF and step profiles never see the query either)."""
 

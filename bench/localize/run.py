@@ -123,7 +123,6 @@ def run_ultratool(data, embedders: list[str]) -> dict[str, Any]:
 def run_tmdb(data, embedders: list[str]) -> dict[str, Any]:
     rows = data.rows
     records = data.records(rows)
-    by_id = {r.id: r for r in records}
     systems: dict[str, Callable] = {}
     engines = {}
     for embedder_name in embedders:
@@ -133,7 +132,7 @@ def run_tmdb(data, embedders: list[str]) -> dict[str, Any]:
         variants = engine_variants(index, base, data.tag_vocabulary, prefix,
                                    ablations=embedder_name == "hashed")
         for name, system in variants.items():
-            systems[name] = engine_loo(system, by_id)
+            systems[name] = engine_loo(system)
         engines[prefix] = (index, variants[prefix])
     for name, baseline in [("TF-IDF cosine (request text)", TfidfBaseline(rows)),
                            ("BM25 (request text)", Bm25Baseline(rows)),
@@ -184,11 +183,10 @@ def run_tuning(data, embedder_name: str, sample: int = 600) -> list[dict[str, An
     embedder, base = make_embedder(embedder_name)
     index = PathIndex.from_records(records, embedder=embedder, config=base)
     chosen = random.Random(0).sample(memory, min(sample, len(memory)))
-    by_id = {r.id: r for r in records}
     table = []
     for change in TUNING_GRID:
         system = EngineSystem(index, config=attrs.evolve(base, **change), tag_vocabulary=data.tag_vocabulary)
-        result = leave_one_out_protocol(chosen, {"x": engine_loo(system, by_id)})["x"]
+        result = leave_one_out_protocol(chosen, {"x": engine_loo(system)})["x"]
         table.append({"change": change, "hit@1": round(result["hit@1"], 4), "hit@5": round(result["hit@5"], 4),
                       "mrr@10": round(result["mrr@10"], 4)})
         log(f"tune {embedder_name} {change}: {table[-1]}")

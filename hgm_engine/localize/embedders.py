@@ -32,7 +32,7 @@ import math
 import os
 import re
 import zlib
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from .errors import LocalizationError
 

@@ -29,7 +29,6 @@ replacements. It never touches the network unless the embedder does (the default
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import operator
