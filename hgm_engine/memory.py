@@ -301,6 +301,13 @@ class Memory:
             self._views.popitem(last=False)
         return view
 
+    def _extend_views(self, changes: list[Change]) -> None:
+        """Carry the cached historical views over a commit instead of dropping them."""
+        for t, (_, _, view) in list(self._views.items()):
+            if isinstance(view, GraphOverlay):
+                view.undo_later(changes)
+            self._views[t] = (self._graph.version, self._t, view)
+
     def as_of(self, t: int | str) -> "HistoricalMemory":
         """A read-only memory fixed at ``t`` (or a snapshot name)."""
         return HistoricalMemory(self, self._resolve_t(t))
@@ -832,11 +839,12 @@ class Memory:
         with self._state.writing():
             if any(c.genesis for c in commits):
                 self._graph, self._t = self._store.load_state()
+                self._views.clear()
             else:
                 for commit in commits:
                     apply_changes(self._graph, list(commit.changes))
                     self._t = commit.t
-            self._views.clear()
+                    self._extend_views(list(commit.changes))
         self._sync_rules_and_constraints()
         for commit in commits:
             self._notify(commit)
@@ -940,7 +948,7 @@ class Memory:
             with self._state.writing():
                 apply_changes(self._graph, changes)
                 self._t = t
-                self._views.clear()
+                self._extend_views(changes)
         self._notify(commit)
         return TransactionReport(
             True,

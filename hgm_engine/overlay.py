@@ -384,6 +384,44 @@ class GraphOverlay:
         self._out_cache.pop(target, None)
         self._in_cache.pop(source, None)
 
+    def undo_later(self, changes: list[Change]) -> None:
+        """Keep showing the same earlier state after ``changes`` were applied to the base.
+
+        A historical view pins every node and edge it restores or hides; a later commit only
+        changes what the view shows where nothing is pinned yet, and then it is undone here.
+        Costs the size of ``changes``: a view survives commits instead of being rebuilt.
+        """
+        # What was pinned before this commit stays; within the commit, undoing in reverse
+        # order lets the earliest state of a key (removed, then added again) win.
+        pinned_nodes = set(dict.keys(self._nodes))
+        pinned_edges = set(self._added_edges) | set(self._removed_edges)
+        for change in reversed(changes):
+            kind, before, after = change.kind, change.before, change.after
+            if kind.startswith("edge"):
+                key = (after or before).key
+                self._touch_edges(key[0], key[1])  # the base's edges of both ends changed
+                pinned = key in pinned_edges
+                if kind != "edge_removed":
+                    self._removed_edges[key] = after  # the base now holds ``after``: hide it
+                if kind != "edge_added" and not pinned:  # show the edge as it was before
+                    self._added_edges[key] = before
+                    self._added_out.setdefault(before.source, {})[key] = before
+                    self._added_in.setdefault(before.target, {})[key] = before
+                continue
+            node_id = (after or before).id
+            if node_id in pinned_nodes:
+                continue  # pinned to the earlier state already
+            if kind == "node_added":
+                dict.__setitem__(self._nodes, node_id, None)
+                self._types_touched.add(after.type)
+                self._touch_edges(node_id, node_id)
+            else:  # node_removed or node_updated: show the payload from before
+                dict.__setitem__(self._nodes, node_id, before)
+                self._types_touched.add(before.type)
+                if kind == "node_removed":
+                    self._touch_edges(node_id, node_id)
+        self._changed()
+
     # -- net result ---------------------------------------------------------------------------
 
     def is_empty(self) -> bool:

@@ -156,3 +156,26 @@ def test_refresh_picks_up_constraints_added_by_another_process(store_location):
     assert not second.apply({"ops": [{"op": "add_node", "id": "f", "type": "fact"}]}).committed
     first.close()
     second.close()
+
+
+def test_cached_historical_views_stay_right_across_later_commits():
+    m = Memory()
+    m.apply({"ops": [
+        {"op": "add_node", "id": "g", "type": "goal"},
+        {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"},
+        {"op": "add_node", "id": "b", "type": "action", "parent": "g", "status": "pending"},
+        {"op": "add_edge", "from": "a", "to": "b", "type": "before", "note": "v1"},
+    ]})
+    first = m.t
+    past = m.export(as_of=first)  # builds and caches nothing yet (t is current)
+    m.apply({"ops": [{"op": "update_edge", "from": "a", "to": "b", "type": "before", "set": {"note": "v2"}}]})
+    assert m.export(as_of=first) == past  # view built now, then carried across the next commits
+    m.apply({"ops": [{"op": "delete_edge", "from": "a", "to": "b", "type": "before"}]})
+    m.apply({"ops": [{"op": "add_edge", "from": "a", "to": "b", "type": "before", "note": "v3"}]})
+    m.apply({"ops": [{"op": "delete_node", "id": "b"}, {"op": "add_node", "id": "b", "type": "action", "parent": "g"}]})
+    m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "done"}}]})
+    assert m.export(as_of=first) == past
+    assert m.query("#a.next", as_of=first).ids == ["b"]
+    assert m.query("#a.next").ids == []
+    second = first + 1
+    assert m.export(as_of=second)["edges"][-1]["note"] == "v2"
