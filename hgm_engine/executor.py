@@ -54,6 +54,7 @@ from .plan import (
     SubPlan,
     Truthy,
     TypeScan,
+    ValueScan,
 )
 from .schema import Closure, Hop, Latest, Siblings, Versions
 
@@ -825,6 +826,9 @@ def _source(source, compile_query) -> Callable[[Any], list]:
     if isinstance(source, TypeScan):
         node_type = source.node_type
         return lambda ctx: list(ctx.view.ids_of_type(node_type))
+    if isinstance(source, ValueScan):
+        node_type, attribute, value = source.node_type, source.attribute, source.value
+        return lambda ctx: [node.id for node in ctx.view.nodes_with(node_type, attribute, value)]
     if isinstance(source, Roots):
         return lambda ctx: list(ctx.view.roots())
     if isinstance(source, FocusNode):
@@ -985,6 +989,15 @@ def _scan_filter(path: PathPlan, compile_path) -> Callable | None:
             return scan(ctx.view.nodes_of_type(node_type), ctx)
 
         return scan_type
+    if isinstance(path.source, ValueScan):
+        node_type, attribute, value = path.source.node_type, path.source.attribute, path.source.value
+
+        def scan_values(ctx):
+            payloads = ctx.view.nodes_with(node_type, attribute, value)
+            ctx.charge(len(payloads))
+            return scan(payloads, ctx)
+
+        return scan_values
     if isinstance(path.source, AllNodes):
 
         def scan_all(ctx):

@@ -224,6 +224,9 @@ class MemoryGraph:
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
         self._roots: tuple[str, ...] | None = None
+        # (type, attribute) -> string value -> id -> payload; built on first use, then kept.
+        self._values: dict[tuple[str, str], dict[str, dict[str, Node]]] = {}
+        self._unsorted: set[tuple[str, str, str]] = set()  # buckets whose order needs a sort
         self._node_seq = 0
         self._edge_seq = 0
         self.version = 0  # bumped by every change; caches compare it
@@ -304,6 +307,55 @@ class MemoryGraph:
 
     def count_of_type(self, node_type: str) -> int:
         return len(self._by_type.get(node_type, ()))
+
+    def nodes_with(self, node_type: str, attribute: str, value: str) -> Iterable[Node]:
+        """Payloads of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
+        in creation order (a value index per type and attribute, built on first use).
+
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "failed"})], [])
+        >>> [n.id for n in g.nodes_with("action", "status", "failed")]
+        ['b']
+        """
+        key = (node_type, attribute)
+        buckets = self._values.get(key)
+        if buckets is None:
+            buckets = self._values[key] = {}
+            for node in self._by_type.get(node_type, {}).values():
+                found = node.attrs.get(attribute)
+                if type(found) is str:
+                    buckets.setdefault(found, {})[node.id] = node
+        bucket = buckets.get(value)
+        if bucket is None:
+            return ()
+        if (node_type, attribute, value) in self._unsorted:
+            ordered = dict(sorted(bucket.items(), key=lambda item: item[1].seq))
+            buckets[value] = bucket = ordered
+            self._unsorted.discard((node_type, attribute, value))
+        return bucket.values()
+
+    def _index_values(self, old: Node | None, new: Node | None) -> None:
+        """Keep the built value indexes in step with one node's change."""
+        if not self._values:
+            return
+        node = new if new is not None else old
+        for (node_type, attribute), buckets in self._values.items():
+            if node_type != node.type:
+                continue
+            before = old.attrs.get(attribute) if old is not None else None
+            after = new.attrs.get(attribute) if new is not None else None
+            if type(before) is str and (before != after or new is None):
+                bucket = buckets.get(before)
+                if bucket is not None:
+                    bucket.pop(node.id, None)
+            if type(after) is str:
+                bucket = buckets.setdefault(after, {})
+                if node.id in bucket:
+                    bucket[node.id] = new  # same value, new payload: the position stays
+                    continue
+                last = next(reversed(bucket.values()), None)
+                bucket[node.id] = new
+                if last is not None and last.seq > new.seq:
+                    self._unsorted.add((node_type, attribute, after))
 
     def edge(self, source: str, target: str, edge_type: str) -> Edge | None:
         index = self._edge_index.get((source, target, edge_type))
@@ -388,6 +440,7 @@ class MemoryGraph:
         self._index[node_id] = self._rx.add_node(node)
         self._nodes[node_id] = node
         self._by_type.setdefault(node_type, {})[node_id] = node
+        self._index_values(None, node)
         if node_type == "goal":
             self._roots = None
         self.version += 1
@@ -401,6 +454,7 @@ class MemoryGraph:
         self._index[node.id] = self._rx.add_node(node)
         self._nodes[node.id] = node
         self._by_type.setdefault(node.type, {})[node.id] = node
+        self._index_values(None, node)
         if node.type == "goal":
             self._roots = None
         self.version += 1
@@ -412,6 +466,7 @@ class MemoryGraph:
         self._rx[self._index[node_id]] = node
         self._nodes[node_id] = node
         self._by_type[node.type][node_id] = node
+        self._index_values(old, node)
         self.version += 1
         return node
 
@@ -423,6 +478,7 @@ class MemoryGraph:
         self._rx[self._index[node.id]] = node
         self._nodes[node.id] = node
         self._by_type[node.type][node.id] = node
+        self._index_values(old, node)
         self.version += 1
 
     def remove_node(self, node_id: str) -> list[Edge]:
@@ -434,6 +490,7 @@ class MemoryGraph:
         self._rx.remove_node(self._index.pop(node_id))
         del self._nodes[node_id]
         del self._by_type[node.type][node_id]
+        self._index_values(node, None)
         self._out.pop(node_id, None)
         self._in.pop(node_id, None)
         if node.type == "goal":

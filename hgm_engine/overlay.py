@@ -190,6 +190,12 @@ class GraphOverlay:
         nodes = self._nodes
         return [nodes[node_id] for node_id in self.ids_of_type(node_type)]
 
+    def nodes_with(self, node_type: str, attribute: str, value: str) -> list[Node]:
+        """Nodes of ``node_type`` whose ``attribute`` is ``value`` (scans; views are small-lived)."""
+        if node_type not in self._types_touched:
+            return list(self.base.nodes_with(node_type, attribute, value))
+        return [node for node in self.nodes_of_type(node_type) if node.attrs.get(attribute) == value]
+
     def count_of_type(self, node_type: str) -> int:
         if node_type not in self._types_touched:
             return self.base.count_of_type(node_type)

@@ -33,6 +33,7 @@ __all__ = [
     "PathPlan",
     "AllNodes",
     "TypeScan",
+    "ValueScan",
     "Roots",
     "FocusNode",
     "CurrentGoal",
@@ -73,6 +74,15 @@ class TypeScan:
 
 
 @attrs.frozen
+class ValueScan:
+    """The nodes of a type whose attribute holds a string value, from the value index."""
+
+    node_type: str
+    attribute: str
+    value: str
+
+
+@attrs.frozen
 class Roots:
     pass
 
@@ -104,7 +114,7 @@ class SubPlan:
     plan: "QueryPlan"
 
 
-Source = Union[AllNodes, TypeScan, Roots, FocusNode, CurrentGoal, IdLookup, ParamNodes, SubPlan]
+Source = Union[AllNodes, TypeScan, ValueScan, Roots, FocusNode, CurrentGoal, IdLookup, ParamNodes, SubPlan]
 
 
 # -- condition expressions --------------------------------------------------------------
@@ -412,6 +422,8 @@ def _describe_source(source: Source) -> str:
         return "scan all nodes"
     if isinstance(source, TypeScan):
         return f"scan type index {source.node_type!r}"
+    if isinstance(source, ValueScan):
+        return f"scan value index {source.node_type!r}.{source.attribute} = {source.value!r}"
     if isinstance(source, Roots):
         return "roots (goals without a parent)"
     if isinstance(source, FocusNode):

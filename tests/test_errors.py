@@ -115,7 +115,7 @@ def test_work_limit_counts_scanned_and_started_nodes():
     nodes = [{"id": f"f{i}", "type": "fact"} for i in range(30)]
     memory = Memory.from_document({"format": "hgm-graph/1", "nodes": nodes, "edges": []})
     memory.limits = Limits(max_work=10)
-    for expr in ("nodes", "nodes.where(type = 'fact', content = 'x')", "nodes.where(has(content))"):
+    for expr in ("nodes", "nodes.where(type = 'fact', content != 'x')", "nodes.where(has(content))"):
         with pytest.raises(QueryExecutionError) as caught:
             memory.query(expr)
         assert caught.value.category == "limit-exceeded"

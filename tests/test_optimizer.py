@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from hgm_engine.executor import build
 from hgm_engine.graph import MemoryGraph
-from hgm_engine.plan import IdLookup, Navigate, TypeScan
+from hgm_engine.plan import IdLookup, Navigate, TypeScan, ValueScan
 from hgm_engine.query import compile_uncached
 from hgm_engine.schema import NODE_TYPES
 
@@ -22,10 +22,18 @@ def test_id_start_becomes_a_direct_lookup():
 
 
 def test_type_filter_on_all_nodes_uses_the_type_index():
-    q = compile_uncached("nodes.where(status = 'done', type = 'fact')")
+    q = compile_uncached("nodes.where(confidence > 0.5, type = 'fact')")
     branch = q.optimized_plan.branches[0]
     assert branch.source == TypeScan("fact")
-    assert len(branch.ops) == 1  # the status filter stays
+    assert len(branch.ops) == 1  # the confidence filter stays
+
+
+def test_a_string_equality_on_a_type_scan_uses_the_value_index():
+    q = compile_uncached("nodes.where(type = 'action', status = 'failed', priority >= 4)")
+    branch = q.optimized_plan.branches[0]
+    assert branch.source == ValueScan("action", "status", "failed")
+    assert len(branch.ops) == 1  # the priority filter stays
+    assert compile_uncached("nodes.where(type = 'action', priority = 4)").optimized_plan.branches[0].source == TypeScan("action")
 
 
 def test_type_filter_is_pushed_into_a_single_hop():
@@ -61,7 +69,8 @@ def graphs(draw):
     return g
 
 
-STARTS = ["root", "nodes", "#n0", "goal#n1", "action#n2", "(#n0 | #n3)"]
+STARTS = ["root", "nodes", "#n0", "goal#n1", "action#n2", "(#n0 | #n3)",
+          "nodes.where(type = 'action', status = 'pending')", "nodes.where(status = 'done', type = 'goal')"]
 NAV = ["children", "parent", "subgoals", "actions", "descendants", "ancestors", "siblings", "next",
        "related", "related_facts", "latest", "versions", "out()", "in(parent_of)", "both(related_to)",
        "children{0,2}", "sources{1,}"]

@@ -25,10 +25,11 @@ from ..plan import (
     SubPlan,
     Truthy,
     TypeScan,
+    ValueScan,
 )
 from ..schema import Hop
 
-__all__ = ["optimize", "RULES", "id_lookup", "type_index", "type_pushdown"]
+__all__ = ["optimize", "RULES", "id_lookup", "type_index", "value_index", "type_pushdown"]
 
 
 def _conjuncts(condition) -> tuple:
@@ -95,6 +96,28 @@ def type_index(path: PathPlan) -> PathPlan | None:
     return _with_filter(path, TypeScan(node_type.value), remaining)
 
 
+def value_index(path: PathPlan) -> PathPlan | None:
+    """``type scan → where(attr = 'text', ...)`` → the nodes of the type with that value, from
+    the value index (strings only: an equality with a string matches strings only)."""
+    if not isinstance(path.source, TypeScan) or not path.ops or not isinstance(path.ops[0], Filter):
+        return None
+    conjuncts = _conjuncts(path.ops[0].condition)
+    for position, conjunct in enumerate(conjuncts):
+        if not (isinstance(conjunct, Cmp) and conjunct.op == "="):
+            continue
+        for attr_side, value_side in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
+            if (
+                isinstance(attr_side, Attr)
+                and attr_side.name not in ("id", "type")
+                and isinstance(value_side, Const)
+                and type(value_side.value) is str
+            ):
+                remaining = list(conjuncts[:position]) + list(conjuncts[position + 1 :])
+                source = ValueScan(path.source.node_type, attr_side.name, value_side.value)
+                return _with_filter(path, source, remaining)
+    return None
+
+
 def type_pushdown(path: PathPlan) -> PathPlan | None:
     """``.hop.where(type = T, ...)`` → the hop only follows edges to nodes of type T."""
     changed = False
@@ -118,6 +141,7 @@ def type_pushdown(path: PathPlan) -> PathPlan | None:
 RULES: tuple[tuple[str, Callable[[PathPlan], PathPlan | None]], ...] = (
     ("id_lookup", id_lookup),
     ("type_index", type_index),
+    ("value_index", value_index),
     ("type_pushdown", type_pushdown),
 )
 
