@@ -710,6 +710,53 @@ def _single_hop_step(relation: Hop) -> Callable | None:
     return step
 
 
+def _generated_per_source(relation: Hop, predicates: tuple, compile_path) -> Callable | None:
+    """A one-type hop whose per-source predicates are filters followed by at most one index or
+    slice, generated as one function: the type test, the conditions and the pick run inline
+    for each source's targets (no call per source beyond the adjacency lookup)."""
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+        return None
+    filters = [p for p in predicates if isinstance(p, Filter)]
+    positional = [p for p in predicates if not isinstance(p, Filter)]
+    if len(positional) > 1 or (positional and predicates[-1] is not positional[0]):
+        return None
+    generator = _Generator(compile_path)
+    tests = [generator.expression(f.condition) for f in filters]
+    if relation.node_type is not None:
+        tests.insert(0, f"n.type == {generator.constant(relation.node_type)}")
+    keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
+    pick = ""
+    if positional:
+        op = positional[0]
+        if isinstance(op, Index):
+            pick = "[-1:]" if op.index == -1 else f"[{op.index}:{op.index + 1}]"
+        else:
+            low = "" if op.lower is None else str(op.lower)
+            high = "" if op.upper is None else str(op.upper)
+            pick = f"[{low}:{high}]"
+    adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
+    edge_type = generator.constant(relation.edge_types[0])
+    chosen = f"[t for t in targets if {keep}]" if keep else "list(targets)"
+    source = (
+        "def _step(ids, ctx):\n"
+        f"    adjacency = {adjacency}\n"
+        "    nodes = ctx.nodes\n"
+        "    out = []\n"
+        "    extend = out.extend\n"
+        "    scanned = 0\n"
+        "    for s in ids:\n"
+        f"        targets = adjacency(s).by_type.get({edge_type}, ())\n"
+        "        if targets:\n"
+        "            scanned += len(targets)\n"
+        f"            extend({chosen}{pick})\n"
+        "    if len(ids) > 1:\n"
+        "        out = list(dict.fromkeys(out))\n"
+        "    ctx.charge(scanned)\n"
+        "    return out\n"
+    )
+    return generator._define(source, "_step")
+
+
 def _single_hop_per_source(relation: Hop, predicates: list[Callable]) -> Callable | None:
     """A one-type hop whose predicates apply to each source's targets, in one loop."""
     if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
@@ -740,21 +787,27 @@ def _single_hop_per_source(relation: Hop, predicates: list[Callable]) -> Callabl
 
 def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
     plain, traced_expand = _navigation(op)
-    predicates = [_list_op(p, compile_path) for p in op.predicates]
-    fast_predicates = [fast for fast, _ in predicates]
-    traced_predicates = [traced for _, traced in predicates]
-
     single = _single_hop_step(op.relation) if isinstance(op.relation, Hop) and op.repeat is None else None
-    per_source_single = (
-        _single_hop_per_source(op.relation, fast_predicates)
-        if isinstance(op.relation, Hop) and op.repeat is None and fast_predicates
-        else None
-    )
-    if not fast_predicates and single is not None:
+    per_source_single = None
+    if isinstance(op.relation, Hop) and op.repeat is None and op.predicates:
+        per_source_single = _generated_per_source(op.relation, op.predicates, compile_path)
+    # The per-predicate closures are built only when something uses them (compiling a query
+    # must stay cheap): the general fast path, or traced mode for .paths().
+    built: list = []
+
+    def predicate_pairs() -> list:
+        if not built:
+            built.append([_list_op(p, compile_path) for p in op.predicates])
+        return built[0]
+
+    fast_predicates = [] if per_source_single is not None or not op.predicates else [f for f, _ in predicate_pairs()]
+    if per_source_single is None and isinstance(op.relation, Hop) and op.repeat is None and fast_predicates:
+        per_source_single = _single_hop_per_source(op.relation, fast_predicates)
+    if not op.predicates and single is not None:
         fast = single
     elif per_source_single is not None:
         fast = per_source_single
-    elif not fast_predicates:
+    elif not op.predicates:
 
         def fast(ids, ctx):
             if len(ids) == 1:
@@ -778,6 +831,7 @@ def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
             return out
 
     def traced(items, ctx):
+        traced_predicates = [t for _, t in predicate_pairs()] if op.predicates else []
         out: dict[str, tuple] = {}
         for node_id, walk in items:
             outputs = traced_expand(node_id, ctx)
