@@ -197,26 +197,56 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], list[Edge]]:
     if type(raw_nodes) is not list or type(raw_edges) is not list:
         raise _Malformed
     node_types, edge_types = set(schema.node_types), set(schema.edge_types)
+    # The loops below run once per record of files with millions of them: everything they
+    # call is bound to a local name and the common cases (flat attributes, attribute-less
+    # edges) take the shortest path.
     seen: set[str] = set()
+    add_seen = seen.add
+    delete = dict.__delitem__
+    flat = _FLAT
     nodes = []
+    append = nodes.append
     for seq, record in enumerate(raw_nodes, start=1):
         if type(record) is not dict:
             raise _Malformed
-        node_id, node_type = record.get("id"), record.get("type")
+        node_id = record.get("id")
+        node_type = record.get("type")
         if type(node_id) is not str or not node_id or node_type not in node_types or node_id in seen:
             raise _Malformed
-        seen.add(node_id)
-        nodes.append(Node(node_id, node_type, _attributes(record, _NODE_RESERVED), seq))
+        add_seen(node_id)
+        if len(record) == 2:
+            attributes = EMPTY_ATTRS
+        else:
+            attributes = FrozenDict(record)
+            delete(attributes, "id")
+            delete(attributes, "type")
+            if not set(map(type, attributes.values())) <= flat:
+                attributes = freeze(dict(attributes))
+        append(Node(node_id, node_type, attributes, seq))
     edges = []
+    append = edges.append
     seen_edges: set[tuple] = set()
+    add_edge = seen_edges.add
     for seq, record in enumerate(raw_edges, start=1):
         if type(record) is not dict:
             raise _Malformed
-        key = (record.get("from"), record.get("to"), record.get("type"))
-        if key[0] not in seen or key[1] not in seen or key[2] not in edge_types or key in seen_edges:
+        source = record.get("from")
+        target = record.get("to")
+        edge_type = record.get("type")
+        key = (source, target, edge_type)
+        if source not in seen or target not in seen or edge_type not in edge_types or key in seen_edges:
             raise _Malformed
-        seen_edges.add(key)
-        edges.append(Edge(key[0], key[1], key[2], _attributes(record, _EDGE_RESERVED), seq))
+        add_edge(key)
+        if len(record) == 3:
+            attributes = EMPTY_ATTRS
+        else:
+            attributes = FrozenDict(record)
+            delete(attributes, "from")
+            delete(attributes, "to")
+            delete(attributes, "type")
+            if not set(map(type, attributes.values())) <= flat:
+                attributes = freeze(dict(attributes))
+        append(Edge(source, target, edge_type, attributes, seq))
     return nodes, edges
 
 
