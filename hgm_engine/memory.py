@@ -926,10 +926,10 @@ class Memory:
                 changes = overlay.changes()
                 self._check_conflict(base_t, overlay, ctx, changes)
                 violations = self._checker.check(overlay, changes, ctx.violations + orphan_violations(overlay, ctx))
-                if violations or dry_run:
+                def report(t: int | None) -> TransactionReport:
                     return TransactionReport(
-                        False,
-                        None,
+                        t is not None,
+                        t,
                         base_t,
                         author,
                         reason,
@@ -941,6 +941,9 @@ class Memory:
                         created=tuple(created),
                         cleared=tuple(ctx.cleared),
                     )
+
+                if violations or dry_run:
+                    return report(None)
                 t = self._t + 1
                 commit = Commit(t, author, reason, base_t, time.time(), tuple(changes), tuple(fired), tuple(dirtied), kind=kind)
                 self._store.append(commit)
@@ -950,19 +953,7 @@ class Memory:
                 self._t = t
                 self._extend_views(changes)
         self._notify(commit)
-        return TransactionReport(
-            True,
-            t,
-            base_t,
-            author,
-            reason,
-            tuple(changes),
-            tuple(fired),
-            tuple(dirtied),
-            (),
-            created=tuple(created),
-            cleared=tuple(ctx.cleared),
-        )
+        return report(t)
 
     # -- listeners ----------------------------------------------------------------------------
 

@@ -197,13 +197,10 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], list[Edge]]:
     if type(raw_nodes) is not list or type(raw_edges) is not list:
         raise _Malformed
     node_types, edge_types = set(schema.node_types), set(schema.edge_types)
-    # The loops below run once per record of files with millions of them: everything they
-    # call is bound to a local name and the common cases (flat attributes, attribute-less
-    # edges) take the shortest path.
+    # The loops below run once per record of files with millions of them: what they call
+    # is bound to a local name.
     seen: set[str] = set()
     add_seen = seen.add
-    delete = dict.__delitem__
-    flat = _FLAT
     nodes = []
     append = nodes.append
     for seq, record in enumerate(raw_nodes, start=1):
@@ -214,15 +211,7 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], list[Edge]]:
         if type(node_id) is not str or not node_id or node_type not in node_types or node_id in seen:
             raise _Malformed
         add_seen(node_id)
-        if len(record) == 2:
-            attributes = EMPTY_ATTRS
-        else:
-            attributes = FrozenDict(record)
-            delete(attributes, "id")
-            delete(attributes, "type")
-            if not set(map(type, attributes.values())) <= flat:
-                attributes = freeze(dict(attributes))
-        append(Node(node_id, node_type, attributes, seq))
+        append(Node(node_id, node_type, _attributes(record, _NODE_RESERVED), seq))
     edges = []
     append = edges.append
     seen_edges: set[tuple] = set()
@@ -237,16 +226,7 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], list[Edge]]:
         if source not in seen or target not in seen or edge_type not in edge_types or key in seen_edges:
             raise _Malformed
         add_edge(key)
-        if len(record) == 3:
-            attributes = EMPTY_ATTRS
-        else:
-            attributes = FrozenDict(record)
-            delete(attributes, "from")
-            delete(attributes, "to")
-            delete(attributes, "type")
-            if not set(map(type, attributes.values())) <= flat:
-                attributes = freeze(dict(attributes))
-        append(Edge(source, target, edge_type, attributes, seq))
+        append(Edge(source, target, edge_type, _attributes(record, _EDGE_RESERVED), seq))
     return nodes, edges
 
 
