@@ -468,6 +468,19 @@ def _hop(relation: Hop) -> Callable:
                 return ctx.in_adj(node_id).by_type.get(edge_type, ())
 
         expand = single
+    elif edge_types is not None and len(edge_types) == 1:
+        edge_type = edge_types[0]
+
+        def both_single(node_id, ctx):
+            outgoing = ctx.out_adj(node_id).by_type.get(edge_type, ())
+            incoming = ctx.in_adj(node_id).by_type.get(edge_type, ())
+            if not incoming:
+                return outgoing
+            if not outgoing:
+                return incoming
+            return list(dict.fromkeys((*outgoing, *incoming)))
+
+        expand = both_single
     else:
         wanted = None if edge_types is None else frozenset(edge_types)
 
@@ -687,20 +700,27 @@ def _list_op(op, compile_path) -> tuple[Callable, Callable]:
 
 def _single_hop_step(relation: Hop) -> Callable | None:
     """The whole-list step for a one-type hop: one loop, no call per node but the lookup."""
-    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+    if relation.edge_types is None or len(relation.edge_types) != 1:
         return None
-    edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
+    edge_type, node_type, direction = relation.edge_types[0], relation.node_type, relation.direction
 
     def step(ids, ctx):
-        adjacency = ctx.out_adj if outgoing else ctx.in_adj
-        if len(ids) == 1:
-            out = list(adjacency(ids[0]).by_type.get(edge_type, ()))
-        else:
-            out = []
-            extend = out.extend
+        out: list = []
+        extend = out.extend
+        if direction == "both":  # per source: outgoing then incoming (spec §2.2), then deduplicated
+            out_adj, in_adj = ctx.out_adj, ctx.in_adj
             for node_id in ids:
-                extend(adjacency(node_id).by_type.get(edge_type, ()))
+                extend(out_adj(node_id).by_type.get(edge_type, ()))
+                extend(in_adj(node_id).by_type.get(edge_type, ()))
             out = list(dict.fromkeys(out))
+        else:
+            adjacency = ctx.out_adj if direction == "out" else ctx.in_adj
+            if len(ids) == 1:
+                extend(adjacency(ids[0]).by_type.get(edge_type, ()))
+            else:
+                for node_id in ids:
+                    extend(adjacency(node_id).by_type.get(edge_type, ()))
+                out = list(dict.fromkeys(out))
         if node_type is not None:
             nodes = ctx.nodes
             out = [other for other in out if nodes[other].type == node_type]

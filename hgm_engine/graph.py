@@ -224,6 +224,9 @@ class MemoryGraph:
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
         self._roots: tuple[str, ...] | None = None
+        # The root goals as a set, kept up to date by every change once computed (None: not
+        # yet); ``_roots`` is its creation-ordered tuple, rebuilt from the set when needed.
+        self._root_ids: set[str] | None = None
         # (type, attribute) -> string value -> id -> payload; built on first use, then kept.
         self._values: dict[tuple[str, str], dict[str, dict[str, Node]]] = {}
         self._unsorted: set[tuple[str, str, str]] = set()  # buckets whose order needs a sort
@@ -423,11 +426,27 @@ class MemoryGraph:
     def roots(self) -> tuple[str, ...]:
         """Goals with no incoming ``parent_of`` edge, in creation order."""
         if self._roots is None:
-            in_ids = self.in_ids
-            self._roots = tuple(
-                node_id for node_id in self.ids_of_type("goal") if not in_ids(node_id, "parent_of")
-            )
+            if self._root_ids is None:
+                in_ids = self.in_ids
+                self._roots = tuple(
+                    node_id for node_id in self.ids_of_type("goal") if not in_ids(node_id, "parent_of")
+                )
+                self._root_ids = set(self._roots)
+            else:  # a commit changed a few roots: order the set, do not scan every goal
+                nodes = self._nodes
+                self._roots = tuple(sorted(self._root_ids, key=lambda node_id: nodes[node_id].seq))
         return self._roots
+
+    def _recheck_root(self, node_id: str) -> None:
+        """``node_id``'s incoming ``parent_of`` edges or existence changed: is it a root now?"""
+        self._roots = None
+        if self._root_ids is None:
+            return
+        node = self._nodes.get(node_id)
+        if node is not None and node.type == "goal" and not self.in_ids(node_id, "parent_of"):
+            self._root_ids.add(node_id)
+        else:
+            self._root_ids.discard(node_id)
 
     # -- changing -----------------------------------------------------------------------
 
@@ -442,7 +461,7 @@ class MemoryGraph:
         self._by_type.setdefault(node_type, {})[node_id] = node
         self._index_values(None, node)
         if node_type == "goal":
-            self._roots = None
+            self._recheck_root(node_id)
         self.version += 1
         return node
 
@@ -456,7 +475,7 @@ class MemoryGraph:
         self._by_type.setdefault(node.type, {})[node.id] = node
         self._index_values(None, node)
         if node.type == "goal":
-            self._roots = None
+            self._recheck_root(node.id)
         self.version += 1
 
     def set_node_attrs(self, node_id: str, attributes: Mapping[str, Any]) -> Node:
@@ -494,7 +513,7 @@ class MemoryGraph:
         self._out.pop(node_id, None)
         self._in.pop(node_id, None)
         if node.type == "goal":
-            self._roots = None
+            self._recheck_root(node_id)
         self.version += 1
         return removed
 
@@ -553,7 +572,7 @@ class MemoryGraph:
         self._out.pop(source, None)
         self._in.pop(target, None)
         if edge_type == "parent_of":
-            self._roots = None
+            self._recheck_root(target)
 
     # -- whole-graph --------------------------------------------------------------------
 

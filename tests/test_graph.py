@@ -101,3 +101,44 @@ def test_removing_a_node_removes_its_edges_and_index_entries():
     assert g.in_ids("b", "before") == ()
     assert list(g.ids_of_type("action")) == ["b", "c"]
     assert g.edge_count == 2
+
+
+# -- the root goals are kept up to date by every change (not recomputed by a scan) ----------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+def _roots_by_scan(graph: MemoryGraph) -> tuple[str, ...]:
+    return tuple(
+        node.id for node in graph.nodes() if node.type == "goal" and not graph.in_ids(node.id, "parent_of")
+    )
+
+
+_GRAPH_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add_goal", "add_action", "link", "unlink", "remove", "roots"]),
+        st.integers(0, 7),
+        st.integers(0, 7),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_GRAPH_OPS)
+def test_roots_stay_right_across_any_changes(ops) -> None:
+    graph = MemoryGraph()
+    for kind, a, b in ops:
+        source, target = f"n{a}", f"n{b}"
+        if kind in ("add_goal", "add_action") and source not in graph:
+            graph.add_node(source, "goal" if kind == "add_goal" else "action", {})
+        elif kind == "link" and source in graph and target in graph and source != target:
+            if not graph.out_ids(source, "parent_of") or target not in graph.out_ids(source, "parent_of"):
+                graph.add_edge(source, target, "parent_of")
+        elif kind == "unlink" and target in graph.out_ids(source, "parent_of"):
+            graph.remove_edge(source, target, "parent_of")
+        elif kind == "remove" and source in graph:
+            graph.remove_node(source)
+        elif kind == "roots":  # computed now (from then on kept up to date by each change)
+            assert graph.roots() == _roots_by_scan(graph)
+    assert graph.roots() == _roots_by_scan(graph)

@@ -94,3 +94,33 @@ def test_optimized_and_literal_plans_give_the_same_answer(graph, text):
     literal = build(compiled.logical_plan).run(graph)
     optimized = compiled.program.run(graph)
     assert optimized == literal, text
+
+
+def test_both_on_one_edge_type_lists_outgoing_then_incoming_without_repeats():
+    """``.both(t)`` per source: outgoing edges first, then incoming ones (spec §2.2), each
+    node once; the same through every executor path (one source, many, per-source index,
+    repetition, paths)."""
+    from hgm_engine import Memory
+
+    memory = Memory()
+    memory.apply(
+        {
+            "ops": [
+                {"op": "add_node", "id": "x", "type": "entity"},
+                {"op": "add_node", "id": "y", "type": "entity"},
+                *({"op": "add_node", "id": f, "type": "fact"} for f in ("a", "b", "c", "d")),
+                {"op": "add_edge", "from": "x", "to": "a", "type": "related_to"},
+                {"op": "add_edge", "from": "c", "to": "x", "type": "related_to"},
+                {"op": "add_edge", "from": "x", "to": "b", "type": "related_to"},
+                {"op": "add_edge", "from": "b", "to": "x", "type": "related_to"},
+                {"op": "add_edge", "from": "y", "to": "d", "type": "related_to"},
+                {"op": "add_edge", "from": "a", "to": "y", "type": "related_to"},
+            ]
+        }
+    )
+    assert memory.query("#x.related").ids == ["a", "b", "c"]
+    assert memory.query("#x.both(related_to)").ids == ["a", "b", "c"]
+    assert memory.query("nodes.where(type = 'entity').related").ids == ["a", "b", "c", "d"]
+    assert memory.query("nodes.where(type = 'entity').related[-1]").ids == ["c", "a"]
+    assert memory.query("#x.related{1,2}").ids == ["a", "b", "c", "y"]
+    assert memory.query("#x.related_facts.paths()").value == [["x", "a"], ["x", "b"], ["x", "c"]]
