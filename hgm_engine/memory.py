@@ -99,17 +99,28 @@ class _ReadWriteLock:
                     self._condition.notify_all()
 
     @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self, *, blocking: bool = True) -> Iterator[bool]:
+        """Exclusive access; with ``blocking=False`` yields False at once instead of waiting
+        for readers or a writer (and nothing is held)."""
         with self._condition:
-            while self._writer or self._readers:
-                self._condition.wait()
-            self._writer = True
+            if not blocking and (self._writer or self._readers):
+                acquired = False
+            else:
+                while self._writer or self._readers:
+                    self._condition.wait()
+                self._writer = acquired = True
         try:
-            yield
+            yield acquired
         finally:
-            with self._condition:
-                self._writer = False
-                self._condition.notify_all()
+            if acquired:
+                with self._condition:
+                    self._writer = False
+                    self._condition.notify_all()
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``predicate()`` holds after a writer finished (or ``timeout`` passed)."""
+        with self._condition:
+            return self._condition.wait_for(predicate, timeout)
 
 
 class Memory:
@@ -128,6 +139,8 @@ class Memory:
         self.schema = schema
         self.limits = limits
         self._store = store if store is not None else InMemoryStore()
+        # Read before the state: a commit landing in between shows as news, never as nothing.
+        self._seen_token = self._store.change_token()
         self._graph, self._t = self._store.load_state()
         self._cache = QueryCache(schema)
         self._checker = ConstraintChecker(schema)
@@ -829,14 +842,20 @@ class Memory:
 
     # -- the commit pipeline ------------------------------------------------------------------
 
-    def _catch_up(self) -> None:
-        """Apply commits another process wrote to the store since we last looked."""
+    def _catch_up(self, *, wait: bool = True) -> bool:
+        """Apply commits another process wrote to the store since we last looked (under the
+        write lock). With ``wait=False`` nothing happens and False is returned when queries
+        in other threads would have to finish first."""
+        token = self._store.change_token()
         latest = self._store.latest_t()
         if latest <= self._t:
             self._sync_rules_and_constraints()
-            return
+            self._seen_token = token
+            return True
         commits = self._store.commits_after(self._t, latest)
-        with self._state.writing():
+        with self._state.writing(blocking=wait) as acquired:
+            if not acquired:
+                return False
             if any(c.genesis for c in commits):
                 self._graph, self._t = self._store.load_state()
                 self._views.clear()
@@ -846,8 +865,10 @@ class Memory:
                     self._t = commit.t
                     self._extend_views(list(commit.changes))
         self._sync_rules_and_constraints()
+        self._seen_token = token
         for commit in commits:
             self._notify(commit)
+        return True
 
     def _sync_rules_and_constraints(self) -> None:
         """Constraints and rule sets other processes added or removed (they are not commits)."""
@@ -860,11 +881,52 @@ class Memory:
             self._checker.remove(name)
         self._load_stored_rules()
 
-    def refresh(self) -> int:
-        """Catch up with commits other processes made; returns the new ``t``."""
-        with self._write_lock:
-            self._catch_up()
-        return self._t
+    def store_changed(self) -> bool:
+        """Whether another process may have written to the store (commits, constraints, rule
+        sets) since this memory last looked; cheap (SQLite: one PRAGMA, no table read).
+
+        >>> Memory().store_changed()
+        False
+        """
+        return self._store.change_token() != self._seen_token
+
+    def behind_store(self) -> bool:
+        """Whether the store holds commits another process made that this memory has not
+        applied yet. Never waits for a commit of this process in progress (the store answers
+        on a second connection), so a server can ask before every read.
+
+        >>> Memory().behind_store()
+        False
+        """
+        return self._store.committed_t() > self._t
+
+    def refresh(self, *, wait: bool = True) -> int | None:
+        """Catch up with commits (and constraints, rule sets) other processes wrote to the
+        store; returns the new ``t``. Cheap when there is nothing new.
+
+        While a commit of this process is under way, that commit applies what others
+        committed before it (it holds the store's write lock), so this waits only until the
+        state has reached the store's latest ``t`` — not for the commit to finish. With
+        ``wait=False`` it returns None instead of waiting at all (a server's event loop).
+
+        >>> memory = Memory()
+        >>> memory.refresh(), memory.refresh(wait=False)
+        (0, 0)
+        """
+        target = self._store.committed_t()  # never waits for a commit of this process
+        while True:
+            if self._write_lock.acquire(blocking=False):
+                try:
+                    if self.store_changed() and not self._catch_up(wait=wait):
+                        return None
+                finally:
+                    self._write_lock.release()
+                return self._t
+            if self._t >= target:
+                return self._t
+            if not wait:
+                return None
+            self._state.wait_until(lambda: self._t >= target, 0.05)
 
     def _build(self, build: Callable, id_prefix: str | None = None) -> tuple[GraphOverlay, OpContext, list[str]]:
         overlay = GraphOverlay(self._graph)

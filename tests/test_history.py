@@ -179,3 +179,55 @@ def test_cached_historical_views_stay_right_across_later_commits():
     assert m.query("#a.next").ids == []
     second = first + 1
     assert m.export(as_of=second)["edges"][-1]["note"] == "v2"
+
+
+def test_a_reader_sees_other_processes_commits_without_waiting_for_its_own_writer(store_location):
+    """What a server asks before each read: ``behind_store`` (never waits for this process's
+    commit in progress) and ``refresh(wait=False)`` (None instead of waiting)."""
+    import threading
+
+    writer, reader = open_memory(store_location), open_memory(store_location)
+    try:
+        assert not reader.behind_store() and reader.refresh(wait=False) == 0
+        writer.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        assert reader.behind_store()
+        assert reader.refresh(wait=False) == 1 and reader.query("root").ids == ["g"]
+        assert not reader.behind_store()
+
+        # A query running in another thread: catching up without waiting is refused, the
+        # state stays as it was, and a waiting refresh catches up once the query is done.
+        writer.apply({"ops": [{"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+        with reader._state.reading():
+            assert reader.refresh(wait=False) is None
+            assert reader.t == 1 and reader.query("#g.actions").ids == []
+        assert reader.refresh() == 2 and reader.query("#g.actions").ids == ["a"]
+
+        # A commit of the reader's own process is under way (it holds the write lock): readers
+        # in other threads get an answer from behind_store at once; refresh(wait=False) gives
+        # None; refresh() waits only until that commit has applied the others' commits first.
+        writer.apply({"ops": [{"op": "add_node", "id": "b", "type": "action", "parent": "g"}]})
+        results: dict[str, object] = {}
+
+        def ask(name, call):
+            results[name] = call()
+
+        with reader._write_lock:
+            quick = threading.Thread(target=ask, args=("behind", reader.behind_store))
+            quick.start()
+            quick.join(10)
+            assert results["behind"] is True
+            ask_now = threading.Thread(target=ask, args=("no-wait", lambda: reader.refresh(wait=False)))
+            ask_now.start()
+            ask_now.join(10)
+            assert results["no-wait"] is None
+            waiting = threading.Thread(target=ask, args=("wait", reader.refresh))
+            waiting.start()
+            waiting.join(0.3)
+            assert waiting.is_alive(), "refresh must wait until the state reaches the store's t"
+            reader._catch_up()  # what the commit in progress does first
+            waiting.join(10)
+            assert results["wait"] == 3  # answered while the "commit" still holds the lock
+        assert reader.query("#g.actions").ids == ["a", "b"]
+    finally:
+        writer.close()
+        reader.close()

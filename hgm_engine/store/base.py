@@ -36,6 +36,17 @@ class Store:
     def latest_t(self) -> int:
         raise NotImplementedError
 
+    def change_token(self) -> object:
+        """A cheap value that differs after another process wrote to the store (commits,
+        constraints, rule sets). Equal tokens mean nothing new to apply; a changed token may
+        be a false alarm. By default the latest ``t``."""
+        return self.latest_t()
+
+    def committed_t(self) -> int:
+        """The latest committed ``t``, read without waiting for a commit of this process in
+        progress (a reader's quick "is there anything newer?"). By default :meth:`latest_t`."""
+        return self.latest_t()
+
     def commits_after(self, t: int, upto: int | None = None) -> list:
         """Commits with ``t < commit.t <= upto``, oldest first."""
         raise NotImplementedError
@@ -85,6 +96,9 @@ class InMemoryStore(Store):
 
     def latest_t(self) -> int:
         return len(self._commits)
+
+    def change_token(self) -> object:
+        return None  # only this process writes to it
 
     def commits_after(self, t: int, upto: int | None = None) -> list:
         return self._commits[t:upto]

@@ -165,6 +165,9 @@ class PostgresStore(Store):
         self.location = redact_url(self._url)
         self._timeout = timeout
         self._lock = threading.RLock()
+        # A second connection answers committed_t: the first one is held for a whole commit.
+        self._peek_lock = threading.Lock()
+        self._peek_db = None
         self._in_write = 0
         self._commit_cache: dict[int, Commit] = {}
         self._pending: dict[int, Commit] = {}  # appended in the open write, not committed yet
@@ -282,6 +285,33 @@ class PostgresStore(Store):
 
     def latest_t(self) -> int:
         return self._read("read the journal", self._latest_t)
+
+    def committed_t(self) -> int:
+        with self._peek_lock:
+            for attempt in (1, 2):
+                if self._peek_db is None or self._peek_db.closed:
+                    self._peek_db = self._connect()
+                try:
+                    return self._latest_t(self._peek_db)
+                except self._psycopg.Error as exc:
+                    if attempt == 1 and self._peek_db.closed:
+                        continue
+                    raise self._error(f"cannot read the journal in {self.location}", exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def change_token(self) -> object:
+        # One round trip: the latest t and digests of the constraints and the rule sets
+        # (what another process can change without a commit).
+        def read(db) -> tuple:
+            return db.execute(
+                "SELECT (SELECT COALESCE(MAX(t), 0) FROM hgm_journal),"
+                " (SELECT md5(COALESCE(string_agg(name || chr(31) || text, chr(30) ORDER BY name), ''))"
+                "  FROM hgm_constraints),"
+                " (SELECT md5(COALESCE(string_agg(key || chr(31) || value, chr(30) ORDER BY key), ''))"
+                "  FROM hgm_meta WHERE key = 'rule_sets' OR key LIKE 'rules:%%')"
+            ).fetchone()
+
+        return self._read("read the journal", read)
 
     def _cached(self, t: int) -> Commit | None:
         return self._pending.get(t) or self._commit_cache.get(t)
@@ -477,3 +507,8 @@ class PostgresStore(Store):
         with self._lock:
             with contextlib.suppress(Exception):
                 self._db.close()
+        with self._peek_lock:
+            if self._peek_db is not None:
+                with contextlib.suppress(Exception):
+                    self._peek_db.close()
+                self._peek_db = None

@@ -97,6 +97,12 @@ class SQLiteStore(Store):
                 [Problem("store", f"{self.location} has store format {row[0]}, this hgm reads {SCHEMA_VERSION}")]
             )
         self._lock = threading.RLock()
+        # A second connection answers committed_t: the first one is held for a whole commit.
+        self._peek_lock = threading.Lock()
+        self._peek_db: sqlite3.Connection | None = None
+        self._peek_version: int | None = None
+        self._peek_latest = 0
+        self._timeout = timeout
         self._in_write = 0
         self._pending: list[Commit] = []
         self._commit_cache: dict[int, Commit] = {}
@@ -132,6 +138,27 @@ class SQLiteStore(Store):
     def latest_t(self) -> int:
         with self._lock:
             return self._latest_t()
+
+    def committed_t(self) -> int:
+        with self._peek_lock:
+            db = self._peek_db
+            if db is None:
+                db = self._peek_db = sqlite3.connect(
+                    self.location, timeout=self._timeout, isolation_level=None, check_same_thread=False
+                )
+            # data_version moves when any other connection (our writer included) commits:
+            # unchanged, the journal is not read at all.
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._peek_version:
+                self._peek_latest = db.execute("SELECT MAX(t) FROM journal").fetchone()[0] or 0
+                self._peek_version = version
+            return self._peek_latest
+
+    def change_token(self) -> object:
+        # SQLite counts commits made by *other* connections (one PRAGMA, no table read):
+        # this process's own commits are already applied where they were made.
+        with self._lock:
+            return self._db.execute("PRAGMA data_version").fetchone()[0]
 
     def commits_after(self, t: int, upto: int | None = None) -> list[Commit]:
         with self._lock:
@@ -256,5 +283,9 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        with self._peek_lock:
+            if self._peek_db is not None:
+                self._peek_db.close()
+                self._peek_db = None
 
 
