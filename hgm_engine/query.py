@@ -63,10 +63,21 @@ class QueryResult:
 
     @property
     def nodes(self) -> list[dict[str, Any]]:
+        return [node.to_json() for node in self.payloads()]
+
+    def payloads(self) -> tuple:
+        """The result's nodes as frozen :class:`~hgm_engine.graph.Node` payloads, in result
+        order, as they were when the query ran (no copy of their attributes is made).
+
+        >>> from hgm_engine import Memory
+        >>> memory = Memory()
+        >>> _ = memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal", "title": "trip"}]})
+        >>> [(node.id, node.attrs["title"]) for node in memory.query("root").payloads()]
+        [('g', 'trip')]
+        """
         if self.kind != "nodes":
             raise AttributeError(f"a {self.kind} result has no nodes")
-        payloads = self._payloads() if callable(self._payloads) else self._payloads
-        return [node.to_json() for node in payloads]
+        return tuple(self._payloads() if callable(self._payloads) else self._payloads)
 
     @property
     def paths(self) -> list[list[str]]:

@@ -124,12 +124,23 @@ class Server:
         raise RuntimeError("hgm serve did not answer /health")
 
     def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the server process so far (Linux)."""
-        try:
-            fields = pathlib.Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
+        """User + system CPU time so far of the server process and its workers (Linux)."""
+        stats: dict[int, list[str]] = {}
+        for entry in pathlib.Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue  # gone meanwhile
+        if self.process.pid not in stats:
             return None
+        tree, total = {self.process.pid}, 0
+        for pid in sorted(stats):  # workers are forked after the server: higher pids (no wrap here)
+            fields = stats[pid]
+            if pid in tree or int(fields[1]) in tree:
+                tree.add(pid)
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM (graceful: requests in flight finish, the memory is closed); the exit code."""
@@ -362,6 +373,10 @@ def run_phase(
         "transactions": {**_ms(txns), "throughput_rps": round(len(txns) / elapsed, 1)},
         "refused_transactions": _ms(bad),
         "per_query": {k: _ms(v) for k, v in sorted(per_query.items())},
+        # Uneven shares between server workers show here (each client keeps one connection).
+        "per_client_query_p50_ms": [
+            _ms([v for values in w.query_latency.values() for v in values])["p50_ms"] for w in workers
+        ],
         "server_cpu_ms_per_request": None
         if cpu_before is None or cpu_after is None or not total
         else round((cpu_after - cpu_before) / total * 1000, 3),

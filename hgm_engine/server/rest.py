@@ -22,6 +22,8 @@ served at ``/openapi.json`` (and browsable at ``/docs``). Operator documentation
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import contextvars
 import hmac
 import ipaddress
@@ -42,7 +44,6 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
 
 from .. import __version__
 from ..errors import HGMError
@@ -247,6 +248,45 @@ def _encode(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":"), default=str).encode("ascii")
 
 
+class _NodeJsonCache:
+    """Each node payload's JSON, encoded once: payloads are immutable, so the bytes of a
+    payload object never change (a changed node is a new object). Bounded; thread-safe
+    under the GIL (a lost race encodes twice).
+
+    >>> from hgm_engine.graph import Node
+    >>> cache = _NodeJsonCache()
+    >>> node = Node("g", "goal", {"title": "trip"}, 1)
+    >>> cache.join([node, node])
+    b'{"id":"g","type":"goal","title":"trip"},{"id":"g","type":"goal","title":"trip"}'
+    """
+
+    def __init__(self, max_entries: int = 200_000):
+        self._max = max_entries
+        self._entries: dict[int, tuple[Any, bytes]] = {}
+
+    def join(self, payloads) -> bytes:
+        entries, parts = self._entries, []
+        append = parts.append
+        for node in payloads:
+            entry = entries.get(id(node))
+            if entry is None or entry[0] is not node:  # new, or an id() reused by a newer object
+                if len(entries) >= self._max:
+                    entries.clear()
+                entry = entries[id(node)] = (node, _encode({"id": node.id, "type": node.type, **node.attrs}))
+            append(entry[1])
+        return b",".join(parts)
+
+
+def _query_response(doc: dict[str, Any], payloads, node_json: _NodeJsonCache) -> Response:
+    """The query document with ``nodes`` spliced in from the per-node JSON cache, in the key
+    order of the other documents: kind, ids, nodes, t."""
+    if payloads is None:
+        return Response(_encode(doc), media_type="application/json")
+    head = _encode({key: value for key, value in doc.items() if key != "t"})
+    body = b"".join((head[:-1], b',"nodes":[', node_json.join(payloads), b'],"t":', _encode(doc["t"]), b"}"))
+    return Response(body, media_type="application/json")
+
+
 def _json(doc: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     return Response(_encode(doc), status_code=status, media_type="application/json", headers=headers)
 
@@ -266,10 +306,13 @@ class _BodyTooLarge(StarletteHTTPException):
 class _Guard:
     """Pure ASGI middleware: request id, bearer token, content type, one log line per request."""
 
-    def __init__(self, app, token: str | None, max_body: int):
+    def __init__(self, app, token: str | None, max_body: int, direct: Mapping[tuple[str, str], Any] | None = None):
         self.app = app
         self.token = token.encode("utf-8") if token else None
         self.max_body = max_body
+        # (method, path) -> a plain ASGI handler answered here, past the checks above but
+        # without the framework's per-request layers (the hot query route).
+        self.direct = direct if direct is not None else {}
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -303,7 +346,8 @@ class _Guard:
             if refusal is not None:
                 await refusal(scope, receive, send_with_id)
             else:
-                await self.app(scope, receive_counted, send_with_id)
+                handler = self.direct.get((scope["method"], scope["path"]))
+                await (handler or self.app)(scope, receive_counted, send_with_id)
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             if access_logger.isEnabledFor(logging.INFO):
@@ -396,6 +440,7 @@ def create_app(
         limits = ServerLimits(**{**_limits_dict(limits), "max_body": max_body})
     service = MemoryService(memory, limits)
     inline_budget = limits.inline_budget()
+    node_json = _NodeJsonCache()
 
     app = FastAPI(
         title="hgm",
@@ -438,7 +483,8 @@ def create_app(
         logger.exception("%s internal error on %s %s", request_id_var.get(), request.method, request.url.path)
         return _error("internal", f"internal error (request id {request_id_var.get()})", 500)
 
-    app.add_middleware(_Guard, token=token, max_body=limits.max_body)
+    direct: dict[tuple[str, str], Any] = {}  # filled below, once the handlers exist
+    app.add_middleware(_Guard, token=token, max_body=limits.max_body, direct=direct)
 
     # -- operations --------------------------------------------------------------------
 
@@ -462,10 +508,15 @@ def create_app(
             # A query seen before gets a small budget on the event loop (no thread hand-off);
             # one that needs more, or is new, runs in the thread pool with the full limits.
             try:
-                return _json(service.query(*args, nodes=body.nodes, budget=inline_budget))
+                doc, payloads = service.query_payloads(*args, nodes=body.nodes, budget=inline_budget)
+                return _query_response(doc, payloads, node_json)
             except BudgetExceeded:
                 pass
-        return await run_in_threadpool(lambda: _json(service.query(*args, nodes=body.nodes)))
+
+        def run() -> Response:
+            return _query_response(*service.query_payloads(*args, nodes=body.nodes), node_json)
+
+        return await run_in_threadpool(run)
 
     @app.post("/api/v1/explain", tags=["read"], summary="The optimized plan of a query", responses=_errors(400, 401))
     def explain(body: ExplainRequest) -> Response:
@@ -581,18 +632,33 @@ def create_app(
         reason = body.feedback if body.session_context is None else f"{body.feedback}\ncontext: {body.session_context}"
         return _json(service.rewrite_path(body.path_id, body.steps, reason))
 
-    async def query_fast(request: Request) -> Response:
-        # The same operation as the documented route above, without FastAPI's per-request
-        # dependency machinery (about half the server's CPU for a small query): the body is
-        # validated against the same strict model, errors go to the same handlers.
+    async def query_direct(scope, receive, send) -> None:
+        # The same operation as the documented route above, answered by the guard without the
+        # framework's per-request layers (most of the server's CPU for a small query): the
+        # body is validated against the same strict model; errors get the same documents.
         try:
-            body = QueryRequest.model_validate_json(await request.body())
-        except ValidationError as exc:
-            return _validation_error(exc)
-        return await query(body)
-
-    # Matched before the FastAPI route of the same path, which stays for the OpenAPI document.
-    app.router.routes.insert(0, Route("/api/v1/query", query_fast, methods=["POST"], include_in_schema=False))
+            chunks = []
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+            try:
+                body = QueryRequest.model_validate_json(b"".join(chunks))
+            except ValidationError as exc:
+                response = _validation_error(exc)
+            else:
+                response = await query(body)
+        except HGMError as exc:
+            response = await _hgm_error(None, exc)
+        except _BodyTooLarge as exc:
+            response = await _http_error(Request(scope), exc)
+        except Exception as exc:  # noqa: BLE001 - the same 500 document as every route
+            response = await _internal(Request(scope), exc)
+        await response(scope, receive, send)
+    direct[("POST", "/api/v1/query")] = query_direct
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
@@ -663,6 +729,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="MS",
         help="Python's thread switch interval (default: Python's, 5 ms)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes on the one port, each with the memory in RAM, kept in step through the store (default 1)",
+    )
     parser.add_argument("--max-concurrency", type=int, default=64, metavar="N", help="connections served at once; more get 503")
     parser.add_argument("--graceful-timeout", type=float, default=10.0, metavar="SECONDS", help="how long shutdown waits for requests in flight")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -721,10 +794,18 @@ def configure_logging(level: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGINT/SIGTERM (requests in flight finish, then the memory is closed)."""
-    import uvicorn
+    """Serve until SIGINT/SIGTERM (requests in flight finish, then the memory is closed).
 
+    With ``--workers N`` (N > 1) this process binds the port, forks N workers that each open
+    the store and serve on the shared socket, forwards SIGINT/SIGTERM to them, and starts a
+    worker again if one dies."""
     configure_logging(args.log_level)
+    if args.workers < 1:
+        print("hgm serve: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers > 1 and not hasattr(os, "fork"):  # pragma: no cover - Windows
+        print("hgm serve: --workers needs fork (POSIX)", file=sys.stderr)
+        return 2
     if args.no_access_log:
         access_logger.setLevel(logging.WARNING)
     token = _resolve_token(args)
@@ -747,7 +828,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"hgm serve: cannot open {args.db}: {exc}", file=sys.stderr)
         return 1
     try:
-        app = create_app(memory, token=token, limits=limits)
         family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP proto: asyncio sets TCP_NODELAY
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -759,42 +839,252 @@ def run(args: argparse.Namespace) -> int:
             return 1
         port = sock.getsockname()[1]
         host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-        config = uvicorn.Config(
-            app,
-            log_config=None,
-            log_level=args.log_level,
-            access_log=False,
-            limit_concurrency=args.max_concurrency,
-            timeout_graceful_shutdown=args.graceful_timeout,
-            server_header=False,
-        )
-        server = uvicorn.Server(config)
         logger.info(
-            "serving %s (t=%d, %d nodes) on http://%s:%d%s",
+            "serving %s (t=%d, %d nodes) on http://%s:%d%s%s",
             args.db,
             memory.t,
             len(memory),
             host,
             port,
             " (bearer token required)" if token else "",
+            f" with {args.workers} workers" if args.workers > 1 else "",
         )
+        sock.listen(2048)  # before "listening" is printed: connections queue from here on
+        if args.workers > 1:
+            # Each worker opens the store itself: no connection or thread crosses a fork.
+            memory.close()
+            memory = None
+            print(f"hgm serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+            return _supervise(args, sock, token, limits)
         print(f"hgm serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        # uvicorn stops gracefully on SIGINT/SIGTERM, restores the handlers it found and raises
-        # the signal again; with these handlers in place that ends here, and the memory is
-        # closed below instead of the process dying on the default handler.
-        if args.switch_interval_ms > 0:
-            sys.setswitchinterval(args.switch_interval_ms / 1000)
-        received: list[int] = []
-        previous = {sig: signal.signal(sig, lambda number, frame: received.append(number)) for sig in _STOP_SIGNALS}
-        try:
-            server.run(sockets=[sock])
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        logger.info("stopped%s", f" on signal {received[0]}" if received else "")
+        _serve(args, memory, sock, token, limits)
+    finally:
+        if memory is not None:
+            memory.close()
+    return 0
+
+
+def _serve(
+    args: argparse.Namespace,
+    memory: Memory,
+    sock: socket.socket | None,
+    token: str | None,
+    limits: ServerLimits,
+    channel: socket.socket | None = None,
+) -> None:
+    """One server process until SIGINT/SIGTERM: uvicorn accepting on ``sock``, or serving the
+    connections the supervisor hands over on ``channel``."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        create_app(memory, token=token, limits=limits),
+        log_config=None,
+        log_level=args.log_level,
+        access_log=False,
+        limit_concurrency=args.max_concurrency,
+        timeout_graceful_shutdown=args.graceful_timeout,
+        server_header=False,
+    )
+    server = uvicorn.Server(config) if channel is None else _handed_server_class()(config, channel)
+    # uvicorn stops gracefully on SIGINT/SIGTERM, restores the handlers it found and raises
+    # the signal again; with these handlers in place that ends here, and the memory is
+    # closed by the caller instead of the process dying on the default handler.
+    if args.switch_interval_ms > 0:
+        sys.setswitchinterval(args.switch_interval_ms / 1000)
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda number, frame: received.append(number)) for sig in _STOP_SIGNALS}
+    try:
+        server.run(sockets=[sock] if sock is not None else [])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    logger.info("stopped%s", f" on signal {received[0]}" if received else "")
+
+
+def _handed_server_class():
+    import uvicorn
+
+    class HandedConnectionsServer(uvicorn.Server):
+        """uvicorn serving connections another process accepted and passed over a Unix socket
+        (SCM_RIGHTS), instead of accepting on a listening socket itself."""
+
+        def __init__(self, config, channel: socket.socket):
+            super().__init__(config)
+            self._channel = channel
+
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets=[])  # lifespan and state; no listener of its own
+            loop = asyncio.get_running_loop()
+            config, channel = self.config, self._channel
+
+            def create_protocol(_loop=None):  # what uvicorn builds for its own listeners
+                return config.http_protocol_class(
+                    config=config, server_state=self.server_state, app_state=self.lifespan.state, _loop=_loop
+                )
+
+            def handed_over() -> None:
+                try:
+                    data, fds, _, _ = socket.recv_fds(channel, 1024, 64)
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError:
+                    data, fds = b"", []
+                if not data and not fds:  # the supervisor is gone: take no more connections
+                    loop.remove_reader(channel.fileno())
+                    return
+                for fd in fds:
+                    connection = socket.socket(fileno=fd)
+                    connection.setblocking(False)
+                    loop.create_task(loop.connect_accepted_socket(create_protocol, connection))
+
+            channel.setblocking(False)
+            loop.add_reader(channel.fileno(), handed_over)
+
+        async def shutdown(self, sockets=None) -> None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._channel.fileno())
+            await super().shutdown(sockets=sockets)
+
+    return HandedConnectionsServer
+
+
+def _worker(args: argparse.Namespace, channel: socket.socket, token: str | None, limits: ServerLimits) -> int:
+    """The body of a forked worker; its exit status."""
+    try:
+        memory = Memory.open(args.db)
+    except (HGMError, OSError) as exc:
+        logger.error("worker %d cannot open %s: %s", os.getpid(), args.db, exc)
+        return 1
+    try:
+        logger.info("worker %d serving (t=%d)", os.getpid(), memory.t)
+        _serve(args, memory, None, token, limits, channel=channel)
     finally:
         memory.close()
     return 0
+
+
+# A worker that dies more often than this within the window is not started again.
+_RESTART_LIMIT, _RESTART_WINDOW = 5, 60.0
+
+
+def _supervise(args: argparse.Namespace, sock: socket.socket, token: str | None, limits: ServerLimits) -> int:
+    """Fork ``args.workers`` workers; accept connections here and hand them to the workers in
+    turn (a shared listening socket lets one worker take most long-lived connections while
+    another idles); forward SIGINT/SIGTERM; start a worker that died again (unless they keep
+    dying). Returns 0 after a clean stop, 1 otherwise."""
+    import selectors
+
+    stopping: list[int] = []
+    workers: dict[int, socket.socket] = {}  # pid -> the Unix socket its connections go over
+    order: list[int] = []  # hand-over order (pids)
+
+    def spawn() -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:  # the worker: serve, then leave without running the parent's cleanup
+            code = 1
+            try:
+                for sig in _STOP_SIGNALS:
+                    signal.signal(sig, signal.SIG_DFL)
+                sock.close()
+                mine.close()
+                for other in workers.values():
+                    other.close()
+                code = _worker(args, theirs, token, limits)
+            except BaseException:  # noqa: BLE001 - report and leave with a failure status
+                logger.exception("worker %d failed", os.getpid())
+            finally:
+                logging.shutdown()
+                os._exit(code)
+        theirs.close()
+        workers[pid] = mine
+        order.append(pid)
+
+    def forward(number, frame) -> None:
+        stopping.append(number)
+
+    def stop_workers() -> None:
+        for pid in list(workers):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    def hand_over(connection: socket.socket) -> None:
+        for _ in range(len(order)):
+            pid = order.pop(0)
+            order.append(pid)
+            try:
+                socket.send_fds(workers[pid], [b"c"], [connection.fileno()])
+                return
+            except OSError:  # that worker is gone; its exit is handled below
+                continue
+        logger.error("no worker to take a connection")
+
+    def reap(block: bool) -> bool:
+        """Collect exited workers; start new ones unless stopping. False: give up."""
+        nonlocal failed
+        while workers:
+            try:
+                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                workers.clear()
+                return True
+            if pid == 0:
+                return True
+            channel = workers.pop(pid, None)
+            if channel is None:
+                continue
+            channel.close()
+            order.remove(pid)
+            code = os.waitstatus_to_exitcode(status)
+            if stopping or shutting_down:
+                failed = failed or code != 0
+                continue
+            logger.error("worker %d exited with %d", pid, code)
+            now = time.monotonic()
+            deaths[:] = [d for d in deaths if now - d < _RESTART_WINDOW] + [now]
+            if len(deaths) > _RESTART_LIMIT:
+                logger.error("workers keep dying (%d in %.0f s): stopping", len(deaths), _RESTART_WINDOW)
+                return False
+            spawn()
+        return True
+
+    previous = {sig: signal.signal(sig, forward) for sig in _STOP_SIGNALS}
+    deaths: list[float] = []
+    failed = shutting_down = False
+    selector = selectors.DefaultSelector()
+    try:
+        for _ in range(args.workers):
+            spawn()
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ)
+        while not stopping:
+            if selector.select(timeout=0.2):
+                while True:
+                    try:
+                        connection, _ = sock.accept()
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError as exc:  # e.g. out of file descriptors: keep serving
+                        logger.error("accept failed: %s", exc)
+                        break
+                    with connection:
+                        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        hand_over(connection)
+            if not reap(block=False):
+                failed = True
+                break
+        shutting_down = True
+        sock.close()  # no new connections; the workers finish what they have
+        stop_workers()
+        reap(block=True)
+    finally:
+        selector.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for channel in workers.values():
+            channel.close()
+    logger.info("stopped%s", f" on signal {stopping[0]}" if stopping else "")
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ limit-exceeded 400
 from __future__ import annotations
 
 import contextvars
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -325,9 +326,24 @@ class MemoryService:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def fresh(self) -> int:
+        """Apply what other processes committed to the store (other server workers, the CLI)
+        before a read, so a client sees every commit that was acknowledged before it asked;
+        returns ``t``. One cheap check when there is nothing new.
+
+        >>> from hgm_engine import Memory
+        >>> MemoryService(Memory()).fresh()
+        0
+        """
+        if self.memory.behind_store():
+            return self.memory.refresh()
+        return self.memory.t
+
     def health(self) -> dict[str, Any]:
-        """``{"status": "ok", "t": T, "nodes": N}``."""
-        return {"status": "ok", "t": self.memory.t, "nodes": len(self.memory)}
+        """``{"status": "ok", "t": T, "nodes": N, "pid": P}`` (``pid``: the server process
+        that answered, one of several with ``hgm serve --workers``)."""
+        self.fresh()
+        return {"status": "ok", "t": self.memory.t, "nodes": len(self.memory), "pid": os.getpid()}
 
     def check_query(self, expr: str, params: Mapping[str, Any] | None = None):
         """Compile ``expr`` (cached) after the service's limits; returns the compiled query.
@@ -419,6 +435,32 @@ class MemoryService:
         >>> s.query("nodes.count()")["value"], s.query("nodes.count()", budget=Limits(10, 0.01))["value"]
         (0, 0)
         """
+        doc, payloads = self.query_payloads(expr, focus, params, as_of, nodes=nodes, budget=budget)
+        if payloads is not None:
+            doc["nodes"] = [{"id": node.id, "type": node.type, **node.attrs} for node in payloads]
+        return doc
+
+    def query_payloads(
+        self,
+        expr: str,
+        focus: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        as_of: int | str | None = None,
+        *,
+        nodes: bool = True,
+        budget: Limits | None = None,
+    ) -> tuple[dict[str, Any], tuple | None]:
+        """:meth:`query` without building the ``nodes`` list: the document and, for a node
+        result with ``nodes``, the result's frozen node payloads in order (else None). For a
+        server that serializes payloads itself (the REST server caches each node's JSON).
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> doc, payloads = s.query_payloads("root")
+        >>> doc, [node.id for node in payloads]
+        ({'kind': 'nodes', 'ids': ['g'], 't': 1}, ['g'])
+        """
         as_of = _json_t(as_of, "as_of")
         if budget is not None:
             if as_of is not None:
@@ -428,16 +470,21 @@ class MemoryService:
             if self._heavy.get(expr, 0) > 0:
                 self._heavy[expr] -= 1  # try the budget again now and then: the data changes
                 raise BudgetExceeded("went over the budget before")
+            if self.memory.behind_store() and self.memory.refresh(wait=False) is None:
+                raise BudgetExceeded("other processes committed since, and catching up would wait")
+        else:
+            self.fresh()
         self.check_query(expr, params)
         t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
         token = _budget.set(budget) if budget is not None else None
+        payloads = None
         try:
             result = self._run(expr, focus, params, None if as_of is None else t)
             doc: dict[str, Any]
             if result.kind == "nodes":
                 doc = {"kind": "nodes", "ids": list(result.value)}
                 if nodes:
-                    doc["nodes"] = _node_documents(result)
+                    payloads = result.payloads()
             else:
                 doc = result.to_json()
         except QueryExecutionError as err:
@@ -451,7 +498,7 @@ class MemoryService:
             if token is not None:
                 _budget.reset(token)
         doc["t"] = t
-        return doc
+        return doc, payloads
 
     def _run(self, expr, focus, params, as_of):
         try:
@@ -473,6 +520,7 @@ class MemoryService:
         }
 
     def node(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
+        self.fresh()
         node = self.memory.node(node_id, as_of=_json_t(as_of, "as_of"))
         if node is None:
             raise _fail("unknown-node", f"no node {node_id!r}", node_id)
@@ -480,6 +528,7 @@ class MemoryService:
 
     def history(self, node_id: str) -> dict[str, Any]:
         """Every commit that touched ``node_id``; unknown-node if it never existed."""
+        self.fresh()
         entries = self.memory.history(node_id)
         if not entries and self.memory.node(node_id) is None:
             raise _fail("unknown-node", f"no node {node_id!r} now or in the history", node_id)
@@ -487,6 +536,7 @@ class MemoryService:
 
     def diff(self, t1: int | str, t2: int | str | None = None) -> dict[str, Any]:
         """What changed from state ``t1`` to ``t2`` (the current state by default)."""
+        self.fresh()
         t1 = _json_t(t1, "from")
         t2 = self.memory.t if t2 is None else _json_t(t2, "to")
         if t1 is None:
@@ -495,16 +545,19 @@ class MemoryService:
         return {"from": low, "to": high, "changes": self.memory.diff(low, high)}
 
     def changes_since(self, t: int | str) -> dict[str, Any]:
+        self.fresh()
         return self.memory.changes_since(_json_t(t, "since"))
 
     def stale(self, as_of: int | str | None = None) -> dict[str, Any]:
         """Nodes marked needs_review or blocked, with every mark's rule, cause and t."""
+        self.fresh()
         as_of = _json_t(as_of, "as_of")
         t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
         return {"t": t, "stale": self.memory.stale(as_of=as_of)}
 
     def frontier(self, goal: str, as_of: int | str | None = None) -> dict[str, Any]:
         """Pending actions under ``goal`` that can run now."""
+        self.fresh()
         as_of = _json_t(as_of, "as_of")
         t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
         if self.memory.node(goal, as_of=as_of) is None:
@@ -512,15 +565,18 @@ class MemoryService:
         return {"goal": goal, "t": t, "frontier": self.memory.frontier(goal, as_of=as_of)}
 
     def focus_path(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
+        self.fresh()
         path = self.memory.focus_path(node_id, as_of=_json_t(as_of, "as_of"))
         if not path:
             raise _fail("unknown-node", f"no node {node_id!r}", node_id)
         return {"node": node_id, "path": path}
 
     def export(self, as_of: int | str | None = None) -> dict[str, Any]:
+        self.fresh()
         return self.memory.export(as_of=_json_t(as_of, "as_of"))
 
     def snapshots(self) -> dict[str, Any]:
+        self.fresh()
         return {"snapshots": self.memory.snapshots()}
 
     # -- changing --------------------------------------------------------------------------
@@ -588,6 +644,7 @@ class MemoryService:
             raise _fail("invalid-argument", "'text' must be a non-empty string")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
+        self.fresh()
         result = self._feature("locate")(text, tags=tags, k=k)
         return _to_json(result)
 
@@ -605,17 +662,6 @@ class MemoryService:
         if isinstance(result, TransactionReport):
             return self._report(result)
         return _to_json(result)
-
-
-def _node_documents(result) -> list[dict[str, Any]]:
-    """``result.nodes`` without thawing every attribute: the frozen payloads (dict subclasses
-    and tuples) serialize to the same JSON, at a fraction of the cost for large results."""
-    payloads = getattr(result, "_payloads", None)
-    if payloads is None:  # pragma: no cover - another QueryResult layout
-        return result.nodes
-    if callable(payloads):
-        payloads = payloads()
-    return [{"id": node.id, "type": node.type, **node.attrs} for node in payloads]
 
 
 def _to_json(result: Any) -> dict[str, Any]:
