@@ -28,21 +28,6 @@ _SUPPORTED = _IGNORED | {
 }
 
 
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
-
-
-_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, (tuple, list)),
-    "string": lambda v: type(v) is str,
-    "number": _is_number,
-    "integer": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-}
-
-
 def _json_equal(a: Any, b: Any) -> bool:
     if type(a) is bool or type(b) is bool:
         return type(a) is type(b) and a == b
@@ -52,93 +37,135 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 def compile_schema(spec: Mapping[str, Any]) -> Callable[[Any], bool] | None:
-    """A closure ``value -> bool`` for ``spec``, or None when it uses unsupported keywords."""
-    if not isinstance(spec, Mapping) or set(spec) - _SUPPORTED:
+    """A function ``value -> bool`` for ``spec``, or None when it uses unsupported keywords.
+
+    The checks are generated as the source of one Python function (no call per keyword or
+    property), which a million-node load calls once per node."""
+    generator = _Generator()
+    try:
+        body = generator.checks(spec, "v", 1)
+    except _Unsupported:
         return None
-    tests: list[Callable[[Any], bool]] = []
-    kind = spec.get("type")
-    if kind is not None:
-        kinds = [kind] if isinstance(kind, str) else list(kind)
-        if any(k not in _TYPE_TESTS for k in kinds):
-            return None
-        type_tests = [_TYPE_TESTS[k] for k in kinds]
-        tests.append(type_tests[0] if len(type_tests) == 1 else (lambda v: any(t(v) for t in type_tests)))
-    if "enum" in spec:
-        options = list(spec["enum"])
-        hashable = {o for o in options if isinstance(o, (str, int, float)) and type(o) is not bool}
-        if len(hashable) == len(options) and all(type(o) is str for o in options):
-            tests.append(lambda v: type(v) is str and v in hashable)
-        else:
-            tests.append(lambda v: any(_json_equal(v, o) for o in options))
-    if "const" in spec:
-        constant = spec["const"]
-        tests.append(lambda v: _json_equal(v, constant))
-    numeric = [(k, spec[k]) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in spec]
-    if numeric:
-        def numbers(v, bounds=numeric):
-            if not _is_number(v):
-                return True
-            for name, bound in bounds:
-                if name == "minimum" and v < bound or name == "maximum" and v > bound:
-                    return False
-                if name == "exclusiveMinimum" and v <= bound or name == "exclusiveMaximum" and v >= bound:
-                    return False
-            return True
-        tests.append(numbers)
-    if "minLength" in spec or "maxLength" in spec:
-        low, high = spec.get("minLength", 0), spec.get("maxLength")
-        tests.append(lambda v: type(v) is not str or (len(v) >= low and (high is None or len(v) <= high)))
-    if "pattern" in spec:
-        search = re.compile(spec["pattern"]).search
-        tests.append(lambda v: type(v) is not str or search(v) is not None)
-    if "minItems" in spec or "maxItems" in spec:
-        low, high = spec.get("minItems", 0), spec.get("maxItems")
-        tests.append(
-            lambda v: not isinstance(v, (tuple, list)) or (len(v) >= low and (high is None or len(v) <= high))
-        )
-    if "items" in spec:
-        item = compile_schema(spec["items"])
-        if item is None:
-            return None
-        tests.append(lambda v: not isinstance(v, (tuple, list)) or all(item(x) for x in v))
-    properties = spec.get("properties", {})
-    compiled_properties = {}
-    for name, sub in properties.items():
-        check = compile_schema(sub)
-        if check is None:
-            return None
-        compiled_properties[name] = check
-    required = tuple(spec.get("required", ()))
-    additional = spec.get("additionalProperties", True)
-    additional_check = None
-    if isinstance(additional, Mapping):
-        additional_check = compile_schema(additional)
-        if additional_check is None:
-            return None
-    if compiled_properties or required or additional is not True:
-        props = list(compiled_properties.items())
+    source = "def check(v):\n" + "".join(body) + "    return True\n"
+    namespace: dict[str, Any] = dict(generator.constants)
+    exec(compile(source, "<hgm schema check>", "exec"), namespace)  # noqa: S102 - our own source
+    check = namespace["check"]
+    check.source = source  # type: ignore[attr-defined]  # for reading and debugging
+    return check
 
-        def object_test(v):
-            if not isinstance(v, dict):
-                return True
-            for name, check in props:
-                if name in v and not check(v[name]):
-                    return False
+
+class _Unsupported(Exception):
+    pass
+
+
+_TYPE_CONDITIONS = {
+    "object": "isinstance({x}, dict)",
+    "array": "isinstance({x}, (tuple, list))",
+    "string": "type({x}) is str",
+    "number": "type({x}) in _NUMBER",
+    "integer": "(type({x}) is int or (type({x}) is float and {x}.is_integer()))",
+    "boolean": "type({x}) is bool",
+    "null": "{x} is None",
+}
+
+
+class _Generator:
+    """Lines of Python that ``return False`` when a value breaks a schema (JSON Schema's
+    common subset; anything else raises ``_Unsupported``)."""
+
+    def __init__(self) -> None:
+        self.constants: dict[str, Any] = {"_NUMBER": (int, float), "_json_equal": _json_equal, "_MISSING": object()}
+        self._names = 0
+
+    def constant(self, value: Any) -> str:
+        self._names += 1
+        name = f"_C{self._names}"
+        self.constants[name] = value
+        return name
+
+    def variable(self) -> str:
+        self._names += 1
+        return f"x{self._names}"
+
+    def checks(self, spec: Any, x: str, depth: int) -> list[str]:
+        if not isinstance(spec, Mapping) or set(spec) - _SUPPORTED:
+            raise _Unsupported
+        pad = "    " * depth
+        lines: list[str] = []
+        kind = spec.get("type")
+        if kind is not None:
+            kinds = [kind] if isinstance(kind, str) else list(kind)
+            if not kinds or any(k not in _TYPE_CONDITIONS for k in kinds):
+                raise _Unsupported
+            condition = " or ".join(_TYPE_CONDITIONS[k].format(x=x) for k in kinds)
+            lines.append(f"{pad}if not ({condition}):\n{pad}    return False\n")
+        if "enum" in spec:
+            options = list(spec["enum"])
+            if options and all(type(o) is str for o in options):
+                lines.append(f"{pad}if not (type({x}) is str and {x} in {self.constant(frozenset(options))}):\n{pad}    return False\n")
+            else:
+                name = self.constant(tuple(options))
+                lines.append(f"{pad}if not any(_json_equal({x}, o) for o in {name}):\n{pad}    return False\n")
+        if "const" in spec:
+            lines.append(f"{pad}if not _json_equal({x}, {self.constant(spec['const'])}):\n{pad}    return False\n")
+        bounds = []
+        for keyword, op in (("minimum", "<"), ("maximum", ">"), ("exclusiveMinimum", "<="), ("exclusiveMaximum", ">=")):
+            if keyword in spec:
+                bounds.append(f"{x} {op} {self.constant(spec[keyword])}")
+        if bounds:
+            lines.append(f"{pad}if type({x}) in _NUMBER and ({' or '.join(bounds)}):\n{pad}    return False\n")
+        lengths = self._length_bounds(spec, "minLength", "maxLength", x)
+        if lengths:
+            lines.append(f"{pad}if type({x}) is str and ({lengths}):\n{pad}    return False\n")
+        if "pattern" in spec:
+            search = self.constant(re.compile(spec["pattern"]).search)
+            lines.append(f"{pad}if type({x}) is str and {search}({x}) is None:\n{pad}    return False\n")
+        sizes = self._length_bounds(spec, "minItems", "maxItems", x)
+        if sizes:
+            lines.append(f"{pad}if isinstance({x}, (tuple, list)) and ({sizes}):\n{pad}    return False\n")
+        if "items" in spec:
+            item = self.variable()
+            inner = self.checks(spec["items"], item, depth + 2)
+            if inner:
+                lines.append(f"{pad}if isinstance({x}, (tuple, list)):\n{pad}    for {item} in {x}:\n")
+                lines.extend(inner)
+        properties = spec.get("properties", {})
+        if not isinstance(properties, Mapping):
+            raise _Unsupported
+        required = tuple(spec.get("required", ()))
+        additional = spec.get("additionalProperties", True)
+        if properties or required or additional is not True:
+            object_lines: list[str] = []
+            inner_pad = pad + "    "
+            for name, sub in properties.items():
+                value = self.variable()
+                inner = self.checks(sub, value, depth + 2)
+                if inner:
+                    object_lines.append(f"{inner_pad}{value} = {x}.get({name!r}, _MISSING)\n")
+                    object_lines.append(f"{inner_pad}if {value} is not _MISSING:\n")
+                    object_lines.extend(inner)
             for name in required:
-                if name not in v:
-                    return False
+                object_lines.append(f"{inner_pad}if {name!r} not in {x}:\n{inner_pad}    return False\n")
+            known = self.constant(frozenset(properties))
             if additional is False:
-                return all(k in compiled_properties for k in v)
-            if additional_check is not None:
-                return all(additional_check(x) for k, x in v.items() if k not in compiled_properties)
-            return True
+                object_lines.append(f"{inner_pad}for key in {x}:\n{inner_pad}    if key not in {known}:\n{inner_pad}        return False\n")
+            elif isinstance(additional, Mapping):
+                key, value = self.variable(), self.variable()
+                inner = self.checks(additional, value, depth + 3)
+                if inner:
+                    object_lines.append(f"{inner_pad}for {key}, {value} in {x}.items():\n{inner_pad}    if {key} not in {known}:\n")
+                    object_lines.extend(inner)
+            elif additional is not True:
+                raise _Unsupported
+            if object_lines:
+                lines.append(f"{pad}if isinstance({x}, dict):\n")
+                lines.extend(object_lines)
+        return lines
 
-        tests.append(object_test)
-    if not tests:
-        return lambda v: True
-    if len(tests) == 1:
-        return tests[0]
-    if len(tests) == 2:
-        first, second = tests
-        return lambda v: first(v) and second(v)
-    return lambda v: all(t(v) for t in tests)
+    def _length_bounds(self, spec: Mapping[str, Any], low_key: str, high_key: str, x: str) -> str:
+        parts = []
+        if low_key in spec:
+            parts.append(f"len({x}) < {self.constant(spec[low_key])}")
+        if high_key in spec:
+            parts.append(f"len({x}) > {self.constant(spec[high_key])}")
+        return " or ".join(parts)
