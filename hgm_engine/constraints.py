@@ -201,37 +201,59 @@ class ConstraintChecker:
     def check_all(self, view) -> list[Violation]:
         """Every violation in the whole of ``view`` (used when loading a graph file).
 
-        One pass over the edges instead of per-node adjacency, and one cycle search per
-        acyclic edge type, so that checking a million nodes stays in seconds."""
+        One pass over the edges (endpoint types, parents, producers), attribute checks per
+        node type, and one cycle search per acyclic edge type, so that checking a million
+        nodes stays in seconds."""
         nodes = view.node_map()
         if hasattr(view, "iter_edges"):
             edges = list(view.iter_edges())
         else:
             edges = [e for node_id in nodes for e in view.out_edges(node_id)]
-        parents: dict[str, list[str]] = {}
+        rules = self.schema.edge_rules
+        allowed: dict[tuple[str, str, str], bool] = {}
+        first_parent_type: dict[str, str] = {}  # node -> the type of its first parent
+        extra_parents: set[str] = set()
         produced: set[str] = set()
+        refused: list = []
         for edge in edges:
-            if edge.type == "parent_of":
-                parents.setdefault(edge.target, []).append(edge.source)
-            elif edge.type == "produces" and nodes[edge.source].type == "action":
+            edge_type = edge.type
+            source_type = nodes[edge.source].type
+            target_type = nodes[edge.target].type
+            key = (edge_type, source_type, target_type)
+            ok = allowed.get(key)
+            if ok is None:
+                rule = rules.get(edge_type)
+                ok = allowed[key] = rule is None or rule.allows(source_type, target_type)
+            if not ok:
+                refused.append(edge)
+            if edge_type == "parent_of":
+                if edge.target in first_parent_type:
+                    extra_parents.add(edge.target)
+                else:
+                    first_parent_type[edge.target] = source_type
+            elif edge_type == "produces" and source_type == "action":
                 produced.add(edge.target)
         violations: list[Violation] = []
-        for node_id in nodes:
-            node = nodes[node_id]
-            if node.type == "action":
-                mine = parents.get(node_id, ())
-                if len(mine) != 1 or nodes[mine[0]].type not in ("goal", "action"):
-                    violations.extend(self._structure(view, [node_id]))
-            elif node.type == "result" and node_id not in produced:
-                violations.extend(self._structure(view, [node_id]))
+        misplaced = [
+            node_id
+            for node_id in view.ids_of_type("action")
+            if first_parent_type.get(node_id) not in ("goal", "action") or node_id in extra_parents
+        ]
+        misplaced += [node_id for node_id in view.ids_of_type("result") if node_id not in produced]
+        if misplaced:
+            violations.extend(self._structure(view, sorted(misplaced, key=lambda n: nodes[n].seq)))
         if hasattr(view, "find_cycles"):
             for edge_type, cycle in view.find_cycles(self.schema.acyclic_edge_types).items():
                 if cycle:
                     violations.append(
                         Violation(f"{edge_type}_acyclic", cycle[0], f"{edge_type} cycle: {' -> '.join(cycle + cycle[:1])}")
                     )
-        violations.extend(self._edges(view, edges, check_cycles=not hasattr(view, "find_cycles")))
-        violations.extend(self._attributes([nodes[n] for n in nodes]))
+            violations.extend(self._edges(view, refused, check_cycles=False))
+        else:
+            violations.extend(self._edges(view, edges))
+        attribute_violations = [v for node_type in self._fast for v in self._attributes(view.nodes_of_type(node_type))]
+        attribute_violations.sort(key=lambda v: nodes[v.node].seq)  # creation order, as elsewhere
+        violations.extend(attribute_violations)
         for constraint in self.user.values():
             violations.extend(constraint.violations(view, None))
         return _unique(violations)

@@ -256,20 +256,51 @@ class MemoryGraph:
     @classmethod
     def from_payloads(cls, nodes: list[Node], edges: list[Edge]) -> "MemoryGraph":
         """Build a graph in bulk from payloads in creation order (ids unique, ends present)."""
+        index = {node.id: position for position, node in enumerate(nodes)}
+        ends = [(index[e.source], index[e.target], e) for e in edges]
+        edge_index = {(e.source, e.target, e.type): position for position, e in enumerate(edges)}
+        if len(edge_index) != len(edges):
+            raise KeyError("duplicate edge in bulk payloads")
+        return cls.from_numbered(nodes, index, ends, edge_index)
+
+    @classmethod
+    def from_numbered(
+        cls,
+        nodes: list[Node],
+        index: dict[str, int],
+        ends: list[tuple[int, int, Edge]],
+        edge_index: dict[tuple[str, str, str], int],
+    ) -> "MemoryGraph":
+        """Build a graph in bulk from payloads a loader has already numbered by position:
+        ``index[node.id]`` is the node's position in ``nodes``, ``ends[j]`` is ``(source
+        position, target position, edge j)`` and ``edge_index[edge j's key]`` is ``j``. The
+        loader's dictionaries become the graph's own (a fresh rustworkx graph numbers nodes
+        and edges from 0 in insertion order), so a million-node file is not indexed twice.
+
+        >>> g = MemoryGraph.from_numbered(
+        ...     [Node("g", "goal", EMPTY_ATTRS, 1), Node("a", "action", EMPTY_ATTRS, 2)],
+        ...     {"g": 0, "a": 1},
+        ...     [(0, 1, Edge("g", "a", "parent_of", EMPTY_ATTRS, 1))],
+        ...     {("g", "a", "parent_of"): 0},
+        ... )
+        >>> g.out_ids("g", "parent_of"), g.roots()
+        (('a',), ('g',))
+        """
         graph = cls()
         indices = graph._rx.add_nodes_from(nodes)
-        graph._index = dict(zip([node.id for node in nodes], indices))
+        if len(indices) and (indices[0] != 0 or indices[-1] != len(nodes) - 1):
+            raise AssertionError("a fresh rustworkx graph numbers nodes from 0")
+        graph._index = index
         graph._nodes = {node.id: node for node in nodes}
         by_type = graph._by_type
         for node in nodes:
             by_type.setdefault(node.type, {})[node.id] = node
         graph._node_seq = max((node.seq for node in nodes), default=0)
-        index = graph._index
-        edge_indices = graph._rx.add_edges_from([(index[e.source], index[e.target], e) for e in edges])
-        graph._edge_index = {(e.source, e.target, e.type): i for e, i in zip(edges, edge_indices)}
-        if len(graph._edge_index) != len(edges):
-            raise KeyError("duplicate edge in bulk payloads")
-        graph._edge_seq = max((edge.seq for edge in edges), default=0)
+        edge_indices = graph._rx.add_edges_from(ends)
+        if len(edge_indices) and (edge_indices[0] != 0 or edge_indices[-1] != len(ends) - 1):
+            raise AssertionError("a fresh rustworkx graph numbers edges from 0")
+        graph._edge_index = edge_index
+        graph._edge_seq = max((edge.seq for _, _, edge in ends), default=0)
         graph.version = 1
         return graph
 
@@ -588,19 +619,17 @@ class MemoryGraph:
         """For each edge type, the ids along one of its cycles, or None (one pass over edges)."""
         wanted = {edge_type: [] for edge_type in edge_types}
         index = self._index
-        for (source, target, kind) in self._edge_index:
-            pairs = wanted.get(kind)
+        for source, target, edge in self._rx.weighted_edge_list():  # indices already: no id lookups
+            pairs = wanted.get(edge.type)
             if pairs is not None:
-                pairs.append((index[source], index[target]))
-        size = max(index.values(), default=-1) + 1
+                pairs.append((source, target))
         found: dict[str, list[str] | None] = {}
         for edge_type, pairs in wanted.items():
             found[edge_type] = None
             if not pairs:
                 continue
             sub = rx.PyDiGraph(multigraph=False)
-            sub.add_nodes_from(range(size))
-            sub.add_edges_from_no_data(pairs)
+            sub.extend_from_edge_list(pairs)  # node i of sub is node i here (gaps are filled)
             if rx.is_directed_acyclic_graph(sub):
                 continue
             ids = {i: node_id for node_id, i in index.items()}

@@ -183,9 +183,9 @@ class Memory:
         except OSError as exc:
             raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
         memory = cls(schema)
-        with bulk_allocation():  # parsing a big file allocates millions of objects that stay
+        with bulk_allocation():  # parsing and building allocate millions of objects that stay
             doc = parse_graph_text(text, str(path))
-        memory.load(doc, reason=f"load {path.name}")
+            memory.load(doc, reason=f"load {path.name}")
         return memory
 
     @classmethod
@@ -773,8 +773,10 @@ class Memory:
         return report
 
     def _genesis(self, doc: Any, author: str | None, reason: str | None) -> TransactionReport:
-        graph = graph_from_document(doc, self.schema)
+        # One pause of the collector over building and checking: in between, the first
+        # allocations would make it walk every payload just made.
         with bulk_allocation():
+            graph = graph_from_document(doc, self.schema)
             violations = self._checker.check_all(graph)
         if violations:
             raise GraphFileError(

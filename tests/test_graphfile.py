@@ -93,3 +93,68 @@ def test_loading_into_a_memory_that_holds_something_is_one_more_transaction():
     assert report.committed and report.t == 2
     assert memory.node("g2") == {"id": "g2", "type": "goal", "parent": "not an edge", "order": 3}
     assert memory.query("#g.subgoals").ids == ["g2"]
+
+
+def test_loading_names_every_built_in_violation_in_creation_order():
+    """The whole-graph check of a load (one pass over the edges, attributes per type) finds
+    what the per-node checks of a transaction find, in node creation order."""
+    from hgm_engine import Memory
+    from hgm_engine.errors import GraphFileError
+
+    doc = {
+        "format": "hgm-graph/1",
+        "nodes": [
+            {"id": "g", "type": "goal", "status": "nonsense"},
+            {"id": "f", "type": "fact", "confidence": 3},
+            {"id": "a1", "type": "action"},
+            {"id": "a2", "type": "action"},
+            {"id": "a3", "type": "action"},
+            {"id": "r", "type": "result"},
+            {"id": "g2", "type": "goal"},
+            {"id": "e", "type": "entity"},
+        ],
+        "edges": [
+            {"from": "g", "to": "a1", "type": "parent_of"},
+            {"from": "g2", "to": "a1", "type": "parent_of"},
+            {"from": "f", "to": "a3", "type": "parent_of"},
+            {"from": "e", "to": "r", "type": "produces"},
+            {"from": "g", "to": "g2", "type": "parent_of"},
+            {"from": "g2", "to": "g", "type": "parent_of"},
+        ],
+    }
+    with pytest.raises(GraphFileError) as info:
+        Memory.from_document(doc)
+    found = [(p.message.split(":")[0], p.where) for p in info.value.problems]
+    assert ("parent_of_endpoints", "f") in found and ("produces_endpoints", "e") in found
+    structure = [item for item in found if item[0] in ("action_has_one_parent", "action_parent_is_goal_or_action", "result_is_produced")]
+    assert structure == [
+        ("action_has_one_parent", "a1"),
+        ("action_has_one_parent", "a2"),
+        ("action_parent_is_goal_or_action", "a3"),
+        ("result_is_produced", "r"),
+    ]
+    attributes = [item for item in found if item[0].endswith("_attributes")]
+    assert attributes == [("goal_attributes", "g"), ("fact_attributes", "f")]
+    assert any(item[0] == "parent_of_acyclic" for item in found)
+
+
+@pytest.mark.parametrize(
+    "nodes, edges",
+    [
+        ([{"id": ["x"], "type": "goal"}], []),
+        ([{"id": "a", "type": ["goal"]}], []),
+        ([{"id": "a", "type": "goal"}], [{"from": ["a"], "to": "a", "type": "related_to"}]),
+        ([{"id": "a", "type": "goal"}], [{"from": "a", "to": "a", "type": {"t": 1}}]),
+        ([{"id": "a", "type": "goal"}], [{"from": "a", "type": "related_to"}]),
+        ([{"id": 7, "type": "goal"}], []),
+        ([{"id": "", "type": "goal"}], []),
+        (["not a record"], []),
+    ],
+)
+def test_records_with_values_of_the_wrong_kind_are_named_not_crashed_on(nodes, edges):
+    from hgm_engine.errors import GraphFileError
+    from hgm_engine.store.graphfile import graph_from_document
+
+    with pytest.raises(GraphFileError) as info:
+        graph_from_document({"format": "hgm-graph/1", "nodes": nodes, "edges": edges})
+    assert info.value.problems and all(p.where for p in info.value.problems)

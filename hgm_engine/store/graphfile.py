@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+from operator import itemgetter
 from typing import Any, Iterable
 
 from ..errors import GraphFileError, Problem
@@ -26,6 +27,7 @@ __all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_
 
 GRAPH_FORMAT = "hgm-graph/1"
 _NODE_RESERVED = ("id", "type")
+_DICT, _STR = frozenset({dict}), frozenset({str})
 _EDGE_RESERVED = ("from", "to", "type")
 
 
@@ -76,7 +78,9 @@ def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, existing: Any = ()
             duplicate = node_id in first_seen
             if not duplicate:
                 first_seen[node_id] = position  # the first occurrence owns the id, valid or not
-        if duplicate or type(node_id) is not str or not node_id or node.get("type") not in node_types:
+        node_type = node.get("type") if type(node) is dict else None
+        well_typed = type(node_type) is str and node_type in node_types
+        if duplicate or type(node_id) is not str or not node_id or not well_typed:
             bad_nodes.append(position)
     for position in bad_nodes:
         problems.extend(_node_problems(nodes[position], position, schema, first_seen))
@@ -92,7 +96,9 @@ def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, existing: Any = ()
     for position, edge in enumerate(edges):
         if type(edge) is dict:
             key = (edge.get("from"), edge.get("to"), edge.get("type"))
-            if key[0] in first_seen and key[1] in first_seen and key[2] in edge_types and key not in seen_edges:
+            strings = type(key[0]) is str and type(key[1]) is str and type(key[2]) is str
+            ends_known = strings and key[0] in first_seen and key[1] in first_seen
+            if ends_known and key[2] in edge_types and key not in seen_edges:
                 seen_edges[key] = position
                 continue
         problems.extend(_edge_problems(edge, position, schema, first_seen, seen_edges))
@@ -166,8 +172,7 @@ def graph_from_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, *, checked: b
     for callers that validated already (the build checks again at almost no cost)."""
     try:
         with bulk_allocation():
-            nodes, edges = _payloads(doc, schema)
-            return MemoryGraph.from_payloads(nodes, edges)
+            return MemoryGraph.from_numbered(*_payloads(doc, schema))
     except _Malformed:
         raise GraphFileError(check_document(doc, schema) or [_problem("invalid-document", "malformed", "document")])
 
@@ -190,48 +195,69 @@ def _attributes(record: dict, reserved: tuple[str, ...]) -> FrozenDict:
     return freeze(dict(attributes))
 
 
-def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], list[Edge]]:
+_ID_AND_TYPE = itemgetter("id", "type")
+_ENDS_AND_TYPE = itemgetter("from", "to", "type")
+
+
+def _node_attributes(record: dict) -> FrozenDict:
+    return _attributes(record, _NODE_RESERVED)
+
+
+def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], list[tuple], dict[tuple, int]]:
+    """The payloads of a document numbered for :meth:`MemoryGraph.from_numbered`; raises
+    ``_Malformed`` when any record is wrong (then the caller describes them all).
+
+    Files hold millions of records: the checks and indexes work on whole columns (``map``,
+    ``zip`` and set operations run in C), so the only Python code per record is building
+    its payload."""
     if type(doc) is not dict or doc.get("format") != GRAPH_FORMAT or set(doc) - {"format", "nodes", "edges"}:
         raise _Malformed
     raw_nodes, raw_edges = doc.get("nodes", []), doc.get("edges", [])
     if type(raw_nodes) is not list or type(raw_edges) is not list:
         raise _Malformed
-    node_types, edge_types = set(schema.node_types), set(schema.edge_types)
-    # The loops below run once per record of files with millions of them: what they call
-    # is bound to a local name.
-    seen: set[str] = set()
-    add_seen = seen.add
-    nodes = []
-    append = nodes.append
-    for seq, record in enumerate(raw_nodes, start=1):
-        if type(record) is not dict:
-            raise _Malformed
-        node_id = record.get("id")
-        node_type = record.get("type")
-        if type(node_id) is not str or not node_id or node_type not in node_types or node_id in seen:
-            raise _Malformed
-        add_seen(node_id)
-        append(Node(node_id, node_type, _attributes(record, _NODE_RESERVED), seq))
-    edges = []
-    append = edges.append
-    seen_edges: set[tuple] = set()
-    add_edge = seen_edges.add
-    for seq, record in enumerate(raw_edges, start=1):
-        if type(record) is not dict:
-            raise _Malformed
-        source = record.get("from")
-        target = record.get("to")
-        edge_type = record.get("type")
-        key = (source, target, edge_type)
-        if source not in seen or target not in seen or edge_type not in edge_types or key in seen_edges:
-            raise _Malformed
-        add_edge(key)
-        append(Edge(source, target, edge_type, _attributes(record, _EDGE_RESERVED), seq))
-    return nodes, edges
+    if not _DICT.issuperset(map(type, raw_nodes)) or not _DICT.issuperset(map(type, raw_edges)):
+        raise _Malformed
+    try:
+        ids, types = zip(*map(_ID_AND_TYPE, raw_nodes)) if raw_nodes else ((), ())
+        ends = list(map(_ENDS_AND_TYPE, raw_edges))
+        index = dict(zip(ids, range(len(ids))))
+        edge_index = dict(zip(ends, range(len(ends))))
+        sources, targets, kinds = zip(*ends) if ends else ((), (), ())
+        source_at, target_at = list(map(index.get, sources)), list(map(index.get, targets))
+        wrong = (
+            len(index) != len(ids)
+            or not _STR.issuperset(map(type, ids))
+            or "" in index
+            or not frozenset(schema.node_types).issuperset(types)
+            or len(edge_index) != len(ends)
+            or None in source_at  # a missing end, or one that is not a string
+            or None in target_at
+            or not frozenset(schema.edge_types).issuperset(kinds)
+        )
+    except (KeyError, TypeError):  # a key missing, or a value that cannot be an id or a type
+        raise _Malformed from None
+    if wrong:
+        raise _Malformed
+    nodes = list(map(Node, ids, types, map(_node_attributes, raw_nodes), range(1, len(ids) + 1)))
+    attributes = [EMPTY_ATTRS] * len(ends)
+    for position, size in enumerate(map(len, raw_edges)):
+        if size != len(_EDGE_RESERVED):  # most edges carry no attributes
+            attributes[position] = _attributes(raw_edges[position], _EDGE_RESERVED)
+    edges = map(Edge, sources, targets, kinds, attributes, range(1, len(ends) + 1))
+    return nodes, index, list(zip(source_at, target_at, edges)), edge_index
 
 
 def parse_graph_text(text: str, where: str = "graph file") -> Any:
-    """The JSON document in ``text``; invalid JSON is a ``GraphFileError`` with line and column."""
+    """The JSON document in ``text``; invalid JSON is a ``GraphFileError`` with line and column.
+
+    >>> parse_graph_text('{"format": "hgm-graph/1", "nodes": [], "edges": []}')["format"]
+    'hgm-graph/1'
+    >>> try:
+    ...     parse_graph_text('{"nodes": [1,]}')
+    ... except GraphFileError as err:
+    ...     print(err.problems[0].category, err.problems[0].line, err.problems[0].column)
+    invalid-json 1 14
+    """
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
