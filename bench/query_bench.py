@@ -432,10 +432,11 @@ def run(sizes: list[int], **kwargs: Any) -> dict[str, Any]:
     }
     load_repeat = kwargs.pop("load_repeat", 3)
     # Loads first, while this process is small: a child's ru_maxrss starts from the parent's
-    # RSS at fork (Linux keeps it across exec). One load subprocess at 1M and beyond.
+    # RSS at fork (Linux keeps it across exec). Timings on a shared machine vary by a quarter
+    # from run to run, so every size gets ``load_repeat`` loads (the median is reported).
     loads = {}
     for nodes in sizes:
-        per_size_load = load_repeat if nodes < 1_000_000 else min(load_repeat, 1)
+        per_size_load = load_repeat
         if per_size_load > 0:
             path, _, generated = generate.ensure_graph(kwargs.get("graph_dir", ROOT / "bench" / "results" / "tmp"), nodes, kwargs.get("seed", 0))
             if generated:
@@ -453,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated node counts")
     parser.add_argument("--repeat", type=int, default=7, help="timed batches per measurement (median)")
     parser.add_argument("--min-batch", type=float, default=0.05, help="seconds a timed batch lasts at least")
-    parser.add_argument("--load-repeat", type=int, default=3, help="fresh-process loads per size (1 at 1M and beyond)")
+    parser.add_argument("--load-repeat", type=int, default=3, help="fresh-process loads per size (median reported)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--queries", default="", help="comma-separated query names (default: all)")
     parser.add_argument("--graph-dir", type=pathlib.Path, default=ROOT / "bench" / "results" / "tmp")
