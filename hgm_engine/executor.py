@@ -745,18 +745,36 @@ def _generated_per_source(relation: Hop, predicates: tuple, compile_path) -> Cal
     if relation.node_type is not None:
         tests.insert(0, f"n.type == {generator.constant(relation.node_type)}")
     keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
-    pick = ""
+    pick, stop = "", None
     if positional:
         op = positional[0]
         if isinstance(op, Index):
             pick = "[-1:]" if op.index == -1 else f"[{op.index}:{op.index + 1}]"
+            stop = op.index + 1 if op.index >= 0 else None
         else:
             low = "" if op.lower is None else str(op.lower)
             high = "" if op.upper is None else str(op.upper)
             pick = f"[{low}:{high}]"
+            if op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
+                stop = op.upper
     adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
     edge_type = generator.constant(relation.edge_types[0])
-    chosen = f"[t for t in targets if {keep}]" if keep else "list(targets)"
+    if keep and stop is not None:
+        # A pick from the front (subgoals[0]) stops at the last match it needs: a root's
+        # first subgoal does not cost a type test on each of its children.
+        body = (
+            "            picked = []\n"
+            "            for t in targets:\n"
+            "                scanned += 1\n"
+            f"                if {keep}:\n"
+            "                    picked.append(t)\n"
+            f"                    if len(picked) == {stop}:\n"
+            "                        break\n"
+            f"            extend(picked{pick})\n"
+        )
+    else:
+        chosen = f"[t for t in targets if {keep}]" if keep else "list(targets)"
+        body = "            scanned += len(targets)\n" f"            extend({chosen}{pick})\n"
     source = (
         "def _step(ids, ctx):\n"
         f"    adjacency = {adjacency}\n"
@@ -767,8 +785,7 @@ def _generated_per_source(relation: Hop, predicates: tuple, compile_path) -> Cal
         "    for s in ids:\n"
         f"        targets = adjacency(s).by_type.get({edge_type}, ())\n"
         "        if targets:\n"
-        "            scanned += len(targets)\n"
-        f"            extend({chosen}{pick})\n"
+        f"{body}"
         "    if len(ids) > 1:\n"
         "        out = list(dict.fromkeys(out))\n"
         "    ctx.charge(scanned)\n"

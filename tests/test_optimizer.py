@@ -124,3 +124,32 @@ def test_both_on_one_edge_type_lists_outgoing_then_incoming_without_repeats():
     assert memory.query("nodes.where(type = 'entity').related[-1]").ids == ["c", "a"]
     assert memory.query("#x.related{1,2}").ids == ["a", "b", "c", "y"]
     assert memory.query("#x.related_facts.paths()").value == [["x", "a"], ["x", "b"], ["x", "c"]]
+
+
+def test_a_pick_after_a_per_source_filter_stops_early_and_still_picks_right():
+    """``subgoals[0]`` and friends: the generated per-source step stops scanning a source's
+    children once it has the matches the pick needs; the answers are the spec's."""
+    from hgm_engine import Memory
+
+    memory = Memory()
+    ops = [{"op": "add_node", "id": "g1", "type": "goal"}, {"op": "add_node", "id": "g2", "type": "goal"}]
+    for node_id, node_type, status in [("a1", "action", "pending"), ("s1", "goal", "done"), ("a2", "action", "done"),
+                                       ("s2", "goal", "pending"), ("a3", "action", "pending")]:
+        ops.append({"op": "add_node", "id": node_id, "type": node_type, "parent": "g1", "status": status})
+    ops.append({"op": "add_node", "id": "s3", "type": "goal", "parent": "g2"})
+    memory.apply({"ops": ops})
+    expected = {
+        "#g1.subgoals[0]": ["s1"],
+        "#g1.subgoals[1]": ["s2"],
+        "#g1.subgoals[2]": [],
+        "#g1.subgoals[-1]": ["s2"],
+        "#g1.subgoals[0:1]": ["s1"],
+        "#g1.subgoals[1:5]": ["s2"],
+        "#g1.subgoals[:2]": ["s1", "s2"],
+        "#g1.actions.where(status = 'pending')[1]": ["a3"],
+        "#g1.children.where(status = 'done')[0:2]": ["s1", "a2"],
+        "nodes.where(type = 'goal').subgoals[0]": ["s1", "s3"],
+        "root.subgoals[0].children": [],
+    }
+    for query, ids in expected.items():
+        assert memory.query(query).ids == ids, query
