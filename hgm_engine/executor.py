@@ -826,7 +826,8 @@ def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
     plain, traced_expand = _navigation(op)
     single = _single_hop_step(op.relation) if isinstance(op.relation, Hop) and op.repeat is None else None
     per_source_single = None
-    if isinstance(op.relation, Hop) and op.repeat is None and op.predicates:
+    only_filters = all(isinstance(p, Filter) for p in op.predicates)
+    if isinstance(op.relation, Hop) and op.repeat is None and op.predicates and not (only_filters and single):
         per_source_single = _generated_per_source(op.relation, op.predicates, compile_path)
     # The per-predicate closures are built only when something uses them (compiling a query
     # must stay cheap): the general fast path, or traced mode for .paths().
@@ -838,10 +839,23 @@ def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
         return built[0]
 
     fast_predicates = [] if per_source_single is not None or not op.predicates else [f for f, _ in predicate_pairs()]
-    if per_source_single is None and isinstance(op.relation, Hop) and op.repeat is None and fast_predicates:
+    if per_source_single is None and isinstance(op.relation, Hop) and op.repeat is None and fast_predicates and not (only_filters and single):
         per_source_single = _single_hop_per_source(op.relation, fast_predicates)
     if not op.predicates and single is not None:
         fast = single
+    elif only_filters and single is not None:
+        # Filters keep or drop each node whatever source reached it: one hop over the whole
+        # list, then each filter once over its result (no call per source).
+        filters = fast_predicates
+
+        def fast(ids, ctx):
+            out = single(ids, ctx)
+            for keep in filters:
+                if not out:
+                    break
+                out = keep(out, ctx)
+            return out
+
     elif per_source_single is not None:
         fast = per_source_single
     elif not op.predicates:
