@@ -147,6 +147,10 @@ class Memory:
         for name, text in self._store.constraints().items():
             self._checker.add(UserConstraint.compile(name, text, schema))
         self._write_lock = threading.RLock()
+        # Held while other processes' commits are applied, and by a commit of this process
+        # from the moment it holds the store's write lock until it is visible and announced:
+        # a reader may catch up while a local writer still queues for the store.
+        self._catch_up_lock = threading.RLock()
         self._state = _ReadWriteLock()
         self._views: OrderedDict[int, tuple[int, int, Any]] = OrderedDict()
         self._listeners: list[Callable[[Commit], None]] = []
@@ -848,6 +852,10 @@ class Memory:
         """Apply commits another process wrote to the store since we last looked (under the
         write lock). With ``wait=False`` nothing happens and False is returned when queries
         in other threads would have to finish first."""
+        with self._catch_up_lock:
+            return self._catch_up_locked(wait)
+
+    def _catch_up_locked(self, wait: bool) -> bool:
         token = self._store.change_token()
         latest = self._store.latest_t()
         if latest <= self._t:
@@ -926,9 +934,37 @@ class Memory:
                 return self._t
             if self._t >= target:
                 return self._t
+            # A commit of this process holds the write lock. Until it holds the store's too,
+            # other processes' commits can be applied from here (read on the second connection).
+            if self._apply_committed(target, wait=wait):
+                return self._t
             if not wait:
                 return None
             self._state.wait_until(lambda: self._t >= target, 0.05)
+
+    def _apply_committed(self, target: int, *, wait: bool) -> bool:
+        """Apply the store's commits up to ``target`` without the write lock; False when a
+        commit of this process is past its catch-up (it applies them) or, with ``wait=False``,
+        when queries in other threads would have to finish first. Not with commit listeners
+        (the path index): they may write to the store, which that commit holds."""
+        if self._listeners or not self._catch_up_lock.acquire(blocking=False):
+            return False
+        try:
+            if self._t >= target:
+                return True
+            commits = self._store.read_commits(self._t, target)
+            if not commits or commits[0].t != self._t + 1 or any(c.genesis for c in commits):
+                return False  # a reload: left to the full catch-up
+            with self._state.writing(blocking=wait) as acquired:
+                if not acquired:
+                    return False
+                for commit in commits:
+                    apply_changes(self._graph, list(commit.changes))
+                    self._t = commit.t
+                    self._extend_views(list(commit.changes))
+            return True
+        finally:
+            self._catch_up_lock.release()
 
     def _build(self, build: Callable, id_prefix: str | None = None) -> tuple[GraphOverlay, OpContext, list[str]]:
         overlay = GraphOverlay(self._graph)
@@ -974,8 +1010,11 @@ class Memory:
         kind: str = "transaction",
         id_prefix: str | None = None,
     ) -> TransactionReport:
-        with self._write_lock:
+        with self._write_lock, contextlib.ExitStack() as announced:
             with self._store.write():
+                # From here no other process can commit; readers of this process stop
+                # catching up until this commit is applied and announced (then released).
+                announced.enter_context(self._catch_up_lock)
                 self._catch_up()
                 if prepared is not None and prepared[3] == self._graph.version:
                     overlay, ctx, created = prepared[:3]
@@ -1016,7 +1055,7 @@ class Memory:
                 apply_changes(self._graph, changes)
                 self._t = t
                 self._extend_views(changes)
-        self._notify(commit)
+            self._notify(commit)
         return report(t)
 
     # -- listeners ----------------------------------------------------------------------------

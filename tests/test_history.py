@@ -202,20 +202,27 @@ def test_a_reader_sees_other_processes_commits_without_waiting_for_its_own_write
             assert reader.t == 1 and reader.query("#g.actions").ids == []
         assert reader.refresh() == 2 and reader.query("#g.actions").ids == ["a"]
 
-        # A commit of the reader's own process is under way (it holds the write lock): readers
-        # in other threads get an answer from behind_store at once; refresh(wait=False) gives
-        # None; refresh() waits only until that commit has applied the others' commits first.
-        writer.apply({"ops": [{"op": "add_node", "id": "b", "type": "action", "parent": "g"}]})
+        # A commit of the reader's own process is under way. While it queues for the store's
+        # write lock (it holds only the memory's), readers in other threads catch up by
+        # themselves; once it holds the store's lock it applies the others' commits itself,
+        # and then refresh(wait=False) gives None and refresh() waits only until it has.
         results: dict[str, object] = {}
 
         def ask(name, call):
             results[name] = call()
 
+        writer.apply({"ops": [{"op": "add_node", "id": "b", "type": "action", "parent": "g"}]})
         with reader._write_lock:
             quick = threading.Thread(target=ask, args=("behind", reader.behind_store))
             quick.start()
             quick.join(10)
             assert results["behind"] is True
+            queued = threading.Thread(target=ask, args=("queued", lambda: reader.refresh(wait=False)))
+            queued.start()
+            queued.join(10)
+            assert results["queued"] == 3
+        writer.apply({"ops": [{"op": "add_node", "id": "c", "type": "action", "parent": "g"}]})
+        with reader._write_lock, reader._catch_up_lock:
             ask_now = threading.Thread(target=ask, args=("no-wait", lambda: reader.refresh(wait=False)))
             ask_now.start()
             ask_now.join(10)
@@ -226,8 +233,59 @@ def test_a_reader_sees_other_processes_commits_without_waiting_for_its_own_write
             assert waiting.is_alive(), "refresh must wait until the state reaches the store's t"
             reader._catch_up()  # what the commit in progress does first
             waiting.join(10)
-            assert results["wait"] == 3  # answered while the "commit" still holds the lock
-        assert reader.query("#g.actions").ids == ["a", "b"]
+            assert results["wait"] == 4  # answered while the "commit" still holds the locks
+        assert reader.query("#g.actions").ids == ["a", "b", "c"]
     finally:
         writer.close()
         reader.close()
+
+
+def test_readers_catching_up_while_local_and_remote_writers_commit_leave_the_state_exact(tmp_path):
+    """Threads of one memory commit and read while another memory on the same file commits:
+    readers that catch up on their own (between the local commits) never apply a commit twice
+    or miss one; the final state is the store's."""
+    import threading
+
+    path = str(tmp_path / "m.db")
+    local, remote = open_memory(path), open_memory(path)
+    local.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    errors: list[BaseException] = []
+    seen: list[int] = []
+
+    def write(memory, prefix, count):
+        try:
+            for i in range(count):
+                memory.apply({"ops": [{"op": "add_node", "id": f"{prefix}{i}", "type": "action", "parent": "g"}]})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def read(stop):
+        try:
+            while not stop.is_set():
+                t = local.refresh(wait=False)
+                if t is None:
+                    t = local.refresh()
+                ids = local.query("#g.actions").ids
+                assert len(ids) == len(set(ids))
+                seen.append(t)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    stop = threading.Event()
+    threads = [threading.Thread(target=write, args=(local, "l", 40)), threading.Thread(target=write, args=(local, "k", 40)),
+               threading.Thread(target=write, args=(remote, "r", 40))]
+    readers = [threading.Thread(target=read, args=(stop,)) for _ in range(2)]
+    for thread in threads + readers:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    stop.set()
+    for thread in readers:
+        thread.join(30)
+    assert not errors, errors
+    assert local.refresh() == 121 and seen
+    with open_memory(path) as fresh:
+        assert local.export() == fresh.export()
+        assert sorted(local.query("#g.actions").ids) == sorted([f"{p}{i}" for p in "lkr" for i in range(40)])
+    local.close()
+    remote.close()

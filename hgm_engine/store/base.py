@@ -47,6 +47,11 @@ class Store:
         progress (a reader's quick "is there anything newer?"). By default :meth:`latest_t`."""
         return self.latest_t()
 
+    def read_commits(self, t: int, upto: int) -> list:
+        """:meth:`commits_after` for a reader: never waits for a commit of this process in
+        progress (it reads on the same second connection as :meth:`committed_t`)."""
+        return self.commits_after(t, upto)
+
     def commits_after(self, t: int, upto: int | None = None) -> list:
         """Commits with ``t < commit.t <= upto``, oldest first."""
         raise NotImplementedError

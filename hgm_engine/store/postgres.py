@@ -166,7 +166,7 @@ class PostgresStore(Store):
         self._timeout = timeout
         self._lock = threading.RLock()
         # A second connection answers committed_t: the first one is held for a whole commit.
-        self._peek_lock = threading.Lock()
+        self._peek_lock = threading.RLock()
         self._peek_db = None
         self._in_write = 0
         self._commit_cache: dict[int, Commit] = {}
@@ -298,6 +298,22 @@ class PostgresStore(Store):
                         continue
                     raise self._error(f"cannot read the journal in {self.location}", exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def read_commits(self, t: int, upto: int) -> list[Commit]:
+        missing = [n for n in range(t + 1, upto + 1) if self._cached(n) is None]
+        if missing:
+            with self._peek_lock:
+                self.committed_t()  # (re)opens the reading connection when needed
+                try:
+                    rows = self._peek_db.execute(
+                        "SELECT t, record FROM hgm_journal WHERE t > %s AND t <= %s ORDER BY t", (t, upto)
+                    ).fetchall()
+                except self._psycopg.Error as exc:
+                    raise self._error(f"cannot read the journal in {self.location}", exc) from None
+            for number, record in rows:
+                if self._commit_cache.get(number) is None:
+                    self._commit_cache[number] = commit_from_record(record)
+        return [c for c in (self._cached(n) for n in range(t + 1, upto + 1)) if c is not None]
 
     def change_token(self) -> object:
         # One round trip: the latest t and digests of the constraints and the rule sets

@@ -98,7 +98,7 @@ class SQLiteStore(Store):
             )
         self._lock = threading.RLock()
         # A second connection answers committed_t: the first one is held for a whole commit.
-        self._peek_lock = threading.Lock()
+        self._peek_lock = threading.RLock()
         self._peek_db: sqlite3.Connection | None = None
         self._peek_version: int | None = None
         self._peek_latest = 0
@@ -153,6 +153,18 @@ class SQLiteStore(Store):
                 self._peek_latest = db.execute("SELECT MAX(t) FROM journal").fetchone()[0] or 0
                 self._peek_version = version
             return self._peek_latest
+
+    def read_commits(self, t: int, upto: int) -> list[Commit]:
+        missing = [n for n in range(t + 1, upto + 1) if n not in self._commit_cache]
+        if missing:
+            with self._peek_lock:
+                self.committed_t()  # opens the reading connection when needed
+                rows = self._peek_db.execute(
+                    "SELECT t, record FROM journal WHERE t > ? AND t <= ? ORDER BY t", (t, upto)
+                ).fetchall()
+            for number, record in rows:
+                self._commit_cache.setdefault(number, commit_from_record(json.loads(record)))
+        return [self._commit_cache[n] for n in range(t + 1, upto + 1) if n in self._commit_cache]
 
     def change_token(self) -> object:
         # SQLite counts commits made by *other* connections (one PRAGMA, no table read):
