@@ -484,7 +484,12 @@ def create_app(
         return _error("internal", f"internal error (request id {request_id_var.get()})", 500)
 
     direct: dict[tuple[str, str], Any] = {}  # filled below, once the handlers exist
-    app.add_middleware(_Guard, token=token, max_body=limits.max_body, direct=direct)
+    # The guard goes outside the framework's own middleware (error pages, telemetry, body
+    # limit): a direct route then passes no other layer; the rest go through all of them.
+    build_stack = app.build_middleware_stack
+    app.build_middleware_stack = lambda: _Guard(  # type: ignore[method-assign]
+        build_stack(), token=token, max_body=limits.max_body, direct=direct
+    )
 
     # -- operations --------------------------------------------------------------------
 
@@ -884,6 +889,8 @@ def _serve(
         limit_concurrency=args.max_concurrency,
         timeout_graceful_shutdown=args.graceful_timeout,
         server_header=False,
+        # X-Forwarded-* headers are not trusted: the access log shows the peer's address.
+        proxy_headers=False,
     )
     server = uvicorn.Server(config) if channel is None else _handed_server_class()(config, channel)
     # uvicorn stops gracefully on SIGINT/SIGTERM, restores the handlers it found and raises
