@@ -496,6 +496,14 @@ def _hop(relation: Hop) -> Callable:
 
     if node_type is None:
         return expand
+    if edge_types is not None and len(edge_types) == 1 and direction != "both":
+        edge_type = edge_types[0]
+        adjacency_of = "out_adj" if direction == "out" else "in_adj"
+
+        def single_typed(node_id, ctx):  # the adjacency remembers its targets of that type
+            return getattr(ctx, adjacency_of)(node_id).of_type(edge_type, node_type, ctx.nodes)
+
+        return single_typed
 
     def restricted(node_id, ctx):
         nodes = ctx.nodes
@@ -704,26 +712,34 @@ def _single_hop_step(relation: Hop) -> Callable | None:
         return None
     edge_type, node_type, direction = relation.edge_types[0], relation.node_type, relation.direction
 
+    key = (edge_type, node_type)
+
     def step(ids, ctx):
         out: list = []
         extend = out.extend
-        if direction == "both":  # per source: outgoing then incoming (spec §2.2), then deduplicated
-            out_adj, in_adj = ctx.out_adj, ctx.in_adj
-            for node_id in ids:
-                extend(out_adj(node_id).by_type.get(edge_type, ()))
-                extend(in_adj(node_id).by_type.get(edge_type, ()))
-            out = list(dict.fromkeys(out))
-        else:
-            adjacency = ctx.out_adj if direction == "out" else ctx.in_adj
-            if len(ids) == 1:
-                extend(adjacency(ids[0]).by_type.get(edge_type, ()))
+        adjacencies = (ctx.out_adj, ctx.in_adj) if direction == "both" else (ctx.out_adj if direction == "out" else ctx.in_adj,)
+        if node_type is None:
+            if direction == "both":  # per source: outgoing then incoming (spec §2.2)
+                out_adj, in_adj = adjacencies
+                for node_id in ids:
+                    extend(out_adj(node_id).by_type.get(edge_type, ()))
+                    extend(in_adj(node_id).by_type.get(edge_type, ()))
             else:
+                (adjacency,) = adjacencies
                 for node_id in ids:
                     extend(adjacency(node_id).by_type.get(edge_type, ()))
-                out = list(dict.fromkeys(out))
-        if node_type is not None:
+        else:
+            # Each adjacency remembers its targets of one type: no type test per node after
+            # the first visit (the lookup of the remembered tuple is inlined).
             nodes = ctx.nodes
-            out = [other for other in out if nodes[other].type == node_type]
+            for node_id in ids:
+                for adjacency in adjacencies:
+                    found = adjacency(node_id)
+                    typed = found._typed
+                    targets = typed.get(key) if typed is not None else None
+                    extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
+        if len(ids) > 1 or direction == "both":
+            out = list(dict.fromkeys(out))
         ctx.charge(len(out))
         return out
 
@@ -742,8 +758,6 @@ def _generated_per_source(relation: Hop, predicates: tuple, compile_path) -> Cal
         return None
     generator = _Generator(compile_path)
     tests = [generator.expression(f.condition) for f in filters]
-    if relation.node_type is not None:
-        tests.insert(0, f"n.type == {generator.constant(relation.node_type)}")
     keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
     pick, stop = "", None
     if positional:
@@ -759,9 +773,13 @@ def _generated_per_source(relation: Hop, predicates: tuple, compile_path) -> Cal
                 stop = op.upper
     adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
     edge_type = generator.constant(relation.edge_types[0])
+    if relation.node_type is None:
+        lookup = f"adjacency(s).by_type.get({edge_type}, ())"
+    else:  # the adjacency remembers its targets of that type
+        lookup = f"adjacency(s).of_type({edge_type}, {generator.constant(relation.node_type)}, nodes)"
     if keep and stop is not None:
-        # A pick from the front (subgoals[0]) stops at the last match it needs: a root's
-        # first subgoal does not cost a type test on each of its children.
+        # A pick from the front after a filter (actions.where(...)[0]) stops at the last
+        # match it needs instead of testing every target.
         body = (
             "            picked = []\n"
             "            for t in targets:\n"
@@ -773,7 +791,7 @@ def _generated_per_source(relation: Hop, predicates: tuple, compile_path) -> Cal
             f"            extend(picked{pick})\n"
         )
     else:
-        chosen = f"[t for t in targets if {keep}]" if keep else "list(targets)"
+        chosen = f"[t for t in targets if {keep}]" if keep else "targets"
         body = "            scanned += len(targets)\n" f"            extend({chosen}{pick})\n"
     source = (
         "def _step(ids, ctx):\n"
@@ -783,7 +801,7 @@ def _generated_per_source(relation: Hop, predicates: tuple, compile_path) -> Cal
         "    extend = out.extend\n"
         "    scanned = 0\n"
         "    for s in ids:\n"
-        f"        targets = adjacency(s).by_type.get({edge_type}, ())\n"
+        f"        targets = {lookup}\n"
         "        if targets:\n"
         f"{body}"
         "    if len(ids) > 1:\n"

@@ -191,7 +191,7 @@ class Adjacency:
     """One node's edges in one direction, in edge order: ``pairs`` of (edge type, other id),
     and ``by_type`` mapping each edge type to the other ids."""
 
-    __slots__ = ("pairs", "by_type")
+    __slots__ = ("pairs", "by_type", "_typed")
 
     def __init__(self, edges: list[Edge], outgoing: bool):
         edges.sort(key=edge_order_key)
@@ -203,6 +203,25 @@ class Adjacency:
         for edge_type, other in self.pairs:
             by_type.setdefault(edge_type, []).append(other)
         self.by_type = {k: tuple(v) for k, v in by_type.items()}
+        self._typed: dict[tuple[str, str], tuple[str, ...]] | None = None
+
+    def of_type(self, edge_type: str, node_type: str, nodes: Mapping[str, "Node"]) -> tuple[str, ...]:
+        """The other ids over ``edge_type`` whose node is a ``node_type`` (``subgoals``:
+        goal children), remembered: node types never change, and an adjacency is replaced
+        whenever its edges change (a node deleted and made again has lost its edges).
+
+        >>> a = Adjacency([Edge("g", "s", "parent_of", EMPTY_ATTRS, 1), Edge("g", "a", "parent_of", EMPTY_ATTRS, 2)], True)
+        >>> a.of_type("parent_of", "goal", {"s": Node("s", "goal", EMPTY_ATTRS, 2), "a": Node("a", "action", EMPTY_ATTRS, 3)})
+        ('s',)
+        """
+        typed = self._typed
+        if typed is None:
+            typed = self._typed = {}
+        key = (edge_type, node_type)
+        found = typed.get(key)
+        if found is None:
+            found = typed[key] = tuple(o for o in self.by_type.get(edge_type, ()) if nodes[o].type == node_type)
+        return found
 
 
 NO_ADJACENCY = Adjacency([], True)
