@@ -312,7 +312,9 @@ class Memory:
         if cached is not None and cached[0] == self._graph.version and cached[1] == self._t:
             self._views.move_to_end(t)
             return cached[2]
-        view = historical_view(self._graph, self._store.commits_after(t, self._t))
+        # Read on the store's second connection: this runs under the read lock, and a commit
+        # of this process may hold the first one while it waits for readers to finish.
+        view = historical_view(self._graph, self._store.read_commits(t, self._t))
         self._views[t] = (self._graph.version, self._t, view)
         if len(self._views) > 8:
             self._views.popitem(last=False)
@@ -334,17 +336,17 @@ class Memory:
         low, high = self._resolve_t(t1), self._resolve_t(t2)
         with self._state.reading():
             before, after = self._view_at(low), self._view_at(high)
-            commits = self._store.commits_after(min(low, high), max(low, high))
+            commits = self._store.read_commits(min(low, high), max(low, high))
             return net_changes(before, after, commits)
 
     def commits(self, since: int = 0) -> list[Commit]:
         """The commits after ``since``, oldest first."""
-        return self._store.commits_after(since, self._t)
+        return self._store.read_commits(since, self._t)
 
     def history(self, node_id: str) -> list[dict[str, Any]]:
         """Every commit that touched ``node_id`` (its attributes or its edges), oldest first."""
         entries = []
-        for commit in self._store.commits_after(0, self._t):
+        for commit in self._store.read_commits(0, self._t):
             if commit.genesis:
                 view = self._view_at(commit.t)
                 if view.node(node_id) is not None:
@@ -512,7 +514,7 @@ class Memory:
         return {
             "since": since,
             "t": self._t,
-            "commits": [c.summary() for c in self._store.commits_after(since, self._t)],
+            "commits": [c.summary() for c in self._store.read_commits(since, self._t)],
             "changes": self.diff(since, self._t),
         }
 
@@ -936,17 +938,19 @@ class Memory:
                 return self._t
             # A commit of this process holds the write lock. Until it holds the store's too,
             # other processes' commits can be applied from here (read on the second connection).
-            if self._apply_committed(target, wait=wait):
+            # (Never waiting for readers while holding the catch-up lock: a commit of this
+            # process may be waiting for that lock while those readers wait for the commit.)
+            if self._apply_committed(target):
                 return self._t
             if not wait:
                 return None
             self._state.wait_until(lambda: self._t >= target, 0.05)
 
-    def _apply_committed(self, target: int, *, wait: bool) -> bool:
+    def _apply_committed(self, target: int) -> bool:
         """Apply the store's commits up to ``target`` without the write lock; False when a
-        commit of this process is past its catch-up (it applies them) or, with ``wait=False``,
-        when queries in other threads would have to finish first. Not with commit listeners
-        (the path index): they may write to the store, which that commit holds."""
+        commit of this process is past its catch-up (it applies them) or when queries in
+        other threads would have to finish first. Not with commit listeners (the path
+        index): they may write to the store, which that commit holds."""
         if self._listeners or not self._catch_up_lock.acquire(blocking=False):
             return False
         try:
@@ -955,7 +959,7 @@ class Memory:
             commits = self._store.read_commits(self._t, target)
             if not commits or commits[0].t != self._t + 1 or any(c.genesis for c in commits):
                 return False  # a reload: left to the full catch-up
-            with self._state.writing(blocking=wait) as acquired:
+            with self._state.writing(blocking=False) as acquired:
                 if not acquired:
                     return False
                 for commit in commits:

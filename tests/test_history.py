@@ -289,3 +289,35 @@ def test_readers_catching_up_while_local_and_remote_writers_commit_leave_the_sta
         assert sorted(local.query("#g.actions").ids) == sorted([f"{p}{i}" for p in "lkr" for i in range(40)])
     local.close()
     remote.close()
+
+
+def test_history_reads_never_wait_for_this_process_s_commit(store_location):
+    """Readers under the memory's read lock (as_of views, snapshot names, diffs, history)
+    read the store on its second connection: a commit of the same process holds the first
+    one and may be waiting for those readers, which would otherwise wait for it."""
+    import threading
+
+    memory, other = open_memory(store_location), open_memory(store_location)
+    try:
+        memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal", "status": "active"}]})
+        memory.apply({"ops": [{"op": "update_node", "id": "g", "set": {"status": "done"}}]})
+        memory.snapshot("before-done", 1)
+        results: dict[str, object] = {}
+
+        def read() -> None:
+            results["as_of"] = memory.query("#g", as_of=1).nodes[0]["status"]
+            results["snapshot"] = memory.node("g", as_of="before-done")["status"]
+            results["diff"] = len(memory.diff(1, 2))
+            results["history"] = [entry["t"] for entry in memory.history("g")]
+
+        with memory.store.write():  # what a commit of this process holds while it works
+            reader = threading.Thread(target=read)
+            reader.start()
+            reader.join(10)
+            finished = not reader.is_alive()
+        reader.join(30)
+        assert finished, "a history read waited for the store's write lock"
+        assert results == {"as_of": "active", "snapshot": "active", "diff": 1, "history": [1, 2]}
+    finally:
+        memory.close()
+        other.close()

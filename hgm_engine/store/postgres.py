@@ -475,9 +475,15 @@ class PostgresStore(Store):
     # -- small tables -------------------------------------------------------------------------
 
     def snapshots(self) -> dict[str, int]:
-        return self._read(
-            "read the snapshots", lambda db: dict(db.execute("SELECT name, t FROM hgm_snapshots ORDER BY t, name").fetchall())
-        )
+        # On the reading connection: a reader resolving a snapshot name under the memory's
+        # read lock must not wait for a commit that is waiting for readers to finish.
+        with self._peek_lock:
+            self.committed_t()  # (re)opens the reading connection when needed
+            try:
+                rows = self._peek_db.execute("SELECT name, t FROM hgm_snapshots ORDER BY t, name").fetchall()
+            except self._psycopg.Error as exc:
+                raise self._error(f"cannot read the snapshots in {self.location}", exc) from None
+        return dict(rows)
 
     def set_snapshot(self, name: str, t: int) -> None:
         with self.write(), self._statement("name a snapshot") as db:

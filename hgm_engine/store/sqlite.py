@@ -262,8 +262,11 @@ class SQLiteStore(Store):
     # -- small tables -------------------------------------------------------------------------
 
     def snapshots(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._db.execute("SELECT name, t FROM snapshots ORDER BY t, name"))
+        # On the reading connection: a reader resolving a snapshot name under the memory's
+        # read lock must not wait for a commit that is waiting for readers to finish.
+        with self._peek_lock:
+            self.committed_t()  # opens the reading connection when needed
+            return dict(self._peek_db.execute("SELECT name, t FROM snapshots ORDER BY t, name"))
 
     def set_snapshot(self, name: str, t: int) -> None:
         with self.write():
