@@ -481,7 +481,8 @@ def environment() -> dict[str, Any]:
         "cpu": cpu,
         "cpus": os.cpu_count(),
         "hgm": hgm_engine.__version__,
-        "git_commit": commit or None,
+        # a run from an export of a commit (git archive) names it in HGM_BENCH_COMMIT
+        "git_commit": commit or os.environ.get("HGM_BENCH_COMMIT") or None,
         "packages": versions,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
