@@ -905,7 +905,8 @@ def _serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    logger.info("stopped%s", f" on signal {received[0]}" if received else "")
+    who = f"worker {os.getpid()} " if channel is not None else ""
+    logger.info("%sstopped%s", who, f" on signal {received[0]}" if received else "")
 
 
 def _handed_server_class():
