@@ -151,6 +151,10 @@ class Memory:
         # from the moment it holds the store's write lock until it is visible and announced:
         # a reader may catch up while a local writer still queues for the store.
         self._catch_up_lock = threading.RLock()
+        # True while a commit of this process holds the store's write lock and has applied
+        # every other process's commit: until its own is applied, the state lacks only that
+        # commit, which no client has been told of yet.
+        self._only_own_commit_pending = False
         self._state = _ReadWriteLock()
         self._views: OrderedDict[int, tuple[int, int, Any]] = OrderedDict()
         self._listeners: list[Callable[[Commit], None]] = []
@@ -942,6 +946,10 @@ class Memory:
             # process may be waiting for that lock while those readers wait for the commit.)
             if self._apply_committed(target):
                 return self._t
+            if self._only_own_commit_pending:
+                # The store is ahead only by the commit under way here, which no client has
+                # been told of: a read from this state comes before that commit.
+                return self._t
             if not wait:
                 return None
             self._state.wait_until(lambda: self._t >= target, 0.05)
@@ -1020,6 +1028,8 @@ class Memory:
                 # catching up until this commit is applied and announced (then released).
                 announced.enter_context(self._catch_up_lock)
                 self._catch_up()
+                self._only_own_commit_pending = True
+                announced.callback(setattr, self, "_only_own_commit_pending", False)
                 if prepared is not None and prepared[3] == self._graph.version:
                     overlay, ctx, created = prepared[:3]
                 else:

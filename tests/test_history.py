@@ -321,3 +321,61 @@ def test_history_reads_never_wait_for_this_process_s_commit(store_location):
     finally:
         memory.close()
         other.close()
+
+
+def test_a_read_after_an_acknowledged_commit_sees_it_whoever_committed(tmp_path):
+    """Linearizable reads: whatever refresh() answers (caught up, caught up by itself, or the
+    state while this process's own commit is still under way), its t covers every commit
+    that was acknowledged — by this memory or another one on the same file — before it was
+    asked."""
+    import threading
+    import time as clock
+
+    path = str(tmp_path / "m.db")
+    local, remote = open_memory(path), open_memory(path)
+    local.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    acknowledged: list[tuple[float, int]] = []  # (when apply returned, its t)
+    reads: list[tuple[float, int]] = []  # (when refresh was called, the t it answered)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def write(memory, prefix):
+        try:
+            for i in range(40):
+                t = memory.apply({"ops": [{"op": "add_node", "id": f"{prefix}{i}", "type": "action", "parent": "g"}]}).t
+                with lock:
+                    acknowledged.append((clock.perf_counter(), t))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def read(stop):
+        try:
+            while not stop.is_set():
+                asked = clock.perf_counter()
+                t = local.refresh(wait=False)
+                if t is None:
+                    t = local.refresh()
+                reads.append((asked, t))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    stop = threading.Event()
+    writers = [threading.Thread(target=write, args=(local, "l")), threading.Thread(target=write, args=(remote, "r"))]
+    readers = [threading.Thread(target=read, args=(stop,)) for _ in range(2)]
+    for thread in writers + readers:
+        thread.start()
+    for thread in writers:
+        thread.join(120)
+    stop.set()
+    for thread in readers:
+        thread.join(30)
+    local.close()
+    remote.close()
+    assert not errors, errors
+    acknowledged.sort()
+    stale = []
+    for asked, t in reads:
+        known = [ack_t for when, ack_t in acknowledged if when < asked]
+        if known and t < max(known):
+            stale.append((asked, t, max(known)))
+    assert len(reads) > 100 and not stale, stale[:5]
