@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .constraints import ConstraintChecker, UserConstraint
 from .errors import GraphFileError, HGMError, Problem
@@ -349,17 +349,39 @@ class Memory:
 
     def history(self, node_id: str) -> list[dict[str, Any]]:
         """Every commit that touched ``node_id`` (its attributes or its edges), oldest first."""
-        entries = []
-        for commit in self._store.read_commits(0, self._t):
+        return self.histories([node_id])[node_id]
+
+    def histories(self, node_ids: Iterable[str], *, upto: int | None = None) -> dict[str, list[dict[str, Any]]]:
+        """:meth:`history` of several nodes in one pass over the journal (up to ``upto``).
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "done"}}]})
+        >>> {node: [entry["t"] for entry in entries] for node, entries in m.histories(["g", "a"]).items()}
+        {'g': [1], 'a': [1, 2]}
+        """
+        ids = list(dict.fromkeys(node_ids))
+        wanted = set(ids)
+        found: dict[str, list[dict[str, Any]]] = {node_id: [] for node_id in ids}
+        for commit in self._store.read_commits(0, self._t if upto is None else min(upto, self._t)):
             if commit.genesis:
-                view = self._view_at(commit.t)
-                if view.node(node_id) is not None:
-                    entries.append(_history_entry(commit, [{"kind": "loaded", "id": node_id}]))
+                with self._state.reading():
+                    view = self._view_at(commit.t)
+                    present = [node_id for node_id in ids if view.node(node_id) is not None]
+                for node_id in present:
+                    found[node_id].append(_history_entry(commit, [{"kind": "loaded", "id": node_id}]))
                 continue
-            mine = [change_to_json(c) for c in commit.changes if node_id in c.touched]
-            if mine:
-                entries.append(_history_entry(commit, mine))
-        return entries
+            mine: dict[str, list[dict[str, Any]]] = {}
+            for change in commit.changes:
+                doc = None
+                for node_id in dict.fromkeys(change.touched):
+                    if node_id in wanted:
+                        if doc is None:
+                            doc = change_to_json(change)
+                        mine.setdefault(node_id, []).append(doc)
+            for node_id, changes in mine.items():
+                found[node_id].append(_history_entry(commit, changes))
+        return found
 
     def snapshot(self, name: str, t: int | None = None) -> int:
         """Name a state (the current one by default); returns its ``t``. Costs O(1)."""
@@ -1119,6 +1141,11 @@ class HistoricalMemory:
     def __init__(self, memory: Memory, t: int):
         self._memory = memory
         self.t = t
+
+    @property
+    def memory(self) -> Memory:
+        """The memory this is a state of."""
+        return self._memory
 
     def query(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None) -> QueryResult:
         return self._memory.query(expr, focus=focus, params=params, as_of=self.t)

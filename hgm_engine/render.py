@@ -150,7 +150,7 @@ def _sources(memory: Any, as_of: int | str | None) -> tuple[Any, MemoryGraph, in
     if isinstance(memory, HistoricalMemory):
         if as_of is None:
             as_of = memory.t
-        memory = memory._memory
+        memory = memory.memory
     if not isinstance(memory, Memory):
         raise TypeError(f"cannot draw a {type(memory).__name__}: pass a Memory or a MemoryGraph")
     if as_of is None:
@@ -305,7 +305,7 @@ def picture(
 
     histories = None
     if owner is not None and history:
-        histories = _histories(owner, drawn_ids, t)
+        histories = owner.histories(drawn_ids, upto=t)
     return Picture(
         nodes=tuple(nodes_by_id[i] for i in drawn_ids),
         hierarchy=frozenset(hierarchy_ids),
@@ -363,35 +363,6 @@ def _run_highlight(owner: Any, graph: MemoryGraph, text: str, as_of: int | None,
             paths = [tuple(w) for w in walks]
         break
     return Highlight(text, "nodes", ids, tuple(paths))
-
-
-def _histories(memory: Any, ids: list[str], upto_t: int | None) -> dict[str, list[dict[str, Any]]]:
-    """Each node's history (as :meth:`Memory.history` gives it) up to ``upto_t``, in one pass."""
-    from .memory import _history_entry
-    from .transaction import change_to_json
-
-    wanted = set(ids)
-    found: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
-    for commit in memory.commits():
-        if upto_t is not None and commit.t > upto_t:
-            break
-        if commit.genesis:
-            present = {n["id"] for n in memory.export(as_of=commit.t)["nodes"]} & wanted
-            for node_id in ids:
-                if node_id in present:
-                    found[node_id].append(_history_entry(commit, [{"kind": "loaded", "id": node_id}]))
-            continue
-        mine: dict[str, list[dict[str, Any]]] = {}
-        for change in commit.changes:
-            doc = None
-            for node_id in dict.fromkeys(change.touched):
-                if node_id in wanted:
-                    if doc is None:
-                        doc = change_to_json(change)
-                    mine.setdefault(node_id, []).append(doc)
-        for node_id, changes in mine.items():
-            found[node_id].append(_history_entry(commit, changes))
-    return found
 
 
 # -- labels ------------------------------------------------------------------------------------
