@@ -158,3 +158,24 @@ def test_records_with_values_of_the_wrong_kind_are_named_not_crashed_on(nodes, e
     with pytest.raises(GraphFileError) as info:
         graph_from_document({"format": "hgm-graph/1", "nodes": nodes, "edges": edges})
     assert info.value.problems and all(p.where for p in info.value.problems)
+
+
+def test_nested_attribute_values_load_frozen_and_export_as_they_were():
+    from hgm_engine.graph import FrozenDict
+    from hgm_engine.store.graphfile import graph_from_document
+
+    node = {
+        "id": "f", "type": "fact", "content": "x", "tags": ["a", "b"], "n": 1,
+        "source": {"url": "u", "pages": [1, 2], "authors": [{"name": "k"}]}, "matrix": [[1, 2], [3]],
+    }
+    doc = {"format": "hgm-graph/1", "nodes": [node, {"id": "e", "type": "entity"}],
+           "edges": [{"from": "f", "to": "e", "type": "related_to", "weights": [0.5, 1]}]}
+    graph = graph_from_document(doc)
+    attrs = graph.node("f").attrs
+    assert attrs["tags"] == ("a", "b") and type(attrs["source"]) is FrozenDict
+    assert attrs["source"]["pages"] == (1, 2) and type(attrs["source"]["authors"][0]) is FrozenDict
+    assert attrs["matrix"] == ((1, 2), (3,))
+    with pytest.raises(TypeError):
+        attrs["source"]["url"] = "v"
+    assert graph.to_document() == doc
+    assert node["tags"] == ["a", "b"] and "id" in node  # the caller's document is untouched

@@ -192,7 +192,13 @@ def _attributes(record: dict, reserved: tuple[str, ...]) -> FrozenDict:
         return EMPTY_ATTRS
     if set(map(type, attributes.values())) <= _FLAT:
         return attributes
-    return freeze(dict(attributes))
+    # Nested values (a list of tags, most often) are frozen in place in this private copy:
+    # no second copy of the whole map, no call per flat value.
+    for key, value in attributes.items():
+        if type(value) not in _FLAT:
+            flat_list = type(value) is list and set(map(type, value)) <= _FLAT
+            dict.__setitem__(attributes, key, tuple(value) if flat_list else freeze(value))
+    return attributes
 
 
 _ID_AND_TYPE = itemgetter("id", "type")
