@@ -39,17 +39,29 @@ class Store:
     def change_token(self) -> object:
         """A cheap value that differs after another process wrote to the store (commits,
         constraints, rule sets). Equal tokens mean nothing new to apply; a changed token may
-        be a false alarm. By default the latest ``t``."""
+        be a false alarm. By default the latest ``t``.
+
+        >>> InMemoryStore().change_token() is None  # nothing else writes to it
+        True
+        """
         return self.latest_t()
 
     def committed_t(self) -> int:
         """The latest committed ``t``, read without waiting for a commit of this process in
-        progress (a reader's quick "is there anything newer?"). By default :meth:`latest_t`."""
+        progress (a reader's quick "is there anything newer?"). By default :meth:`latest_t`.
+
+        >>> InMemoryStore().committed_t()
+        0
+        """
         return self.latest_t()
 
     def read_commits(self, t: int, upto: int) -> list:
         """:meth:`commits_after` for a reader: never waits for a commit of this process in
-        progress (it reads on the same second connection as :meth:`committed_t`)."""
+        progress (it reads on the same second connection as :meth:`committed_t`).
+
+        >>> InMemoryStore().read_commits(0, 0)
+        []
+        """
         return self.commits_after(t, upto)
 
     def commits_after(self, t: int, upto: int | None = None) -> list:
