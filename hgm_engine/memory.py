@@ -898,10 +898,7 @@ class Memory:
                 self._graph, self._t = self._store.load_state()
                 self._views.clear()
             else:
-                for commit in commits:
-                    apply_changes(self._graph, list(commit.changes))
-                    self._t = commit.t
-                    self._extend_views(list(commit.changes))
+                self._apply_commits(commits)
         self._sync_rules_and_constraints()
         self._seen_token = token
         for commit in commits:
@@ -992,13 +989,18 @@ class Memory:
             with self._state.writing(blocking=False) as acquired:
                 if not acquired:
                     return False
-                for commit in commits:
-                    apply_changes(self._graph, list(commit.changes))
-                    self._t = commit.t
-                    self._extend_views(list(commit.changes))
+                self._apply_commits(commits)
             return True
         finally:
             self._catch_up_lock.release()
+
+    def _apply_commits(self, commits: list[Commit]) -> None:
+        """Other processes' commits onto the state (under the state's write lock)."""
+        for commit in commits:
+            changes = list(commit.changes)
+            apply_changes(self._graph, changes)
+            self._t = commit.t
+            self._extend_views(changes)
 
     def _build(self, build: Callable, id_prefix: str | None = None) -> tuple[GraphOverlay, OpContext, list[str]]:
         overlay = GraphOverlay(self._graph)

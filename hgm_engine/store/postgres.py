@@ -166,7 +166,7 @@ class PostgresStore(Store):
         self._timeout = timeout
         self._lock = threading.RLock()
         # A second connection answers committed_t: the first one is held for a whole commit.
-        self._peek_lock = threading.RLock()
+        self._peek_lock = threading.Lock()
         self._peek_db = None
         self._in_write = 0
         self._commit_cache: dict[int, Commit] = {}
@@ -286,30 +286,33 @@ class PostgresStore(Store):
     def latest_t(self) -> int:
         return self._read("read the journal", self._latest_t)
 
-    def committed_t(self) -> int:
+    def _peek(self, action: str, read: Callable[[Any], Any]) -> Any:
+        """``read(connection)`` on the second, read-only connection (opened on first use, and
+        again once if it was lost: a read changes nothing)."""
         with self._peek_lock:
             for attempt in (1, 2):
                 if self._peek_db is None or self._peek_db.closed:
                     self._peek_db = self._connect()
                 try:
-                    return self._latest_t(self._peek_db)
+                    return read(self._peek_db)
                 except self._psycopg.Error as exc:
                     if attempt == 1 and self._peek_db.closed:
                         continue
-                    raise self._error(f"cannot read the journal in {self.location}", exc) from None
+                    raise self._error(f"cannot {action} in {self.location}", exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def committed_t(self) -> int:
+        return self._peek("read the journal", self._latest_t)
 
     def read_commits(self, t: int, upto: int) -> list[Commit]:
         missing = [n for n in range(t + 1, upto + 1) if self._cached(n) is None]
         if missing:
-            with self._peek_lock:
-                self.committed_t()  # (re)opens the reading connection when needed
-                try:
-                    rows = self._peek_db.execute(
-                        "SELECT t, record FROM hgm_journal WHERE t > %s AND t <= %s ORDER BY t", (t, upto)
-                    ).fetchall()
-                except self._psycopg.Error as exc:
-                    raise self._error(f"cannot read the journal in {self.location}", exc) from None
+            rows = self._peek(
+                "read the journal",
+                lambda db: db.execute(
+                    "SELECT t, record FROM hgm_journal WHERE t > %s AND t <= %s ORDER BY t", (t, upto)
+                ).fetchall(),
+            )
             for number, record in rows:
                 if self._commit_cache.get(number) is None:
                     self._commit_cache[number] = commit_from_record(record)
@@ -477,13 +480,9 @@ class PostgresStore(Store):
     def snapshots(self) -> dict[str, int]:
         # On the reading connection: a reader resolving a snapshot name under the memory's
         # read lock must not wait for a commit that is waiting for readers to finish.
-        with self._peek_lock:
-            self.committed_t()  # (re)opens the reading connection when needed
-            try:
-                rows = self._peek_db.execute("SELECT name, t FROM hgm_snapshots ORDER BY t, name").fetchall()
-            except self._psycopg.Error as exc:
-                raise self._error(f"cannot read the snapshots in {self.location}", exc) from None
-        return dict(rows)
+        return self._peek(
+            "read the snapshots", lambda db: dict(db.execute("SELECT name, t FROM hgm_snapshots ORDER BY t, name").fetchall())
+        )
 
     def set_snapshot(self, name: str, t: int) -> None:
         with self.write(), self._statement("name a snapshot") as db:

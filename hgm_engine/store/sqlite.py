@@ -98,7 +98,7 @@ class SQLiteStore(Store):
             )
         self._lock = threading.RLock()
         # A second connection answers committed_t: the first one is held for a whole commit.
-        self._peek_lock = threading.RLock()
+        self._peek_lock = threading.Lock()
         self._peek_db: sqlite3.Connection | None = None
         self._peek_version: int | None = None
         self._peek_latest = 0
@@ -139,13 +139,17 @@ class SQLiteStore(Store):
         with self._lock:
             return self._latest_t()
 
+    def _reader(self) -> sqlite3.Connection:
+        """The second, read-only connection (opened on first use; call under ``_peek_lock``)."""
+        if self._peek_db is None:
+            self._peek_db = sqlite3.connect(
+                self.location, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
+        return self._peek_db
+
     def committed_t(self) -> int:
         with self._peek_lock:
-            db = self._peek_db
-            if db is None:
-                db = self._peek_db = sqlite3.connect(
-                    self.location, timeout=self._timeout, isolation_level=None, check_same_thread=False
-                )
+            db = self._reader()
             # data_version moves when any other connection (our writer included) commits:
             # unchanged, the journal is not read at all.
             version = db.execute("PRAGMA data_version").fetchone()[0]
@@ -158,8 +162,7 @@ class SQLiteStore(Store):
         missing = [n for n in range(t + 1, upto + 1) if n not in self._commit_cache]
         if missing:
             with self._peek_lock:
-                self.committed_t()  # opens the reading connection when needed
-                rows = self._peek_db.execute(
+                rows = self._reader().execute(
                     "SELECT t, record FROM journal WHERE t > ? AND t <= ? ORDER BY t", (t, upto)
                 ).fetchall()
             for number, record in rows:
@@ -265,8 +268,7 @@ class SQLiteStore(Store):
         # On the reading connection: a reader resolving a snapshot name under the memory's
         # read lock must not wait for a commit that is waiting for readers to finish.
         with self._peek_lock:
-            self.committed_t()  # opens the reading connection when needed
-            return dict(self._peek_db.execute("SELECT name, t FROM snapshots ORDER BY t, name"))
+            return dict(self._reader().execute("SELECT name, t FROM snapshots ORDER BY t, name"))
 
     def set_snapshot(self, name: str, t: int) -> None:
         with self.write():
