@@ -735,8 +735,7 @@ def _single_hop_step(relation: Hop) -> Callable | None:
             for node_id in ids:
                 for adjacency in adjacencies:
                     found = adjacency(node_id)
-                    typed = found._typed
-                    targets = typed.get(key) if typed is not None else None
+                    targets = found.typed.get(key)
                     extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
         if len(ids) > 1 or direction == "both":
             out = list(dict.fromkeys(out))
@@ -844,8 +843,10 @@ def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
     plain, traced_expand = _navigation(op)
     single = _single_hop_step(op.relation) if isinstance(op.relation, Hop) and op.repeat is None else None
     per_source_single = None
-    only_filters = all(isinstance(p, Filter) for p in op.predicates)
-    if isinstance(op.relation, Hop) and op.repeat is None and op.predicates and not (only_filters and single):
+    # Filters alone keep or drop a node whichever source reached it: they can run once over
+    # the whole hop's result instead of per source.
+    filters_over_list = single is not None and all(isinstance(p, Filter) for p in op.predicates)
+    if isinstance(op.relation, Hop) and op.repeat is None and op.predicates and not filters_over_list:
         per_source_single = _generated_per_source(op.relation, op.predicates, compile_path)
     # The per-predicate closures are built only when something uses them (compiling a query
     # must stay cheap): the general fast path, or traced mode for .paths().
@@ -857,13 +858,11 @@ def _navigate_op(op: Navigate, compile_path) -> tuple[Callable, Callable]:
         return built[0]
 
     fast_predicates = [] if per_source_single is not None or not op.predicates else [f for f, _ in predicate_pairs()]
-    if per_source_single is None and isinstance(op.relation, Hop) and op.repeat is None and fast_predicates and not (only_filters and single):
+    if per_source_single is None and isinstance(op.relation, Hop) and op.repeat is None and fast_predicates and not filters_over_list:
         per_source_single = _single_hop_per_source(op.relation, fast_predicates)
     if not op.predicates and single is not None:
         fast = single
-    elif only_filters and single is not None:
-        # Filters keep or drop each node whatever source reached it: one hop over the whole
-        # list, then each filter once over its result (no call per source).
+    elif filters_over_list:
         filters = fast_predicates
 
         def fast(ids, ctx):

@@ -191,7 +191,7 @@ class Adjacency:
     """One node's edges in one direction, in edge order: ``pairs`` of (edge type, other id),
     and ``by_type`` mapping each edge type to the other ids."""
 
-    __slots__ = ("pairs", "by_type", "_typed")
+    __slots__ = ("pairs", "by_type", "typed")
 
     def __init__(self, edges: list[Edge], outgoing: bool):
         edges.sort(key=edge_order_key)
@@ -203,7 +203,8 @@ class Adjacency:
         for edge_type, other in self.pairs:
             by_type.setdefault(edge_type, []).append(other)
         self.by_type = {k: tuple(v) for k, v in by_type.items()}
-        self._typed: dict[tuple[str, str], tuple[str, ...]] | None = None
+        # (edge type, node type) -> the other ids of that node type, filled by of_type.
+        self.typed: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def of_type(self, edge_type: str, node_type: str, nodes: Mapping[str, "Node"]) -> tuple[str, ...]:
         """The other ids over ``edge_type`` whose node is a ``node_type`` (``subgoals``:
@@ -214,13 +215,10 @@ class Adjacency:
         >>> a.of_type("parent_of", "goal", {"s": Node("s", "goal", EMPTY_ATTRS, 2), "a": Node("a", "action", EMPTY_ATTRS, 3)})
         ('s',)
         """
-        typed = self._typed
-        if typed is None:
-            typed = self._typed = {}
         key = (edge_type, node_type)
-        found = typed.get(key)
+        found = self.typed.get(key)
         if found is None:
-            found = typed[key] = tuple(o for o in self.by_type.get(edge_type, ()) if nodes[o].type == node_type)
+            found = self.typed[key] = tuple(o for o in self.by_type.get(edge_type, ()) if nodes[o].type == node_type)
         return found
 
 

@@ -49,7 +49,7 @@ from .. import __version__
 from ..errors import HGMError
 from ..executor import Limits
 from ..memory import Memory
-from .service import BudgetExceeded, MemoryService, ServerLimits, error_document, http_status
+from .service import BudgetExceeded, MemoryService, ServerLimits, error_document, http_status, node_document
 
 __all__ = ["create_app", "main", "add_parser", "add_arguments", "run", "build_parser", "DEFAULT_PORT"]
 
@@ -272,7 +272,7 @@ class _NodeJsonCache:
             if entry is None or entry[0] is not node:  # new, or an id() reused by a newer object
                 if len(entries) >= self._max:
                     entries.clear()
-                entry = entries[id(node)] = (node, _encode({"id": node.id, "type": node.type, **node.attrs}))
+                entry = entries[id(node)] = (node, _encode(node_document(node)))
             append(entry[1])
         return b",".join(parts)
 
@@ -802,8 +802,8 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM (requests in flight finish, then the memory is closed).
 
     With ``--workers N`` (N > 1) this process binds the port, forks N workers that each open
-    the store and serve on the shared socket, forwards SIGINT/SIGTERM to them, and starts a
-    worker again if one dies."""
+    the store, accepts connections and hands them to the workers in turn, forwards
+    SIGINT/SIGTERM to them, and starts a worker again if one dies."""
     configure_logging(args.log_level)
     if args.workers < 1:
         print("hgm serve: --workers must be at least 1", file=sys.stderr)

@@ -46,6 +46,7 @@ __all__ = [
     "error_document",
     "regex_hazard",
     "STATUS_BY_CATEGORY",
+    "node_document",
 ]
 
 
@@ -437,7 +438,7 @@ class MemoryService:
         """
         doc, payloads = self.query_payloads(expr, focus, params, as_of, nodes=nodes, budget=budget)
         if payloads is not None:
-            doc["nodes"] = [{"id": node.id, "type": node.type, **node.attrs} for node in payloads]
+            doc["nodes"] = [node_document(node) for node in payloads]
         return doc
 
     def query_payloads(
@@ -662,6 +663,17 @@ class MemoryService:
         if isinstance(result, TransactionReport):
             return self._report(result)
         return _to_json(result)
+
+
+def node_document(node) -> dict[str, Any]:
+    """A node as the query document carries it, without thawing its attributes: the frozen
+    values (dict subclasses, tuples) serialize to the same JSON as ``node.to_json()``.
+
+    >>> from hgm_engine.graph import Node, freeze
+    >>> node_document(Node("g", "goal", freeze({"tags": ["a"]}), 1))
+    {'id': 'g', 'type': 'goal', 'tags': ('a',)}
+    """
+    return {"id": node.id, "type": node.type, **node.attrs}
 
 
 def _to_json(result: Any) -> dict[str, Any]:
