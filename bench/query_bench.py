@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import hgm_engine  # noqa: E402
-from hgm_engine.query import compile_uncached  # noqa: E402
+from hgm_engine.query.pipeline import compile_uncached  # noqa: E402
 
 from bench import baselines, generate  # noqa: E402
 

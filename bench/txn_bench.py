@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import hgm_engine  # noqa: E402
-from hgm_engine.history import historical_view  # noqa: E402
+from hgm_engine.txn.history import historical_view  # noqa: E402
 
 from bench import baselines, generate, query_bench  # noqa: E402
 

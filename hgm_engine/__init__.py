@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .errors import (
+from hgm_engine.errors import (
     GraphFileError,
     HGMError,
     Problem,
@@ -22,10 +22,10 @@ from .errors import (
     QuerySyntaxError,
     SchemaError,
 )
-from .executor import Limits
-from .memory import Memory
-from .query import CompiledQuery, QueryResult, compile
-from .schema import DEFAULT_SCHEMA, Schema
+from hgm_engine.query.executor import Limits
+from hgm_engine.memory import Memory
+from hgm_engine.query.pipeline import CompiledQuery, QueryResult, compile
+from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema
 
 __all__ = [
     "Memory",

@@ -29,19 +29,19 @@ import uuid
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from .constraints import ConstraintChecker, UserConstraint
-from .errors import GraphFileError, HGMError, Problem
-from .executor import DEFAULT_LIMITS
-from .graph import MemoryGraph, Node, bulk_allocation
-from .history import Commit, historical_view, net_changes
-from .overlay import Change, GraphOverlay, apply_changes
-from .propagate import RuleEngine
-from .rules import RuleSet, parse_rules
-from .query import CompiledQuery, Limits, QueryCache, QueryResult
-from .schema import DEFAULT_SCHEMA, Schema
-from .store.base import InMemoryStore, Store
-from .store.graphfile import graph_from_document, parse_graph_text
-from .transaction import (
+from hgm_engine.rules.constraints import ConstraintChecker, UserConstraint
+from hgm_engine.errors import GraphFileError, HGMError, Problem
+from hgm_engine.query.executor import DEFAULT_LIMITS
+from hgm_engine.model.graph import MemoryGraph, Node, bulk_allocation
+from hgm_engine.txn.history import Commit, historical_view, net_changes
+from hgm_engine.model.overlay import Change, GraphOverlay, apply_changes
+from hgm_engine.rules.engine import RuleEngine
+from hgm_engine.rules.compile import RuleSet, parse_rules
+from hgm_engine.query.pipeline import CompiledQuery, Limits, QueryCache, QueryResult
+from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema
+from hgm_engine.store.base import InMemoryStore, Store
+from hgm_engine.store.graphfile import graph_from_document, parse_graph_text
+from hgm_engine.txn.ops import (
     AddEdge,
     AddNode,
     ConflictError,
@@ -178,7 +178,7 @@ class Memory:
         >>> Memory.open(path).query("root").ids
         ['g']
         """
-        from .store import open_store
+        from hgm_engine.store import open_store
 
         return cls(schema, store=open_store(str(location)), **kwargs)
 
@@ -577,7 +577,7 @@ class Memory:
         first use; it follows every commit from then on."""
         found = self.__dict__.get("_path_memory")
         if found is None:
-            from .pathmemory import PathMemory
+            from hgm_engine.paths.pathmemory import PathMemory
 
             with self._write_lock:
                 found = self.__dict__.get("_path_memory")
@@ -607,7 +607,7 @@ class Memory:
         goal (``kind: "path"``, id = the trajectory id) with one action per step
         (``{id}/{i}``, ``parent_of`` with ``order``) and ``before`` along ``edges``; under the
         goal ``scenario`` (created if missing) when given. Every line is checked first: with
-        problems nothing is stored and :class:`~hgm_engine.pathmemory.PathError` lists them
+        problems nothing is stored and :class:`~hgm_engine.paths.pathmemory.PathError` lists them
         with their line numbers (``lines`` gives them; default 1, 2, ...), unless
         ``skip_invalid``, which stores the valid ones and lists the rest in the report.
 
@@ -624,7 +624,7 @@ class Memory:
         self, path: str | pathlib.Path, *, skip_invalid: bool = False, author: str | None = None, scenario: str | None = None
     ) -> "IngestReport":
         """:meth:`ingest` the trajectories of a JSON Lines file (line numbers are the file's)."""
-        from .pathmemory import PathError, read_jsonl
+        from hgm_engine.paths.pathmemory import PathError, read_jsonl
 
         try:
             text = pathlib.Path(path).read_text(encoding="utf-8")
@@ -666,7 +666,7 @@ class Memory:
         hops: int | None = None,
     ) -> "LocateResult":
         """The ``k`` stored paths that best fit ``text``, best first, each with the score's
-        ``breakdown`` (hgm_engine.localize). Candidates recalled by text, entry steps and
+        ``breakdown`` (hgm_engine.paths.localize). Candidates recalled by text, entry steps and
         ``tags`` are expanded through the graph from the entry paths within ``hops``
         (default 4), never into another scenario unless ``cross_scenario``; ``scenario``
         keeps to one scenario's paths (and paths without one). No network call with the
@@ -698,10 +698,10 @@ class Memory:
         a ``replaces`` edge to the current version, which becomes ``superseded`` with its reward
         × ``supersede_factor``; ``version``, ``lineage``, ``rewrite_reason`` recorded.
         ``steps_or_ops`` is a full list of steps or edit ops (``keep``/``change``/``add``/
-        ``remove``; :func:`hgm_engine.pathmemory.resolve_steps`). Returns the report (refused
+        ``remove``; :func:`hgm_engine.paths.pathmemory.resolve_steps`). Returns the report (refused
         by constraints: ``committed`` false with the violations); an unknown path, a bad
         step list, a guard (``rewrite-cap``, ``version-cap``, ``needs-human``) raise
-        :class:`~hgm_engine.pathmemory.PathError`. Nothing changes unless it commits."""
+        :class:`~hgm_engine.paths.pathmemory.PathError`. Nothing changes unless it commits."""
         return self.path_memory.rewrite_path(path_id, steps_or_ops, reason, author=author)
 
     def record_outcome(
@@ -774,7 +774,7 @@ class Memory:
         """Load a graph document as one transaction: all or nothing, every problem named.
 
         Into an empty memory this is a *genesis* commit (the history starts there)."""
-        from .store.graphfile import check_document
+        from hgm_engine.store.graphfile import check_document
 
         with self._write_lock, self._store.write():
             # Decided under the store's write lock: two processes loading one empty store at

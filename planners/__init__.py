@@ -15,11 +15,11 @@
 []
 """
 
-from .htn import Domain, DomainError, HTNPlanner, Method, Operator, TaskContext, load_domain
-from .llm import LLMPlanner, ToolSpec
-from .loop import FAILED_STATUSES, ReplayResult, RunRecord, StepRecord, replay, run
-from .protocol import MemoryView, Observation, Planner, PreviewView, QueryRecord, StepPlan, ToolCall
-from .tools import ToolError, Toolbox, ToolTimeout
+from planners.htn import Domain, DomainError, HTNPlanner, Method, Operator, TaskContext, load_domain
+from planners.llm import LLMPlanner, ToolSpec
+from planners.loop import FAILED_STATUSES, ReplayResult, RunRecord, StepRecord, replay, run
+from planners.protocol import MemoryView, Observation, Planner, PreviewView, QueryRecord, StepPlan, ToolCall
+from planners.tools import ToolError, Toolbox, ToolTimeout
 
 __all__ = [
     "Planner",

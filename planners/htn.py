@@ -63,7 +63,7 @@ import attrs
 
 from hgm_engine import HGMError
 
-from .protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
+from planners.protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
 
 __all__ = [
     "HTNPlanner",

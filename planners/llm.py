@@ -18,7 +18,7 @@ repair (``max_repairs``). When the repair fails too, the step is an invalid answ
 committed, and the loop records why.
 
 >>> from hgm_engine import Memory
->>> from hgm_engine.llm_rewrite import ScriptedClient
+>>> from hgm_engine.llm.rewrite import ScriptedClient
 >>> from planners.loop import run
 >>> memory = Memory()
 >>> client = ScriptedClient([
@@ -47,10 +47,10 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from hgm_engine import HGMError
-from hgm_engine.schema import Schema
-from hgm_engine.transaction import TransactionError, parse_transaction
+from hgm_engine.model.schema import Schema
+from hgm_engine.txn.ops import TransactionError, parse_transaction
 
-from .protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
+from planners.protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
 
 __all__ = [
     "LLMPlanner",

@@ -43,9 +43,9 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.transaction import ConflictError, TransactionReport
+from hgm_engine.txn.ops import ConflictError, TransactionReport
 
-from .protocol import MemoryView, Observation, Planner, QueryRecord, StepPlan, ToolCall, _json_copy, freeze_json
+from planners.protocol import MemoryView, Observation, Planner, QueryRecord, StepPlan, ToolCall, _json_copy, freeze_json
 
 __all__ = ["run", "replay", "StepRecord", "RunRecord", "ReplayResult", "RUN_FORMAT", "FAILED_STATUSES"]
 

@@ -2,7 +2,7 @@
 
 The compliance cases run as real subprocesses of the installed console script (or
 ``python -m hgm_engine`` when it is not installed), several at a time; the other behaviours
-call :func:`hgm_engine.cli.main` in-process, which is the same code path minus the
+call :func:`hgm_engine.cli.app.main` in-process, which is the same code path minus the
 interpreter start.
 """
 
@@ -20,8 +20,8 @@ import zipfile
 import pytest
 
 from hgm_engine import __version__
-from hgm_engine.cli import main, sample_document, tree_lines
-from hgm_engine.graph import MemoryGraph
+from hgm_engine.cli.app import main, sample_document, tree_lines
+from hgm_engine.model.graph import MemoryGraph
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 COMPLIANCE = (REPO / ".." / "shared" / "spec" / "compliance").resolve()
@@ -584,7 +584,7 @@ def test_the_wheel_ships_the_sample_memory(tmp_path):
     )
     (wheel,) = tmp_path.glob("hgm-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        assert "hgm_engine/cli.py" in archive.namelist()
+        assert "hgm_engine/cli/__init__.py" in archive.namelist()
         assert "hgm_engine/__main__.py" in archive.namelist()
         packaged = json.loads(archive.read("hgm_engine/data/sample_memory.json"))
     assert packaged == sample_document()

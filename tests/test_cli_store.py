@@ -1,7 +1,7 @@
 """The ``hgm`` commands on a durable memory (``--db``): load, export, apply, history, diff,
 revert, snapshots, constraints and ``--as-of``.
 
-Most tests call :func:`hgm_engine.cli.main` in-process; the exit codes of ``hgm apply`` are
+Most tests call :func:`hgm_engine.cli.app.main` in-process; the exit codes of ``hgm apply`` are
 also checked through the real console script. Every test works on its own SQLite file under
 ``tmp_path``, on the spec's travel graph (or our research graph when the spec is absent).
 """
@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from hgm_engine.cli import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, main
+from hgm_engine.cli.app import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, main
 from hgm_engine.memory import Memory
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from hgm_engine import HGMError, Memory
 
-from .conftest import SHARED_COMPLIANCE, compliance_cases
+from tests.conftest import SHARED_COMPLIANCE, compliance_cases
 
 
 @functools.lru_cache(maxsize=None)

@@ -124,7 +124,7 @@ def test_work_limit_counts_scanned_and_started_nodes():
 def test_the_query_cache_is_safe_to_share_between_threads():
     import threading
 
-    from hgm_engine.query import QueryCache
+    from hgm_engine.query.pipeline import QueryCache
 
     cache = QueryCache(size=8)
     failures = []

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from hgm_engine import HGMError, Memory
 
-from .conftest import OWN_COMPLIANCE
+from tests.conftest import OWN_COMPLIANCE
 
 TOKENS = [
     "root", "nodes", "focus", "current_goal", "#trip", "#a1", 'goal#"x y"', "#$p", "$p", "$ids",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hgm_engine.graph import FrozenDict, MemoryGraph
+from hgm_engine.model.graph import FrozenDict, MemoryGraph
 
 
 def small_tree() -> MemoryGraph:

@@ -161,7 +161,7 @@ def test_records_with_values_of_the_wrong_kind_are_named_not_crashed_on(nodes, e
 
 
 def test_nested_attribute_values_load_frozen_and_export_as_they_were():
-    from hgm_engine.graph import FrozenDict
+    from hgm_engine.model.graph import FrozenDict
     from hgm_engine.store.graphfile import graph_from_document
 
     node = {

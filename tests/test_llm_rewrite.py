@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from openai_stub import Scripted, openai_stub, stub_vector  # noqa: E402,F401 (openai_stub: the fixture)
 
 from hgm_engine.errors import HGMError, Problem  # noqa: E402
-from hgm_engine.llm_rewrite import (  # noqa: E402
+from hgm_engine.llm.rewrite import (  # noqa: E402
     REWRITE_ANSWER_SCHEMA,
     RewriteProposalError,
     build_prompt,
@@ -31,7 +31,7 @@ from hgm_engine.llm_rewrite import (  # noqa: E402
     rewrite_with_llm,
 )
 from hgm_engine.memory import Memory  # noqa: E402
-from hgm_engine.transaction import TransactionReport  # noqa: E402
+from hgm_engine.txn.ops import TransactionReport  # noqa: E402
 
 PATH = {
     "id": "order-17",
@@ -75,7 +75,7 @@ class FakePathMemory:
         return copy.deepcopy(self.paths[path_id])
 
     def rewrite_path(self, path_id, steps_or_ops, reason, *, author=None):
-        from hgm_engine.llm_rewrite import preview_steps
+        from hgm_engine.llm.rewrite import preview_steps
 
         self.calls.append((path_id, steps_or_ops, reason, author))
         old = self.paths[path_id]
@@ -268,7 +268,7 @@ def test_a_change_to_the_same_step_is_no_change():
 
 
 def test_the_example_in_the_prompt_is_a_valid_answer():
-    from hgm_engine.llm_rewrite import _EXAMPLE
+    from hgm_engine.llm.rewrite import _EXAMPLE
 
     three = {"steps": [{"name": "search"}, {"name": "book"}, {"name": "notify"}]}
     assert parse_answer(json.dumps(_EXAMPLE), three)
@@ -299,7 +299,7 @@ def test_no_endpoint_configured_is_model_unavailable(monkeypatch):
 
 
 def test_the_stub_serves_deterministic_embeddings_to_the_openai_embedder(openai_stub):
-    from hgm_engine.localize import OpenAIEmbedder
+    from hgm_engine.paths.localize import OpenAIEmbedder
 
     embedder = OpenAIEmbedder("stub-embed", timeout=5)
     vectors = embedder.embed_documents(["book a flight", "cancel a hotel", "book a flight"])
@@ -358,7 +358,7 @@ def test_real_memory_three_invalid_answers_change_nothing(openai_stub):
 
 @needs_paths
 def test_real_memory_a_guard_refuses_before_the_model_is_asked(openai_stub):
-    from hgm_engine.pathmemory import PathGuards
+    from hgm_engine.paths.pathmemory import PathGuards
 
     memory = _memory()
     memory.path_guards = PathGuards(max_rewrites=0)
@@ -393,7 +393,7 @@ def _t(location):
 
 @needs_paths
 def test_cli_rewrite_commits_and_prints_the_report_with_the_proposal(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     db = _db(tmp_path)
     openai_stub.push(Scripted.text(MALFORMED), Scripted.json(VALID))
@@ -408,7 +408,7 @@ def test_cli_rewrite_commits_and_prints_the_report_with_the_proposal(openai_stub
 
 @needs_paths
 def test_cli_rewrite_text_output_for_people(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     db = _db(tmp_path)
     openai_stub.push(Scripted.json(VALID))
@@ -422,7 +422,7 @@ def test_cli_rewrite_text_output_for_people(openai_stub, tmp_path, capsys):
 
 @needs_paths
 def test_cli_dry_run_shows_the_proposal_and_commits_nothing(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     db = _db(tmp_path)
     t = _t(db)
@@ -435,7 +435,7 @@ def test_cli_dry_run_shows_the_proposal_and_commits_nothing(openai_stub, tmp_pat
 
 @needs_paths
 def test_cli_invalid_answers_exit_1_with_every_reason(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     db = _db(tmp_path)
     t = _t(db)
@@ -450,7 +450,7 @@ def test_cli_invalid_answers_exit_1_with_every_reason(openai_stub, tmp_path, cap
 
 @needs_paths
 def test_cli_failure_with_json_is_one_document(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     db = _db(tmp_path)
     openai_stub.push(Scripted.error(500), Scripted.slow(3.0))
@@ -463,7 +463,7 @@ def test_cli_failure_with_json_is_one_document(openai_stub, tmp_path, capsys):
 
 @needs_paths
 def test_cli_constraint_refusal_exits_3(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     db = _db(tmp_path)
     with Memory.open(db) as memory:
@@ -475,7 +475,7 @@ def test_cli_constraint_refusal_exits_3(openai_stub, tmp_path, capsys):
 
 @needs_paths
 def test_cli_unknown_path_exits_1_without_asking(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     db = _db(tmp_path)
     assert main(["rewrite", "nope", "--feedback", FEEDBACK, "--db", db]) == 1

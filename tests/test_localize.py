@@ -8,7 +8,7 @@ import attrs
 import pytest
 
 from hgm_engine.errors import HGMError
-from hgm_engine.localize import (
+from hgm_engine.paths.localize import (
     COMPONENTS,
     LocalizationError,
     PathIndex,
@@ -16,7 +16,7 @@ from hgm_engine.localize import (
     ScoreConfig,
     Step,
 )
-from hgm_engine.localize.scoring import combine, order_agreement, sequence_similarity, support
+from hgm_engine.paths.localize.scoring import combine, order_agreement, sequence_similarity, support
 
 
 def order_paths() -> list[PathRecord]:
@@ -271,7 +271,7 @@ def test_switching_a_component_off_gives_it_no_weight():
 
 
 def test_without_numpy_the_index_locates_exactly_the_same(monkeypatch):
-    import hgm_engine.localize.index as index_module
+    import hgm_engine.paths.localize.index as index_module
 
     records = order_paths() + [PathRecord.create("x", "tell me the weather", ["weather"])]
     query = ("status of order C3, tell me", ["order"])

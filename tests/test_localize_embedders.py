@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from hgm_engine.localize import (
+from hgm_engine.paths.localize import (
     Embedder,
     HashedTfidfEmbedder,
     LocalizationError,
@@ -20,7 +20,7 @@ from hgm_engine.localize import (
     PathRecord,
     embedder_from_name,
 )
-from hgm_engine.localize.embedders import normalize_words, stem
+from hgm_engine.paths.localize.embedders import normalize_words, stem
 
 
 def test_the_default_embedder_is_sparse_deterministic_and_needs_no_fitting():

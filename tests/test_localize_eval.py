@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from hgm_engine.localize import PathIndex
-from hgm_engine.localize.taskplan import find_taskplan_root, load_taskplan, request_to_trajectory
+from hgm_engine.paths.localize import PathIndex
+from hgm_engine.paths.localize.taskplan import find_taskplan_root, load_taskplan, request_to_trajectory
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DATA = find_taskplan_root(REPO)

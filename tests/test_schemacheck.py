@@ -5,8 +5,8 @@ from __future__ import annotations
 import jsonschema
 from hypothesis import given, settings, strategies as st
 
-from hgm_engine.schema import DEFAULT_ATTRIBUTE_SCHEMAS
-from hgm_engine.schemacheck import compile_schema
+from hgm_engine.model.schema import DEFAULT_ATTRIBUTE_SCHEMAS
+from hgm_engine.model.schemacheck import compile_schema
 
 SCHEMAS = [
     *DEFAULT_ATTRIBUTE_SCHEMAS.values(),

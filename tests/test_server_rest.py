@@ -185,7 +185,7 @@ def test_origin_memory_node(client: TestClient, memory: Memory) -> None:
 
 
 class _NoPaths(Memory):
-    """A memory without path localization (what an engine before hgm_engine.localize has)."""
+    """A memory without path localization (what an engine before hgm_engine.paths.localize has)."""
 
     locate = None
     rewrite_path = None

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import zipfile
 
-from .conftest import REPO
+from tests.conftest import REPO
 
 
 def test_wheel_ships_the_grammar_and_packages(tmp_path):

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from hgm_engine.localize import HashedTfidfEmbedder
+from hgm_engine.paths.localize import HashedTfidfEmbedder
 from planners import Domain, HTNPlanner, StepPlan
 from planners.htn import Method, TaskContext, _Ids
 

@@ -8,7 +8,7 @@ Metrics per system: hit@1/5/10, MRR@10, and completeness of the top result again
 plan — node-F1 (multiset of step names) and edge-F1 (set of (source, target) name pairs).
 
 Query side: a query is the request text only. Tags, when used, come from that text alone
-(:func:`hgm_engine.localize.taskplan.suggest_tags`: a tool-domain name that occurs in the
+(:func:`hgm_engine.paths.localize.taskplan.suggest_tags`: a tool-domain name that occurs in the
 request as a word); the request's tools, steps and links are never shown to any system.
 """
 
@@ -22,8 +22,8 @@ from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 
-from hgm_engine.localize import PathIndex, PathRecord, ScoreConfig, Step
-from hgm_engine.localize.taskplan import TaskPlanData, gold_sequence, suggest_tags
+from hgm_engine.paths.localize import PathIndex, PathRecord, ScoreConfig, Step
+from hgm_engine.paths.localize.taskplan import TaskPlanData, gold_sequence, suggest_tags
 
 __all__ = [
     "Ranked",

@@ -42,14 +42,14 @@ from evaluate import (  # noqa: E402
 )
 from synthetic import synthetic_paths  # noqa: E402
 
-from hgm_engine.localize import (  # noqa: E402
+from hgm_engine.paths.localize import (  # noqa: E402
     DENSE_SCORE_CONFIG,
     LocalizationError,
     PathIndex,
     ScoreConfig,
     SentenceTransformerEmbedder,
 )
-from hgm_engine.localize.taskplan import find_taskplan_root, gold_sequence, load_taskplan  # noqa: E402
+from hgm_engine.paths.localize.taskplan import find_taskplan_root, gold_sequence, load_taskplan  # noqa: E402
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "no tags": {"config": {"use_tags": False}},

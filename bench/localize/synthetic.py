@@ -14,7 +14,7 @@ import random
 import re
 from typing import Iterator, Sequence
 
-from hgm_engine.localize import PathRecord, Step
+from hgm_engine.paths.localize import PathRecord, Step
 
 __all__ = ["synthetic_paths", "BUILTIN_SEEDS"]
 

@@ -25,11 +25,11 @@ __all__ = ["create_app", "MemoryService", "ServerLimits"]
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
-        from .rest import create_app
+        from hgm_engine.server.rest import create_app
 
         return create_app
     if name in ("MemoryService", "ServerLimits"):
-        from . import service
+        from hgm_engine.server import service
 
         return getattr(service, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,10 +33,10 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from .. import __version__
-from ..errors import HGMError
-from ..memory import Memory
-from .service import MemoryService, ServerLimits, error_document
+from hgm_engine import __version__
+from hgm_engine.errors import HGMError
+from hgm_engine.memory import Memory
+from hgm_engine.server.service import MemoryService, ServerLimits, error_document
 
 __all__ = ["TOOLS", "Tool", "call_tool", "build_server", "serve", "main", "add_parser", "add_arguments", "run"]
 

@@ -45,11 +45,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
-from ..errors import HGMError
-from ..executor import Limits
-from ..memory import Memory
-from .service import BudgetExceeded, MemoryService, ServerLimits, error_document, http_status, node_document
+from hgm_engine import __version__
+from hgm_engine.errors import HGMError
+from hgm_engine.query.executor import Limits
+from hgm_engine.memory import Memory
+from hgm_engine.server.service import BudgetExceeded, MemoryService, ServerLimits, error_document, http_status, node_document
 
 __all__ = ["create_app", "main", "add_parser", "add_arguments", "run", "build_parser", "DEFAULT_PORT"]
 
@@ -253,7 +253,7 @@ class _NodeJsonCache:
     payload object never change (a changed node is a new object). Bounded; thread-safe
     under the GIL (a lost race encodes twice).
 
-    >>> from hgm_engine.graph import Node
+    >>> from hgm_engine.model.graph import Node
     >>> cache = _NodeJsonCache()
     >>> node = Node("g", "goal", {"title": "trip"}, 1)
     >>> cache.join([node, node])
@@ -423,7 +423,7 @@ def create_app(
     ``token``: when set, every request needs ``Authorization: Bearer TOKEN``. ``max_body``:
     the largest request body in bytes (default ``limits.max_body``, 1 MiB). ``limits``: a
     :class:`~hgm_engine.server.service.ServerLimits` (or an executor
-    :class:`~hgm_engine.executor.Limits` for work and time only).
+    :class:`~hgm_engine.query.executor.Limits` for work and time only).
 
     >>> from fastapi.testclient import TestClient
     >>> from hgm_engine import Memory

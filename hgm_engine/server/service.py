@@ -31,11 +31,11 @@ from typing import Any, Iterator, Mapping
 
 import attrs
 
-from ..errors import HGMError, Problem, QueryExecutionError
-from ..executor import Limits
-from ..memory import Memory
-from ..transaction import TransactionRefused, TransactionReport
-from .. import syntax as S
+from hgm_engine.errors import HGMError, Problem, QueryExecutionError
+from hgm_engine.query.executor import Limits
+from hgm_engine.memory import Memory
+from hgm_engine.txn.ops import TransactionRefused, TransactionReport
+from hgm_engine.query import syntax as S
 
 __all__ = [
     "ServerLimits",
@@ -152,7 +152,7 @@ class ServerLimits:
     ``max_repeat`` the largest explicit bound in ``{m,n}`` (``{m,}`` stays allowed: it stops
     at the graph's depth and is charged like any step); ``max_regex_repeats`` unbounded
     quantifiers per regular expression; ``max_work`` nodes produced by one query's steps and
-    ``timeout`` seconds per query (see :class:`~hgm_engine.executor.Limits`);
+    ``timeout`` seconds per query (see :class:`~hgm_engine.query.executor.Limits`);
     ``max_ops`` operations per transaction; ``max_k`` matches per localization request.
 
     >>> ServerLimits().executor_limits().max_work
@@ -631,7 +631,7 @@ class MemoryService:
     def snapshot(self, name: str, t: int | str | None = None) -> dict[str, Any]:
         return {"name": name, "t": self.memory.snapshot(name, _json_t(t, "t"))}
 
-    # -- path localization (hgm_engine.localize) -------------------------------------------
+    # -- path localization (hgm_engine.paths.localize) -------------------------------------------
 
     def _feature(self, name: str):
         method = getattr(self.memory, name, None)
@@ -669,7 +669,7 @@ def node_document(node) -> dict[str, Any]:
     """A node as the query document carries it, without thawing its attributes: the frozen
     values (dict subclasses, tuples) serialize to the same JSON as ``node.to_json()``.
 
-    >>> from hgm_engine.graph import Node, freeze
+    >>> from hgm_engine.model.graph import Node, freeze
     >>> node_document(Node("g", "goal", freeze({"tags": ["a"]}), 1))
     {'id': 'g', 'type': 'goal', 'tags': ('a',)}
     """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from .base import InMemoryStore, Store, StoreError
-from .graphfile import GRAPH_FORMAT, check_document, graph_from_document, read_graph_file
+from hgm_engine.store.base import InMemoryStore, Store, StoreError
+from hgm_engine.store.graphfile import GRAPH_FORMAT, check_document, graph_from_document, read_graph_file
 
 __all__ = [
     "GRAPH_FORMAT",
@@ -41,17 +41,17 @@ def open_store(location: str | os.PathLike, *, create: bool = True) -> Store:
     >>> open_store("postgresql://hgm:secret@db.example/memory").location  # doctest: +SKIP
     'postgresql://hgm:***@db.example/memory'
     """
-    from .postgres import is_postgres_url
+    from hgm_engine.store.postgres import is_postgres_url
 
     text = os.fspath(location)
     if is_postgres_url(text):
-        from .postgres import PostgresStore
+        from hgm_engine.store.postgres import PostgresStore
 
         return PostgresStore(text, create=create)
-    from .sqlite import SQLiteStore
+    from hgm_engine.store.sqlite import SQLiteStore
 
     if not create and not os.path.exists(text):
-        from ..errors import Problem
+        from hgm_engine.errors import Problem
 
         raise StoreError([Problem("store", f"no memory at {text}", where=text)])
     return SQLiteStore(text)

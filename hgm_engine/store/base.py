@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from ..errors import HGMError
-from ..graph import MemoryGraph
+from hgm_engine.errors import HGMError
+from hgm_engine.model.graph import MemoryGraph
 
 __all__ = ["Store", "InMemoryStore", "StoreError"]
 

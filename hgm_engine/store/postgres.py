@@ -34,10 +34,10 @@ import threading
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from ..errors import Problem
-from ..graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
-from ..history import Commit, commit_from_record, commit_to_record
-from .base import Store, StoreError
+from hgm_engine.errors import Problem
+from hgm_engine.model.graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
+from hgm_engine.txn.history import Commit, commit_from_record, commit_to_record
+from hgm_engine.store.base import Store, StoreError
 
 __all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
 

@@ -21,16 +21,16 @@ import sqlite3
 import threading
 from typing import Iterator
 
-from ..errors import Problem
-from ..graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
-from ..history import (
+from hgm_engine.errors import Problem
+from hgm_engine.model.graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
+from hgm_engine.txn.history import (
     Commit,
     commit_from_record,
     commit_to_record,
     edge_from_record,
     node_from_record,
 )
-from .base import Store, StoreError
+from hgm_engine.store.base import Store, StoreError
 
 __all__ = ["SQLiteStore", "StoreError"]
 

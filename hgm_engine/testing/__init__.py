@@ -20,7 +20,7 @@ Requires hypothesis (a test dependency).
 
 from __future__ import annotations
 
-from .model import ModelMemory, ModelRefusal
-from .machine import MemoryStateMachine
+from hgm_engine.testing.model import ModelMemory, ModelRefusal
+from hgm_engine.testing.machine import MemoryStateMachine
 
 __all__ = ["MemoryStateMachine", "ModelMemory", "ModelRefusal"]

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from ..memory import Memory
-from ..transaction import ConflictError, TransactionError
-from .model import ModelError, ModelMemory, ModelRefusal
+from hgm_engine.memory import Memory
+from hgm_engine.txn.ops import ConflictError, TransactionError
+from hgm_engine.testing.model import ModelError, ModelMemory, ModelRefusal
 
 __all__ = ["MemoryStateMachine"]
 

@@ -35,9 +35,9 @@ import sys
 from typing import Any, Callable, TextIO
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.cli import change_lines, result_lines, tree_lines
+from hgm_engine.cli.app import change_lines, result_lines, tree_lines
 
-from ..loop import RunRecord
+from planners.loop import RunRecord
 
 __all__ = ["SCENARIOS", "demo", "play", "names"]
 

@@ -38,10 +38,10 @@ from typing import Any, Callable
 
 from hgm_engine import Memory
 
-from ..htn import Domain, HTNPlanner
-from ..loop import RunRecord, StepRecord, run
-from ..protocol import Observation
-from ..tools import ToolError, Toolbox
+from planners.htn import Domain, HTNPlanner
+from planners.loop import RunRecord, StepRecord, run
+from planners.protocol import Observation
+from planners.tools import ToolError, Toolbox
 
 __all__ = ["play", "make_tools", "domain", "requests", "setup", "TITLE", "QUERIES", "MAX_FAILED_REWRITES"]
 
@@ -169,7 +169,7 @@ def requests() -> list[Observation]:
 
 def setup(memory: Memory) -> None:
     """The ``orders`` scenario goal and the rewrite-storm guard used here."""
-    from hgm_engine.pathmemory import PathGuards
+    from hgm_engine.paths.pathmemory import PathGuards
 
     memory.path_guards = PathGuards(max_failed_rewrites=MAX_FAILED_REWRITES)
     memory.apply({"author": "setup", "reason": "the orders scenario", "ops": [

@@ -28,10 +28,10 @@ from typing import Any, Callable
 
 from hgm_engine import Memory
 
-from ..htn import Domain, HTNPlanner
-from ..loop import RunRecord, StepRecord, run
-from ..protocol import Observation
-from ..tools import ToolError, Toolbox
+from planners.htn import Domain, HTNPlanner
+from planners.loop import RunRecord, StepRecord, run
+from planners.protocol import Observation
+from planners.tools import ToolError, Toolbox
 
 __all__ = ["play", "make_tools", "domain", "task", "setup", "RULES", "TITLE", "QUERIES"]
 

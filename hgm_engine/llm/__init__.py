@@ -1,0 +1,2 @@
+"""LLM calls: proposing a path rewrite through any OpenAI-compatible endpoint.
+"""

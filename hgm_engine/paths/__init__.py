@@ -1,0 +1,2 @@
+"""Paths: trajectories stored as versioned paths, their localization and their rewrite.
+"""

@@ -1,0 +1,370 @@
+"""Analysis: check a parsed query against the schema and find every error before running.
+
+Unknown names get "did you mean"; wrong arguments, misplaced finals and repetitions, and
+regular expressions that do not compile are all reported together, in text order.
+
+>>> from hgm_engine.query.parser import parse
+>>> from hgm_engine.model.schema import DEFAULT_SCHEMA
+>>> a = analyze(parse("nodes.where(status = $s)"), DEFAULT_SCHEMA)
+>>> sorted(a.params)
+['s']
+>>> try:
+...     analyze(parse("root.subgoal.frob()"), DEFAULT_SCHEMA)
+... except QueryAnalysisError as err:
+...     print([p.category for p in err.problems])
+...     print(err.message)
+['unknown-name', 'unknown-name']
+unknown relation 'subgoal'; did you mean 'subgoals'?
+"""
+
+from __future__ import annotations
+
+import regex
+from typing import Iterable
+
+import attrs
+
+from hgm_engine.query import syntax as S
+from hgm_engine.errors import Problem, QueryAnalysisError, line_column
+from hgm_engine.model.schema import Closure, Hop, Schema, closest
+
+__all__ = [
+    "analyze",
+    "Analysis",
+    "START_NAMES",
+    "GENERIC_STEPS",
+    "LIST_STEPS",
+    "FINALS",
+    "CONDITION_FUNCTIONS",
+    "MAX_REGEX_LENGTH",
+]
+
+START_NAMES = ("root", "nodes", "focus", "current_goal")
+GENERIC_STEPS = ("out", "in", "both")
+LIST_STEPS = ("first", "last", "limit", "sort_by")
+FINALS = ("count", "exists", "paths")
+CONDITION_FUNCTIONS = ("exists", "count", "has")
+SORT_DIRECTIONS = ("asc", "desc")
+MAX_REGEX_LENGTH = 1000
+
+
+@attrs.frozen
+class Analysis:
+    """What analysis learned: the query is valid; these parameters and the focus are needed.
+
+    ``params`` maps each parameter name to the offset of its first use.
+    ``focus_offset`` is the offset of the first ``focus``/``current_goal``, or None.
+    ``param_roles`` maps each parameter to how it is used: ``value`` (in a condition),
+    ``id`` (after ``#``), ``ids`` (a start), ``regex`` (right of ``=~``), ``count`` (``limit``);
+    values are checked against their roles when bound.
+    """
+
+    query: S.Query
+    params: dict[str, int]
+    focus_offset: int | None
+    param_roles: dict[str, frozenset[str]]
+
+
+def analyze(query: S.Query, schema: Schema) -> Analysis:
+    """Check ``query`` against ``schema``; raise :class:`QueryAnalysisError` listing every problem."""
+    checker = _Checker(query.text, schema)
+    checker.query(query, top_level=True)
+    if checker.problems:
+        unique = {(offset, p.category, p.message): p for offset, p in checker.problems}
+        ordered = [unique[key] for key in sorted(unique, key=lambda k: k[0])]
+        raise QueryAnalysisError(ordered, query.text)
+    roles = {name: frozenset(found) for name, found in checker.roles.items()}
+    return Analysis(query, checker.params, checker.focus_offset, roles)
+
+
+def is_single_hop(step: S.Step, schema: Schema) -> bool:
+    """Whether a repetition may follow ``step`` (spec §2.2)."""
+    if isinstance(step, S.RelationStep):
+        return isinstance(schema.relation(step.name), Hop)
+    if isinstance(step, S.CallStep):
+        return step.name in GENERIC_STEPS
+    return False
+
+
+def is_navigation(step: S.Step, schema: Schema) -> bool:
+    if isinstance(step, S.RelationStep):
+        return schema.relation(step.name) is not None
+    if isinstance(step, S.CallStep):
+        return step.name in GENERIC_STEPS
+    return isinstance(step, S.RepeatStep)
+
+
+class _Checker:
+    def __init__(self, text: str, schema: Schema):
+        self.text = text
+        self.schema = schema
+        self.problems: list[tuple[int, Problem]] = []
+        self.params: dict[str, int] = {}
+        self.focus_offset: int | None = None
+        self.roles: dict[str, set[str]] = {}
+
+    def report(self, category: str, message: str, offset: int) -> None:
+        line, column = line_column(self.text, offset)
+        self.problems.append((offset, Problem(category, message, line, column)))
+
+    def unknown(self, kind: str, name: str, offset: int, candidates: Iterable[str], hint: str = "") -> None:
+        message = f"unknown {kind} {name!r}"
+        suggestion = closest(name, candidates)
+        if suggestion is not None:
+            message += f"; did you mean {suggestion!r}?"
+        elif hint:
+            message += f"; {hint}"
+        self.report("unknown-name", message, offset)
+
+    def use_param(self, name: str, offset: int, role: str = "value") -> None:
+        self.params.setdefault(name, offset)
+        self.roles.setdefault(name, set()).add(role)
+
+    # -- queries and paths --------------------------------------------------------------
+
+    def query(self, query: S.Query, *, top_level: bool) -> None:
+        for path in query.paths:
+            self.path(path)
+        finals = [p for p in query.paths if p.steps and _final_name(p.steps[-1])]
+        if len(query.paths) > 1:
+            for path in finals:
+                last = path.steps[-1]
+                self.report(
+                    "misplaced",
+                    f"a union cannot combine finals: .{last.name}() ends one of its branches",
+                    last.span.start,
+                )
+        if not top_level:
+            for path in finals:
+                if len(query.paths) == 1:
+                    last = path.steps[-1]
+                    self.report(
+                        "misplaced",
+                        f".{last.name}() must end the whole query, not a parenthesised part",
+                        last.span.start,
+                    )
+
+    def path(self, path: S.Path) -> None:
+        if path.start is not None:
+            self.start(path.start)
+        self.steps(path.steps, after_start=path.start is not None)
+
+    def start(self, start: S.Start) -> None:
+        if isinstance(start, S.NamedStart):
+            if start.name in ("focus", "current_goal"):
+                if self.focus_offset is None:
+                    self.focus_offset = start.span.start
+            elif start.name not in START_NAMES:
+                hint = "a query starts with root, nodes, focus, current_goal, #id, TYPE#id or $param"
+                if self.schema.relation(start.name) is not None:
+                    hint = f"{start.name!r} is a relation: start from a node, e.g. root.{start.name}"
+                elif start.name in self.schema.node_types:
+                    hint = f"to start from a {start.name} by id write {start.name}#ID"
+                self.unknown("start", start.name, start.span.start, START_NAMES, hint)
+        elif isinstance(start, S.IdStart):
+            if start.node_type is not None and start.node_type not in self.schema.node_types:
+                self.unknown("node type", start.node_type, start.span.start, self.schema.node_types)
+            if start.param is not None:
+                self.use_param(start.param, start.span.end - len(start.param) - 1, "id")
+        elif isinstance(start, S.ParamStart):
+            self.use_param(start.param, start.span.start, "ids")
+        elif isinstance(start, S.SubqueryStart):
+            self.query(start.query, top_level=False)
+
+    def steps(self, steps: tuple[S.Step, ...], *, after_start: bool) -> None:
+        previous: S.Step | None = None
+        final_seen: S.CallStep | None = None
+        for step in steps:
+            if final_seen is not None:
+                self.report(
+                    "misplaced",
+                    f".{final_seen.name}() is a final and must be the last step",
+                    final_seen.span.start,
+                )
+                final_seen = None  # report once per final
+            if isinstance(step, S.RepeatStep):
+                if previous is None or not is_single_hop(previous, self.schema):
+                    what = "the start" if previous is None else _describe(previous)
+                    self.report(
+                        "misplaced",
+                        f"a repetition must follow a single-hop navigation step, not {what}",
+                        step.span.start,
+                    )
+                if step.upper is not None and step.lower > step.upper:
+                    self.report(
+                        "invalid-argument",
+                        f"repetition {{{step.lower},{step.upper}}}: the lower bound exceeds the upper",
+                        step.span.start,
+                    )
+                if step.lower < 0:
+                    self.report("invalid-argument", "repetition bounds cannot be negative", step.span.start)
+            elif isinstance(step, S.RelationStep):
+                self.relation_step(step)
+            elif isinstance(step, S.CallStep):
+                self.call_step(step)
+                if step.name in FINALS:
+                    final_seen = step
+            elif isinstance(step, S.WhereStep):
+                self.condition(step.condition)
+            previous = step
+
+    def relation_step(self, step: S.RelationStep) -> None:
+        if self.schema.relation(step.name) is not None:
+            return
+        offset = step.span.end - len(step.name)
+        callable_names = (*GENERIC_STEPS, *LIST_STEPS, *FINALS)
+        if step.name in callable_names:
+            self.report(
+                "unknown-name",
+                f"{step.name!r} is a function, not a relation: write .{step.name}()",
+                offset,
+            )
+            return
+        self.unknown("relation", step.name, offset, self.schema.relations)
+
+    def call_step(self, step: S.CallStep) -> None:
+        name, args, offset = step.name, step.args, step.name_span.start
+        if name in GENERIC_STEPS:
+            for arg in args:
+                if not isinstance(arg, S.NameArg):
+                    self.report(
+                        "invalid-argument", f".{name}() takes edge type names, e.g. .{name}(parent_of)", _start(arg)
+                    )
+                elif arg.name not in self.schema.edge_types:
+                    self.unknown("edge type", arg.name, arg.span.start, self.schema.edge_types)
+        elif name in ("first", "last", *FINALS):
+            if args:
+                self.report("invalid-argument", f".{name}() takes no arguments", _start(args[0]))
+        elif name == "limit":
+            if len(args) != 1:
+                self.report("invalid-argument", f".limit(n) takes exactly one argument, got {len(args)}", offset)
+            elif isinstance(args[0], S.ParamRef):
+                self.use_param(args[0].name, args[0].span.start, "count")
+            elif not (isinstance(args[0], S.Literal) and _is_int(args[0].value)) or args[0].value < 0:
+                self.report("invalid-argument", ".limit(n) needs an integer n >= 0", _start(args[0]))
+        elif name == "sort_by":
+            if not 1 <= len(args) <= 2:
+                self.report("invalid-argument", f".sort_by(attr[, 'asc'|'desc']) got {len(args)} arguments", offset)
+                return
+            if not isinstance(args[0], S.NameArg):
+                self.report("invalid-argument", ".sort_by() sorts by an attribute name", _start(args[0]))
+            if len(args) == 2:
+                direction = args[1]
+                if not (isinstance(direction, S.Literal) and direction.value in SORT_DIRECTIONS):
+                    self.report(
+                        "invalid-argument", ".sort_by() direction must be 'asc' or 'desc'", _start(direction)
+                    )
+        elif self.schema.relation(name) is not None:
+            self.report(
+                "unknown-name",
+                f"{name!r} is a relation, not a function: write .{name} without parentheses",
+                offset,
+            )
+        else:
+            self.unknown(
+                "function",
+                name,
+                offset,
+                (*GENERIC_STEPS, *LIST_STEPS, *FINALS, "where", *self.schema.relations),
+            )
+
+    # -- conditions ---------------------------------------------------------------------
+
+    def condition(self, expr: S.Expr) -> None:
+        if isinstance(expr, (S.And, S.Or)):
+            for operand in expr.operands:
+                self.condition(operand)
+        elif isinstance(expr, S.Not):
+            self.condition(expr.operand)
+        elif isinstance(expr, S.Compare):
+            self.condition(expr.left)
+            self.condition(expr.right)
+            if expr.op in ("in", "not in") and not isinstance(expr.right, (S.ListLiteral, S.ParamRef)):
+                self.report(
+                    "invalid-argument",
+                    f"'{expr.op}' needs a list on its right, e.g. status in ['done', 'failed']",
+                    _start(expr.right),
+                )
+            if expr.op == "=~":
+                self.regex_operand(expr.right)
+        elif isinstance(expr, S.ParamRef):
+            self.use_param(expr.name, expr.span.start)
+        elif isinstance(expr, S.FuncCall):
+            self.function(expr)
+
+    def regex_operand(self, operand: S.Expr) -> None:
+        if isinstance(operand, S.Literal) and isinstance(operand.value, str):
+            if len(operand.value) > MAX_REGEX_LENGTH:
+                self.report(
+                    "invalid-regex",
+                    f"regular expression longer than {MAX_REGEX_LENGTH} characters",
+                    operand.span.start,
+                )
+                return
+            try:
+                regex.compile(operand.value)
+            except regex.error as exc:
+                self.report("invalid-regex", f"regular expression {operand.value!r}: {exc}", operand.span.start)
+        elif isinstance(operand, S.ParamRef):
+            self.use_param(operand.name, operand.span.start, "regex")
+        else:
+            self.report("invalid-argument", "'=~' needs a string pattern on its right", _start(operand))
+
+    def function(self, call: S.FuncCall) -> None:
+        offset = call.name_span.start
+        if call.name not in CONDITION_FUNCTIONS:
+            self.unknown("function", call.name, offset, CONDITION_FUNCTIONS)
+            return
+        path = call.path
+        if call.name == "has":
+            if path is None or len(path.steps) != 1 or not isinstance(path.steps[0], S.RelationStep):
+                self.report("invalid-argument", "has(attr) takes one attribute name", offset)
+            return
+        if path is None:
+            self.report("invalid-argument", f"{call.name}(path) needs a relative path, e.g. {call.name}(children)", offset)
+            return
+        first = path.steps[0]
+        if not is_navigation(first, self.schema) and isinstance(first, S.CallStep) and (
+            first.name in (*LIST_STEPS, *FINALS)
+        ):
+            self.report(
+                "invalid-argument",
+                f"{call.name}() needs a path that starts with a navigation step, not .{first.name}()",
+                first.span.start,
+            )
+        self.steps(path.steps, after_start=False)
+        for step in path.steps:
+            if _final_name(step):
+                self.report(
+                    "misplaced",
+                    f".{step.name}() is a final; it cannot be used inside {call.name}()",
+                    step.span.start,
+                )
+
+
+def _final_name(step: S.Step) -> str | None:
+    if isinstance(step, S.CallStep) and step.name in FINALS:
+        return step.name
+    return None
+
+
+def _describe(step: S.Step) -> str:
+    if isinstance(step, S.RelationStep):
+        return f".{step.name}"
+    if isinstance(step, S.CallStep):
+        return f".{step.name}()"
+    if isinstance(step, S.WhereStep):
+        return ".where(...)"
+    if isinstance(step, (S.IndexStep, S.SliceStep)):
+        return "an index"
+    if isinstance(step, S.RepeatStep):
+        return "another repetition"
+    return "that step"
+
+
+def _start(expr: S.Expr) -> int:
+    return expr.span.start
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

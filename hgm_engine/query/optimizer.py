@@ -1,0 +1,208 @@
+"""Optimizer: rewrite a logical plan with rules that keep its meaning and make it cheaper.
+
+Each rule is a function from a path plan to a new path plan, or None when it does not apply
+(as in sqlglot's optimizer). ``optimize`` applies them to every path, including subqueries
+and the relative paths inside ``exists``/``count``, and records which rules fired.
+
+>>> from hgm_engine.query.parser import parse
+>>> from hgm_engine.query.analyze import analyze
+>>> from hgm_engine.query.plan import plan, describe
+>>> from hgm_engine.model.schema import DEFAULT_SCHEMA
+>>> p = optimize(plan(analyze(parse("nodes.where(type = 'fact', confidence > 0.5)"), DEFAULT_SCHEMA), DEFAULT_SCHEMA))
+>>> p.rules
+('type_index',)
+>>> print("\\n".join(describe(p)))
+scan type index 'fact'
+  filter confidence > 0.5
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from hgm_engine.query.plan import (
+    AllNodes,
+    AllOf,
+    AnyOf,
+    Attr,
+    Cmp,
+    Const,
+    Filter,
+    IdLookup,
+    Navigate,
+    Negate,
+    Param,
+    PathCount,
+    PathExists,
+    PathPlan,
+    QueryPlan,
+    SubPlan,
+    Truthy,
+    TypeScan,
+    ValueScan,
+)
+from hgm_engine.model.schema import Hop
+
+__all__ = ["optimize", "RULES", "id_lookup", "type_index", "value_index", "type_pushdown"]
+
+
+def _conjuncts(condition) -> tuple:
+    return condition.items if isinstance(condition, AllOf) else (condition,)
+
+
+def _rebuild(conjuncts: list):
+    if not conjuncts:
+        return None
+    return conjuncts[0] if len(conjuncts) == 1 else AllOf(tuple(conjuncts))
+
+
+def _equality_on(attr_name: str, conjunct, value_types=(Const, Param)):
+    """The compared operand when ``conjunct`` is ``attr_name = value``, else None."""
+    if isinstance(conjunct, Cmp) and conjunct.op == "=":
+        if conjunct.left == Attr(attr_name) and isinstance(conjunct.right, value_types):
+            return conjunct.right
+        if conjunct.right == Attr(attr_name) and isinstance(conjunct.left, value_types):
+            return conjunct.left
+    return None
+
+
+def _take(conjuncts: tuple, attr_name: str, value_types) -> tuple:
+    """Split off the first ``attr = value`` conjunct: (value, remaining conjuncts)."""
+    for position, conjunct in enumerate(conjuncts):
+        value = _equality_on(attr_name, conjunct, value_types)
+        if value is not None:
+            if isinstance(value, Const) and not isinstance(value.value, str):
+                continue  # an id or type is a string; other constants match nothing, keep the filter
+            return value, list(conjuncts[:position]) + list(conjuncts[position + 1 :])
+    return None, list(conjuncts)
+
+
+def _with_filter(path: PathPlan, source, remaining: list) -> PathPlan:
+    condition = _rebuild(remaining)
+    rest = path.ops[1:]
+    ops = ((Filter(condition),) + rest) if condition is not None else rest
+    return PathPlan(source, ops)
+
+
+def id_lookup(path: PathPlan) -> PathPlan | None:
+    """``nodes.where(id = X [, type = T])`` (which ``#X`` and ``T#X`` plan to) → a direct lookup."""
+    if not isinstance(path.source, AllNodes) or not path.ops or not isinstance(path.ops[0], Filter):
+        return None
+    key, remaining = _take(_conjuncts(path.ops[0].condition), "id", (Const, Param))
+    if key is None:
+        return None
+    node_type, remaining = _take(tuple(remaining), "type", (Const,))
+    lookup = IdLookup(
+        key.value if isinstance(key, Const) else None,
+        key.name if isinstance(key, Param) else None,
+        node_type.value if node_type is not None else None,
+    )
+    return _with_filter(path, lookup, remaining)
+
+
+def type_index(path: PathPlan) -> PathPlan | None:
+    """``nodes.where(type = T, ...)`` → a scan of the per-type index of T."""
+    if not isinstance(path.source, AllNodes) or not path.ops or not isinstance(path.ops[0], Filter):
+        return None
+    node_type, remaining = _take(_conjuncts(path.ops[0].condition), "type", (Const,))
+    if node_type is None:
+        return None
+    return _with_filter(path, TypeScan(node_type.value), remaining)
+
+
+def value_index(path: PathPlan) -> PathPlan | None:
+    """``type scan → where(attr = 'text', ...)`` → the nodes of the type with that value, from
+    the value index (strings only: an equality with a string matches strings only)."""
+    if not isinstance(path.source, TypeScan) or not path.ops or not isinstance(path.ops[0], Filter):
+        return None
+    conjuncts = _conjuncts(path.ops[0].condition)
+    for position, conjunct in enumerate(conjuncts):
+        if not (isinstance(conjunct, Cmp) and conjunct.op == "="):
+            continue
+        for attr_side, value_side in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
+            if (
+                isinstance(attr_side, Attr)
+                and attr_side.name not in ("id", "type")
+                and isinstance(value_side, Const)
+                and type(value_side.value) is str
+            ):
+                remaining = list(conjuncts[:position]) + list(conjuncts[position + 1 :])
+                source = ValueScan(path.source.node_type, attr_side.name, value_side.value)
+                return _with_filter(path, source, remaining)
+    return None
+
+
+def type_pushdown(path: PathPlan) -> PathPlan | None:
+    """``.hop.where(type = T, ...)`` → the hop only follows edges to nodes of type T."""
+    changed = False
+    ops = list(path.ops)
+    for position, op in enumerate(ops):
+        if not (isinstance(op, Navigate) and isinstance(op.relation, Hop) and op.repeat is None):
+            continue
+        if not op.predicates or not isinstance(op.predicates[0], Filter):
+            continue
+        node_type, remaining = _take(_conjuncts(op.predicates[0].condition), "type", (Const,))
+        if node_type is None or op.relation.node_type not in (None, node_type.value):
+            continue
+        condition = _rebuild(remaining)
+        predicates = ((Filter(condition),) if condition is not None else ()) + op.predicates[1:]
+        relation = attrs.evolve(op.relation, node_type=node_type.value)
+        ops[position] = attrs.evolve(op, relation=relation, predicates=predicates)
+        changed = True
+    return PathPlan(path.source, tuple(ops)) if changed else None
+
+
+RULES: tuple[tuple[str, Callable[[PathPlan], PathPlan | None]], ...] = (
+    ("id_lookup", id_lookup),
+    ("type_index", type_index),
+    ("value_index", value_index),
+    ("type_pushdown", type_pushdown),
+)
+
+
+def optimize(query_plan: QueryPlan) -> QueryPlan:
+    """Apply every rule to every path of the plan; ``rules`` lists those that fired."""
+    fired: list[str] = []
+    branches = tuple(_optimize_path(branch, fired) for branch in query_plan.branches)
+    names = tuple(dict.fromkeys(query_plan.rules + tuple(fired)))
+    return QueryPlan(branches, query_plan.final, names)
+
+
+def _optimize_path(path: PathPlan, fired: list[str]) -> PathPlan:
+    source = path.source
+    if isinstance(source, SubPlan):
+        inner = optimize(source.plan)
+        fired.extend(inner.rules)
+        source = SubPlan(QueryPlan(inner.branches, inner.final))
+    ops = tuple(_optimize_op(op, fired) for op in path.ops)
+    path = PathPlan(source, ops)
+    for name, rule in RULES:
+        rewritten = rule(path)
+        if rewritten is not None:
+            fired.append(name)
+            path = rewritten
+    return path
+
+
+def _optimize_op(op, fired: list[str]):
+    if isinstance(op, Filter):
+        return Filter(_optimize_condition(op.condition, fired))
+    if isinstance(op, Navigate) and op.predicates:
+        return attrs.evolve(op, predicates=tuple(_optimize_op(p, fired) for p in op.predicates))
+    return op
+
+
+def _optimize_condition(cond, fired: list[str]):
+    if isinstance(cond, (AllOf, AnyOf)):
+        return type(cond)(tuple(_optimize_condition(c, fired) for c in cond.items))
+    if isinstance(cond, Negate):
+        return Negate(_optimize_condition(cond.item, fired))
+    if isinstance(cond, Truthy):
+        return Truthy(_optimize_condition(cond.operand, fired))
+    if isinstance(cond, Cmp):
+        return Cmp(cond.op, _optimize_condition(cond.left, fired), _optimize_condition(cond.right, fired))
+    if isinstance(cond, (PathCount, PathExists)):
+        return type(cond)(_optimize_path(cond.path, fired))
+    return cond

@@ -1,0 +1,390 @@
+"""Text to frozen AST. Lark stays inside this module.
+
+The grammar is ``grammar/hgm.lark`` (shipped in the wheel as ``hgm_engine/grammar/hgm.lark``).
+A syntax error names the place with a caret and lists the tokens that would have been
+accepted there, written as they are typed.
+
+>>> parse("root.subgoals[0]").paths[0].steps[1].index
+0
+>>> try:
+...     parse("root.subgoals[")
+... except QuerySyntaxError as err:
+...     print(err.category, err.column)
+syntax 15
+"""
+
+from __future__ import annotations
+
+import ast as _pyast
+import functools
+import importlib.resources
+import pathlib
+from typing import Any
+
+import lark
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.lexer import PatternStr
+
+from hgm_engine.query import syntax as S
+from hgm_engine.errors import QuerySyntaxError, caret_excerpt, line_column
+
+__all__ = ["parse", "parse_constraint", "grammar_text", "grammar_path", "decode_string"]
+
+# How regex-defined terminals are described in "expected ..." lists.
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "HASH_ID": "'#id'",
+    "HASH_QUOTED": "'#\"id\"'",
+    "HASH_PARAM": "'#$param'",
+    "PARAM": "'$param'",
+    "INT": "an integer",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "COMP_OP": "a comparison ('=', '!=', '<', '<=', '>', '>=')",
+    "$END": "end of query",
+    "DIRTY_STATE": "'needs_review' or 'blocked'",
+    "EVENT": "'add', 'update' or 'delete'",
+    "DIRECTION": "'forward', 'backward' or 'both'",
+}
+
+
+def grammar_path() -> pathlib.Path:
+    """Where ``hgm.lark`` is: inside the installed package, else the source tree's ``grammar/``.
+
+    >>> grammar_path().name
+    'hgm.lark'
+    """
+    packaged = importlib.resources.files("hgm_engine").joinpath("grammar/hgm.lark")
+    if packaged.is_file():
+        return pathlib.Path(str(packaged))
+    source_tree = pathlib.Path(__file__).resolve().parents[2] / "grammar" / "hgm.lark"
+    if source_tree.is_file():
+        return source_tree
+    raise FileNotFoundError("grammar/hgm.lark is missing from this installation")
+
+
+def grammar_text() -> str:
+    """The grammar source.
+
+    >>> "query" in grammar_text()
+    True
+    """
+    return grammar_path().read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=None)
+def _parser(start: str = "start") -> Lark:
+    # One parser per start symbol: sharing LALR tables between starts would merge lookaheads
+    # and make "expected ..." lists less precise.
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        strict=True,
+        propagate_positions=True,
+        maybe_placeholders=True,
+        start=start,
+        # Building LALR tables with strict collision checks costs ~0.4 s per process; lark
+        # caches the built parser in the temp folder, keyed by the grammar text and options.
+        cache=True,
+    )
+
+
+def parse(text: str) -> S.Query:
+    """Parse a path expression into a frozen :class:`~hgm_engine.query.syntax.Query`.
+
+    >>> q = parse("#a | #b")
+    >>> [p.start.node_id for p in q.paths]
+    ['a', 'b']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a query is a string, not {type(text).__name__}")
+    parser = _parser()
+    try:
+        tree = parser.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(text, exc, parser) from None
+    query = _ToAst(text).transform(tree)
+    return query
+
+
+def parse_constraint(text: str) -> S.ConstraintDef:
+    """Parse ``each TYPE [where COND] must COND``.
+
+    >>> c = parse_constraint("each action where status = 'done' must exists(results)")
+    >>> c.node_type, type(c.must).__name__
+    ('action', 'FuncCall')
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a constraint is a string, not {type(text).__name__}")
+    parser = _parser("constraint_def")
+    try:
+        tree = parser.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(text, exc, parser) from None
+    return _ToAst(text).transform(tree)
+
+
+def _describe_terminal(parser: Lark, name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        terminal = parser.get_terminal(name)
+    except KeyError:
+        return name
+    if isinstance(terminal.pattern, PatternStr):
+        return repr(terminal.pattern.value)
+    return _TERMINAL_WORDS.get(name, name.lower())
+
+
+def _syntax_error(text: str, exc: UnexpectedInput, parser: Lark) -> QuerySyntaxError:
+    if isinstance(exc, UnexpectedEOF):
+        offset = len(text)
+        expected = set(exc.expected)
+        found = "end of query"
+    elif isinstance(exc, UnexpectedToken):
+        token = exc.token
+        expected = set(exc.accepts or exc.expected)
+        if token.type == "$END":
+            offset = len(text)
+            found = "end of query"
+        else:
+            offset = token.start_pos if token.start_pos is not None else len(text)
+            found = repr(str(token))
+    elif isinstance(exc, UnexpectedCharacters):
+        offset = exc.pos_in_stream
+        expected = set(exc.allowed or ())
+        found = repr(text[offset]) if offset < len(text) else "the end of the query"
+    else:  # pragma: no cover - lark has no other UnexpectedInput kinds
+        offset, expected, found = 0, set(), "input"
+    words = {_describe_terminal(parser, name) for name in expected}
+    if "a number" in words:
+        words.discard("an integer")  # an integer is a number; say it once
+    words = sorted(words)
+    line, column = line_column(text, offset)
+    message = f"unexpected {found}"
+    if words:
+        message += "; expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
+    from hgm_engine.errors import Problem
+
+    return QuerySyntaxError([Problem("syntax", message, line, column)], text)
+
+
+# -- tree to AST ------------------------------------------------------------------------
+
+
+def decode_string(token_text: str) -> str:
+    r"""The value of a quoted string literal: JSON/Python escapes, unknown escapes kept.
+
+    Unknown escapes such as ``\d`` keep their backslash so regular expressions read naturally.
+
+    >>> decode_string(r"'it\'s'")
+    "it's"
+    >>> decode_string(r"'\d+'")
+    '\\d+'
+    """
+    body = token_text[1:-1]
+    out = []
+    i = 0
+    simple = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "/": "/"}
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 >= len(body):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt in simple:
+            out.append(simple[nxt])
+            i += 2
+        elif nxt == "u" and i + 6 <= len(body):
+            try:
+                out.append(chr(int(body[i + 2 : i + 6], 16)))
+                i += 6
+            except ValueError:
+                out.append("\\u")
+                i += 2
+        else:
+            out.append("\\" + nxt)
+            i += 2
+    return "".join(out)
+
+
+def _span(meta: Any) -> S.Span:
+    return S.Span(meta.start_pos, meta.end_pos)
+
+
+def _tspan(token: Token) -> S.Span:
+    return S.Span(token.start_pos, token.end_pos)
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    # queries and paths
+    def query(self, meta, paths):
+        return S.Query(tuple(paths), _span(meta), self.text)
+
+    def path(self, meta, children):
+        start, *steps = children
+        return S.Path(start, tuple(steps), _span(meta))
+
+    def rel_path(self, meta, children):
+        return S.Path(None, tuple(children), _span(meta))
+
+    def constraint_def(self, meta, children):
+        _each, node_type, _where, where, _must, must = children
+        return S.ConstraintDef(str(node_type), _tspan(node_type), where, must, _span(meta), self.text)
+
+    # starts
+    def named_start(self, meta, children):
+        (name,) = children
+        return S.NamedStart(str(name), _tspan(name))
+
+    def _typed(self, meta, children):
+        node_type, token = children
+        type_name = str(node_type) if node_type is not None else None
+        type_span = _tspan(node_type) if node_type is not None else None
+        return type_name, token, type_span
+
+    def id_start(self, meta, children):
+        type_name, token, type_span = self._typed(meta, children)
+        return S.IdStart(type_name, str(token)[1:], None, _span(meta), type_span)
+
+    def quoted_id_start(self, meta, children):
+        type_name, token, type_span = self._typed(meta, children)
+        return S.IdStart(type_name, decode_string(str(token)[1:]), None, _span(meta), type_span)
+
+    def param_id_start(self, meta, children):
+        type_name, token, type_span = self._typed(meta, children)
+        return S.IdStart(type_name, None, str(token)[2:], _span(meta), type_span)
+
+    def param_start(self, meta, children):
+        (token,) = children
+        return S.ParamStart(str(token)[1:], _tspan(token))
+
+    def subquery_start(self, meta, children):
+        (query,) = children
+        return S.SubqueryStart(query, _span(meta))
+
+    # steps
+    def relation_step(self, meta, children):
+        (name,) = children
+        return S.RelationStep(str(name), _span(meta))
+
+    def call_step(self, meta, children):
+        name, args = children
+        return S.CallStep(str(name), tuple(args or ()), _span(meta), _tspan(name))
+
+    def args(self, meta, children):
+        return list(children)
+
+    def where_step(self, meta, children):
+        _keyword, condition = children
+        return S.WhereStep(condition, _span(meta))
+
+    def index_step(self, meta, children):
+        (index,) = children
+        return S.IndexStep(int(index), _span(meta))
+
+    def slice_step(self, meta, children):
+        lower, _colon, upper = children
+        return S.SliceStep(
+            int(lower) if lower is not None else None,
+            int(upper) if upper is not None else None,
+            _span(meta),
+        )
+
+    def repeat_exact(self, meta, children):
+        (count,) = children
+        return S.RepeatStep(int(count), int(count), _span(meta))
+
+    def repeat_range(self, meta, children):
+        lower, upper = children
+        return S.RepeatStep(int(lower), int(upper) if upper is not None else None, _span(meta))
+
+    # conditions
+    def condition(self, meta, terms):
+        if len(terms) == 1:
+            return terms[0]
+        return S.And(tuple(terms), _span(meta))
+
+    def or_expr(self, meta, children):
+        return S.Or(tuple(c for c in children if not isinstance(c, Token)), _span(meta))
+
+    def and_expr(self, meta, children):
+        return S.And(tuple(c for c in children if not isinstance(c, Token)), _span(meta))
+
+    def not_(self, meta, children):
+        _keyword, operand = children
+        return S.Not(operand, _span(meta))
+
+    def compare(self, meta, children):
+        left, op, right = children
+        symbol = "=" if str(op) == "==" else str(op)
+        return S.Compare(symbol, left, right, _span(meta), _tspan(op))
+
+    def in_(self, meta, children):
+        left, op, right = children
+        return S.Compare("in", left, right, _span(meta), _tspan(op))
+
+    def not_in(self, meta, children):
+        left, op, _in, right = children
+        return S.Compare("not in", left, right, _span(meta), S.Span(op.start_pos, _in.end_pos))
+
+    def contains(self, meta, children):
+        left, op, right = children
+        return S.Compare("contains", left, right, _span(meta), _tspan(op))
+
+    def regex_match(self, meta, children):
+        left, op, right = children
+        return S.Compare("=~", left, right, _span(meta), _tspan(op))
+
+    def attr(self, meta, children):
+        (name,) = children
+        return S.AttrRef(str(name), _tspan(name))
+
+    def name_arg(self, meta, children):
+        (name,) = children
+        return S.NameArg(str(name), _tspan(name))
+
+    def param_ref(self, meta, children):
+        (token,) = children
+        return S.ParamRef(str(token)[1:], _tspan(token))
+
+    def func_call(self, meta, children):
+        name, path = children
+        return S.FuncCall(str(name), path, _span(meta), _tspan(name))
+
+    # literals
+    def string(self, meta, children):
+        (token,) = children
+        return S.Literal(decode_string(str(token)), _tspan(token))
+
+    def number(self, meta, children):
+        (token,) = children
+        return S.Literal(_number(str(token)), _tspan(token))
+
+    def true(self, meta, children):
+        return S.Literal(True, _tspan(children[0]))
+
+    def false(self, meta, children):
+        return S.Literal(False, _tspan(children[0]))
+
+    def null(self, meta, children):
+        return S.Literal(None, _tspan(children[0]))
+
+    def list_literal(self, meta, children):
+        items = tuple(c for c in children if c is not None)
+        return S.ListLiteral(items, _span(meta))

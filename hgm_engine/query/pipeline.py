@@ -1,0 +1,302 @@
+"""The query pipeline in one place: compile (cached), bind, run, and the result object.
+
+text → :func:`~hgm_engine.query.parser.parse` → :func:`~hgm_engine.query.analyze.analyze` →
+:func:`~hgm_engine.query.plan.plan` → :func:`~hgm_engine.query.optimizer.optimize` →
+:func:`~hgm_engine.query.executor.build`. Compiled queries are cached by text per schema.
+
+>>> q = compile("root.subgoals[0].actions.where(status = $s)")
+>>> q.params
+('s',)
+>>> print(q.explain())  # doctest: +NORMALIZE_WHITESPACE
+query: root.subgoals[0].actions.where(status = $s)
+rules applied: none
+plan:
+  roots (goals without a parent)
+    navigate subgoals: out(parent_of) to type 'goal'
+      per source: index [0]
+    navigate actions: out(parent_of) to type 'action'
+      per source: filter status = $s
+"""
+
+from __future__ import annotations
+
+import regex
+import threading
+from collections import OrderedDict
+from typing import Any, Mapping
+
+import attrs
+
+from hgm_engine.query.analyze import Analysis, analyze
+from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, line_column
+from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
+from hgm_engine.model.graph import Node, freeze
+from hgm_engine.query.optimizer import optimize
+from hgm_engine.query.parser import parse
+from hgm_engine.query.plan import QueryPlan, describe, plan
+from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema
+from hgm_engine.query.syntax import Query
+
+__all__ = ["compile", "CompiledQuery", "QueryCache", "QueryResult", "run_query", "Limits"]
+
+
+@attrs.frozen
+class QueryResult:
+    """What a query returned.
+
+    ``kind`` is ``nodes``, ``count``, ``exists`` or ``paths``. ``value`` is the list of ids,
+    the integer, the boolean or the list of walks. For node results ``ids`` is ``value`` and
+    ``nodes`` holds each node as a JSON object (``id``, ``type`` and its attributes), as it
+    was when the query ran.
+    """
+
+    kind: str
+    value: Any
+    # The payloads, or a function that returns them as they were when the query ran.
+    _payloads: Any = attrs.field(default=(), repr=False, eq=False)
+
+    @property
+    def ids(self) -> list[str]:
+        if self.kind != "nodes":
+            raise AttributeError(f"a {self.kind} result has no ids")
+        return self.value
+
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        return [node.to_json() for node in self.payloads()]
+
+    def payloads(self) -> tuple:
+        """The result's nodes as frozen :class:`~hgm_engine.model.graph.Node` payloads, in result
+        order, as they were when the query ran (no copy of their attributes is made).
+
+        >>> from hgm_engine import Memory
+        >>> memory = Memory()
+        >>> _ = memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal", "title": "trip"}]})
+        >>> [(node.id, node.attrs["title"]) for node in memory.query("root").payloads()]
+        [('g', 'trip')]
+        """
+        if self.kind != "nodes":
+            raise AttributeError(f"a {self.kind} result has no nodes")
+        return tuple(self._payloads() if callable(self._payloads) else self._payloads)
+
+    @property
+    def paths(self) -> list[list[str]]:
+        if self.kind != "paths":
+            raise AttributeError(f"a {self.kind} result has no paths")
+        return self.value
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``hgm query --json`` prints (spec §6)."""
+        if self.kind == "nodes":
+            return {"kind": "nodes", "ids": list(self.value), "nodes": self.nodes}
+        if self.kind == "paths":
+            return {"kind": "paths", "paths": self.value}
+        return {"kind": self.kind, "value": self.value}
+
+
+@attrs.frozen
+class CompiledQuery:
+    """A query checked against a schema, planned, optimized and compiled to closures."""
+
+    text: str
+    ast: Query = attrs.field(repr=False)
+    analysis: Analysis = attrs.field(repr=False)
+    logical_plan: QueryPlan = attrs.field(repr=False)
+    optimized_plan: QueryPlan = attrs.field(repr=False)
+    program: Program = attrs.field(repr=False, eq=False)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The parameters the query needs, in order of first use."""
+        return tuple(sorted(self.analysis.params, key=self.analysis.params.get))
+
+    @property
+    def uses_focus(self) -> bool:
+        return self.analysis.focus_offset is not None
+
+    @property
+    def kind(self) -> str:
+        return self.optimized_plan.final or "nodes"
+
+    def explain(self) -> str:
+        """The optimized plan, as text people read."""
+        lines = [f"query: {self.text}"]
+        rules = ", ".join(self.optimized_plan.rules) or "none"
+        lines.append(f"rules applied: {rules}")
+        lines.append("plan:")
+        lines.extend("  " + line for line in describe(self.optimized_plan))
+        return "\n".join(lines)
+
+    def bind(self, focus: str | None, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Check focus and parameters before running; returns the frozen parameter values."""
+        params = dict(params or {})
+        problems: list[tuple[int, Problem]] = []
+
+        def report(category: str, message: str, offset: int) -> None:
+            line, column = line_column(self.text, offset)
+            problems.append((offset, Problem(category, message, line, column)))
+
+        if self.analysis.focus_offset is not None and focus is None:
+            report("missing-focus", "the query uses the focus, but no focus node was supplied", self.analysis.focus_offset)
+        bound: dict[str, Any] = {}
+        for name, offset in self.analysis.params.items():
+            if name not in params:
+                report("missing-parameter", f"parameter ${name} has no value", offset)
+                continue
+            try:
+                value = freeze(params[name])
+            except TypeError as exc:
+                report("invalid-argument", f"parameter ${name}: {exc}", offset)
+                continue
+            message = _check_role(value, self.analysis.param_roles.get(name, frozenset()))
+            if message:
+                category = "invalid-regex" if message.startswith("regular expression") else "invalid-argument"
+                report(category, f"parameter ${name}: {message}", offset)
+                continue
+            bound[name] = value
+        if problems:
+            problems.sort(key=lambda item: item[0])
+            error_class = QueryExecutionError if problems[0][1].category == "missing-focus" else QueryAnalysisError
+            raise error_class([p for _, p in problems], self.text)
+        return bound
+
+    def run(
+        self,
+        view,
+        *,
+        focus: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        payloads: Any = None,
+    ) -> QueryResult:
+        """Bind and run on ``view`` (a MemoryGraph or a historical view).
+
+        ``payloads(ids)``, when given, fetches node payloads later, on demand, as they were
+        when the query ran; otherwise they are captured now."""
+        bound = self.bind(focus, params)
+        value = self.program.run(view, focus=focus, params=bound, limits=limits)
+        if self.program.final is None:
+            if payloads is not None:
+                return QueryResult("nodes", value, lambda: payloads(value))
+            nodes = view.node_map()
+            return QueryResult("nodes", value, tuple(nodes[i] for i in value))
+        return QueryResult(self.program.final, value)
+
+
+def _check_role(value: Any, roles: frozenset[str]) -> str | None:
+    if "id" in roles and not isinstance(value, str):
+        return f"an id after '#' must be a string, not {_kind(value)}"
+    if "ids" in roles and not (isinstance(value, str) or (isinstance(value, tuple) and all(isinstance(v, str) for v in value))):
+        return f"a start must be an id or a list of ids, not {_json(value)}"
+    if "count" in roles and not (type(value) is int and value >= 0):
+        return f"limit needs an integer >= 0, not {_json(value)}"
+    if "regex" in roles:
+        if not isinstance(value, str):
+            return f"a pattern must be a string, not {_kind(value)}"
+        try:
+            regex.compile(value)
+        except regex.error as exc:
+            return f"regular expression {value!r}: {exc}"
+    return None
+
+
+def _json(value: Any) -> str:
+    import json
+
+    from hgm_engine.model.graph import thaw
+
+    return json.dumps(thaw(value))
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, tuple):
+        return "a list"
+    return "an object"
+
+
+class QueryCache:
+    """Compiled queries by text for one schema (least recently used go first).
+
+    >>> cache = QueryCache(DEFAULT_SCHEMA, size=2)
+    >>> cache.get("root") is cache.get("root")
+    True
+    """
+
+    def __init__(self, schema: Schema = DEFAULT_SCHEMA, size: int = 512):
+        self.schema = schema
+        self.size = size
+        self._entries: OrderedDict[str, CompiledQuery] = OrderedDict()
+        self._lock = threading.Lock()  # servers compile from many threads at once
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, text: str) -> CompiledQuery:
+        with self._lock:
+            entry = self._entries.get(text)
+            if entry is not None:
+                self.hits += 1
+                self._entries.move_to_end(text)
+                return entry
+            self.misses += 1
+        entry = compile_uncached(text, self.schema)  # outside the lock: errors and slow compiles
+        with self._lock:
+            self._entries[text] = entry
+            self._entries.move_to_end(text)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return entry
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def compile_uncached(text: str, schema: Schema = DEFAULT_SCHEMA) -> CompiledQuery:
+    """Run the whole pipeline without the cache."""
+    ast = parse(text)
+    analysis = analyze(ast, schema)
+    logical = plan(analysis, schema)
+    optimized = optimize(logical)
+    return CompiledQuery(text, ast, analysis, logical, optimized, build(optimized))
+
+
+_DEFAULT_CACHE = QueryCache(DEFAULT_SCHEMA)
+
+
+def compile(text: str, schema: Schema | None = None) -> CompiledQuery:
+    """Compile a path expression against ``schema`` (the default one if omitted), cached.
+
+    >>> compile("#a_hotel.results").kind
+    'nodes'
+    >>> compile("root.count()").kind
+    'count'
+    """
+    if schema is None or schema is DEFAULT_SCHEMA:
+        return _DEFAULT_CACHE.get(text)
+    return compile_uncached(text, schema)
+
+
+def run_query(
+    view,
+    text: str,
+    *,
+    focus: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    cache: QueryCache | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> QueryResult:
+    """Compile (through ``cache``) and run ``text`` on ``view``."""
+    compiled = (cache or _DEFAULT_CACHE).get(text)
+    return compiled.run(view, focus=focus, params=params, limits=limits)
+
+

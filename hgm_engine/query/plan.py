@@ -1,0 +1,530 @@
+"""The logical plan: what a query computes, as an immutable tree of sources and operators.
+
+``plan`` turns an analysed query into a plan in the most literal way (``#id`` is a scan with
+an id filter); the optimizer then rewrites it; ``describe`` prints it for ``explain``.
+
+>>> from hgm_engine.query.parser import parse
+>>> from hgm_engine.query.analyze import analyze
+>>> from hgm_engine.model.schema import DEFAULT_SCHEMA
+>>> p = plan(analyze(parse("#a_hotel.results.count()"), DEFAULT_SCHEMA), DEFAULT_SCHEMA)
+>>> print("\\n".join(describe(p)))
+scan all nodes
+  filter id = 'a_hotel'
+  navigate results: out(produces)
+final count
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import attrs
+
+from hgm_engine.query import syntax as S
+from hgm_engine.query.analyze import Analysis
+from hgm_engine.model.schema import Closure, Hop, Latest, Relation, Schema, Siblings, Versions
+
+__all__ = [
+    "plan",
+    "plan_path",
+    "describe",
+    "describe_condition",
+    "QueryPlan",
+    "PathPlan",
+    "AllNodes",
+    "TypeScan",
+    "ValueScan",
+    "Roots",
+    "FocusNode",
+    "CurrentGoal",
+    "IdLookup",
+    "ParamNodes",
+    "SubPlan",
+    "Navigate",
+    "Filter",
+    "Index",
+    "Slice",
+    "Limit",
+    "SortBy",
+    "Attr",
+    "Const",
+    "Param",
+    "PathCount",
+    "PathExists",
+    "HasAttr",
+    "Cmp",
+    "AllOf",
+    "AnyOf",
+    "Negate",
+    "Truthy",
+]
+
+
+# -- sources ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class AllNodes:
+    pass
+
+
+@attrs.frozen
+class TypeScan:
+    node_type: str
+
+
+@attrs.frozen
+class ValueScan:
+    """The nodes of a type whose attribute holds a string value, from the value index."""
+
+    node_type: str
+    attribute: str
+    value: str
+
+
+@attrs.frozen
+class Roots:
+    pass
+
+
+@attrs.frozen
+class FocusNode:
+    pass
+
+
+@attrs.frozen
+class CurrentGoal:
+    pass
+
+
+@attrs.frozen
+class IdLookup:
+    node_id: str | None
+    param: str | None
+    node_type: str | None
+
+
+@attrs.frozen
+class ParamNodes:
+    param: str
+
+
+@attrs.frozen
+class SubPlan:
+    plan: "QueryPlan"
+
+
+Source = Union[AllNodes, TypeScan, ValueScan, Roots, FocusNode, CurrentGoal, IdLookup, ParamNodes, SubPlan]
+
+
+# -- condition expressions --------------------------------------------------------------
+
+
+@attrs.frozen
+class Attr:
+    name: str
+
+
+@attrs.frozen
+class Const:
+    value: Any  # frozen JSON value (lists are tuples)
+
+
+@attrs.frozen
+class Param:
+    name: str
+
+
+@attrs.frozen
+class PathCount:
+    path: "PathPlan"
+
+
+@attrs.frozen
+class PathExists:
+    path: "PathPlan"
+
+
+@attrs.frozen
+class HasAttr:
+    name: str
+
+
+@attrs.frozen
+class Cmp:
+    op: str  # = != < <= > >= in "not in" contains =~
+    left: Any
+    right: Any
+
+
+@attrs.frozen
+class AllOf:
+    items: tuple
+
+
+@attrs.frozen
+class AnyOf:
+    items: tuple
+
+
+@attrs.frozen
+class Negate:
+    item: Any
+
+
+@attrs.frozen
+class Truthy:
+    """A bare operand used as a condition: holds when its value is exactly ``true``."""
+
+    operand: Any
+
+
+# -- operators --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Filter:
+    condition: Any
+
+
+@attrs.frozen
+class Index:
+    index: int
+
+
+@attrs.frozen
+class Slice:
+    lower: int | None
+    upper: int | None
+
+
+@attrs.frozen
+class Limit:
+    count: int | None
+    param: str | None = None
+
+
+@attrs.frozen
+class SortBy:
+    attr: str
+    descending: bool = False
+
+
+@attrs.frozen
+class Navigate:
+    """Apply ``relation`` to each node; ``repeat`` is ``(m, n)`` (n None: unbounded);
+    ``predicates`` (Filter/Index/Slice) apply to each source node's output separately."""
+
+    name: str
+    relation: Relation
+    repeat: tuple[int, int | None] | None = None
+    predicates: tuple = ()
+
+
+Op = Union[Navigate, Filter, Index, Slice, Limit, SortBy]
+
+
+@attrs.frozen
+class PathPlan:
+    """``source`` None means a relative path evaluated from the node under test."""
+
+    source: Source | None
+    ops: tuple
+
+
+@attrs.frozen
+class QueryPlan:
+    branches: tuple[PathPlan, ...]
+    final: str | None = None  # count | exists | paths
+    rules: tuple[str, ...] = ()  # optimizer rules that changed this plan, in order
+
+
+# -- building ---------------------------------------------------------------------------
+
+
+def plan(analysis: Analysis, schema: Schema) -> QueryPlan:
+    """The literal logical plan of an analysed query."""
+    return _plan_query(analysis.query, schema)
+
+
+def _plan_query(query: S.Query, schema: Schema) -> QueryPlan:
+    final = None
+    branches = []
+    for path in query.paths:
+        steps = path.steps
+        if steps and isinstance(steps[-1], S.CallStep) and steps[-1].name in ("count", "exists", "paths"):
+            final = steps[-1].name
+            steps = steps[:-1]
+        branches.append(plan_path(path.start, steps, schema))
+    return QueryPlan(tuple(branches), final)
+
+
+def plan_path(start: S.Start | None, steps: tuple, schema: Schema) -> PathPlan:
+    """The plan of one path; ``start`` None gives a relative path."""
+    source = _plan_start(start, schema) if start is not None else None
+    ops: list = []
+    if isinstance(start, S.IdStart):
+        ops.append(Filter(_id_condition(start)))
+    for step in steps:
+        if isinstance(step, S.RelationStep):
+            ops.append(Navigate(step.name, schema.relations[step.name]))
+        elif isinstance(step, S.CallStep):
+            ops.append(_plan_call(step))
+        elif isinstance(step, S.RepeatStep):
+            nav = ops[-1]
+            ops[-1] = attrs.evolve(nav, repeat=(step.lower, step.upper))
+        else:
+            predicate = _plan_predicate(step, schema)
+            last = ops[-1] if ops else None
+            if isinstance(last, Navigate) and _directly_follows(steps, step):
+                ops[-1] = attrs.evolve(last, predicates=last.predicates + (predicate,))
+            else:
+                ops.append(predicate)
+    return PathPlan(source, tuple(ops))
+
+
+def _directly_follows(steps: tuple, step: S.Step) -> bool:
+    """Whether ``step`` (a predicate) sits after a navigation step with only predicates between."""
+    position = steps.index(step)
+    for earlier in reversed(steps[:position]):
+        if isinstance(earlier, (S.WhereStep, S.IndexStep, S.SliceStep)):
+            continue
+        return isinstance(earlier, (S.RelationStep, S.RepeatStep)) or (
+            isinstance(earlier, S.CallStep) and earlier.name in ("out", "in", "both")
+        )
+    return False
+
+
+def _plan_start(start: S.Start, schema: Schema) -> Source:
+    if isinstance(start, S.NamedStart):
+        return {"root": Roots(), "nodes": AllNodes(), "focus": FocusNode(), "current_goal": CurrentGoal()}[
+            start.name
+        ]
+    if isinstance(start, S.IdStart):
+        return AllNodes()
+    if isinstance(start, S.ParamStart):
+        return ParamNodes(start.param)
+    if isinstance(start, S.SubqueryStart):
+        return SubPlan(_plan_query(start.query, schema))
+    raise TypeError(start)
+
+
+def _id_condition(start: S.IdStart):
+    key = Param(start.param) if start.param is not None else Const(start.node_id)
+    condition = Cmp("=", Attr("id"), key)
+    if start.node_type is not None:
+        return AllOf((condition, Cmp("=", Attr("type"), Const(start.node_type))))
+    return condition
+
+
+def _plan_call(step: S.CallStep):
+    name, args = step.name, step.args
+    if name in ("out", "in", "both"):
+        edge_types = tuple(a.name for a in args) or None
+        label = f"{name}({', '.join(edge_types or ())})"
+        return Navigate(label, Hop(name, edge_types))
+    if name == "first":
+        return Index(0)
+    if name == "last":
+        return Index(-1)
+    if name == "limit":
+        arg = args[0]
+        if isinstance(arg, S.ParamRef):
+            return Limit(None, arg.name)
+        return Limit(arg.value)
+    if name == "sort_by":
+        descending = len(args) == 2 and args[1].value == "desc"
+        return SortBy(args[0].name, descending)
+    raise ValueError(f"not a step function: {name}")
+
+
+def _plan_predicate(step: S.Step, schema: Schema):
+    if isinstance(step, S.WhereStep):
+        return Filter(_condition(step.condition, schema))
+    if isinstance(step, S.IndexStep):
+        return Index(step.index)
+    if isinstance(step, S.SliceStep):
+        return Slice(step.lower, step.upper)
+    raise TypeError(step)
+
+
+def _condition(expr: S.Expr, schema: Schema):
+    if isinstance(expr, S.And):
+        return AllOf(tuple(_condition(e, schema) for e in expr.operands))
+    if isinstance(expr, S.Or):
+        return AnyOf(tuple(_condition(e, schema) for e in expr.operands))
+    if isinstance(expr, S.Not):
+        return Negate(_condition(expr.operand, schema))
+    if isinstance(expr, S.Compare):
+        return Cmp(expr.op, _operand(expr.left, schema), _operand(expr.right, schema))
+    return Truthy(_operand(expr, schema))
+
+
+def _operand(expr: S.Expr, schema: Schema):
+    from hgm_engine.model.graph import freeze
+
+    if isinstance(expr, S.AttrRef):
+        return Attr(expr.name)
+    if isinstance(expr, S.Literal):
+        return Const(expr.value)
+    if isinstance(expr, S.ListLiteral):
+        return Const(freeze(_list_value(expr)))
+    if isinstance(expr, S.ParamRef):
+        return Param(expr.name)
+    if isinstance(expr, S.FuncCall):
+        if expr.name == "has":
+            return HasAttr(expr.path.steps[0].name)
+        relative = plan_path(None, expr.path.steps, schema)
+        return PathCount(relative) if expr.name == "count" else PathExists(relative)
+    # a parenthesised boolean expression used as an operand
+    return _condition(expr, schema)
+
+
+def _list_value(expr: S.ListLiteral) -> list:
+    return [_list_value(i) if isinstance(i, S.ListLiteral) else i.value for i in expr.items]
+
+
+# -- describing -------------------------------------------------------------------------
+
+
+def describe(query_plan: QueryPlan, indent: str = "") -> list[str]:
+    """The plan as indented lines, one operator each."""
+    lines: list[str] = []
+    for number, branch in enumerate(query_plan.branches):
+        if len(query_plan.branches) > 1:
+            lines.append(f"{indent}branch {number + 1} of {len(query_plan.branches)} (union, first occurrence wins)")
+            lines.extend(_describe_path(branch, indent + "  "))
+        else:
+            lines.extend(_describe_path(branch, indent))
+    if query_plan.final:
+        lines.append(f"{indent}final {query_plan.final}")
+    return lines
+
+
+def _describe_path(path: PathPlan, indent: str) -> list[str]:
+    lines = []
+    source = path.source
+    if isinstance(source, SubPlan):
+        lines.append(f"{indent}subquery")
+        lines.extend(describe(source.plan, indent + "    "))
+        lines.append(f"{indent}then")
+    elif source is not None:
+        lines.append(indent + _describe_source(source))
+    else:
+        lines.append(indent + "from the node under test")
+    for op in path.ops:
+        lines.extend(_describe_op(op, indent + "  "))
+    return lines
+
+
+def _describe_source(source: Source) -> str:
+    if isinstance(source, AllNodes):
+        return "scan all nodes"
+    if isinstance(source, TypeScan):
+        return f"scan type index {source.node_type!r}"
+    if isinstance(source, ValueScan):
+        return f"scan value index {source.node_type!r}.{source.attribute} = {source.value!r}"
+    if isinstance(source, Roots):
+        return "roots (goals without a parent)"
+    if isinstance(source, FocusNode):
+        return "focus node"
+    if isinstance(source, CurrentGoal):
+        return "current goal of the focus"
+    if isinstance(source, IdLookup):
+        key = f"${source.param}" if source.param else repr(source.node_id)
+        typed = f" of type {source.node_type!r}" if source.node_type else ""
+        return f"lookup id {key}{typed}"
+    if isinstance(source, ParamNodes):
+        return f"nodes named by ${source.param}"
+    raise TypeError(source)
+
+
+def _describe_relation(relation: Relation) -> str:
+    if isinstance(relation, Hop):
+        types = ", ".join(relation.edge_types or ())
+        text = f"{relation.direction}({types})"
+        if relation.node_type:
+            text += f" to type {relation.node_type!r}"
+        return text
+    if isinstance(relation, Closure):
+        return _describe_relation(relation.hop) + "{1,}"
+    if isinstance(relation, Siblings):
+        return "siblings"
+    if isinstance(relation, Latest):
+        return "latest version"
+    if isinstance(relation, Versions):
+        return "version chain"
+    return repr(relation)
+
+
+def _describe_op(op, indent: str) -> list[str]:
+    if isinstance(op, Navigate):
+        text = f"{indent}navigate {op.name}: {_describe_relation(op.relation)}"
+        if op.repeat:
+            low, high = op.repeat
+            text += f" repeated {{{low},{'' if high is None else high}}}"
+        lines = [text]
+        for predicate in op.predicates:
+            lines.extend(_describe_op(predicate, indent + "  per source: "))
+        return lines
+    if isinstance(op, Filter):
+        return [f"{indent}filter {describe_condition(op.condition)}"]
+    if isinstance(op, Index):
+        return [f"{indent}index [{op.index}]"]
+    if isinstance(op, Slice):
+        low = "" if op.lower is None else op.lower
+        high = "" if op.upper is None else op.upper
+        return [f"{indent}slice [{low}:{high}]"]
+    if isinstance(op, Limit):
+        return [f"{indent}limit {op.count if op.param is None else '$' + op.param}"]
+    if isinstance(op, SortBy):
+        return [f"{indent}sort by {op.attr} {'desc' if op.descending else 'asc'} (stable, missing last)"]
+    raise TypeError(op)
+
+
+def describe_condition(cond) -> str:
+    """A condition as text.
+
+    >>> describe_condition(AllOf((Cmp("=", Attr("status"), Const("done")), HasAttr("cost"))))
+    "status = 'done' and has(cost)"
+    """
+    if isinstance(cond, AllOf):
+        return " and ".join(_paren(c) for c in cond.items)
+    if isinstance(cond, AnyOf):
+        return " or ".join(_paren(c) for c in cond.items)
+    if isinstance(cond, Negate):
+        return "not " + _paren(cond.item)
+    if isinstance(cond, Cmp):
+        return f"{describe_condition(cond.left)} {cond.op} {describe_condition(cond.right)}"
+    if isinstance(cond, Truthy):
+        return describe_condition(cond.operand)
+    if isinstance(cond, Attr):
+        return cond.name
+    if isinstance(cond, Const):
+        return _literal(cond.value)
+    if isinstance(cond, Param):
+        return "$" + cond.name
+    if isinstance(cond, HasAttr):
+        return f"has({cond.name})"
+    if isinstance(cond, (PathCount, PathExists)):
+        word = "count" if isinstance(cond, PathCount) else "exists"
+        inner = "; ".join(" ".join(line.strip() for line in _describe_op(op, "")) for op in cond.path.ops)
+        return f"{word}({inner})"
+    return repr(cond)
+
+
+def _paren(cond) -> str:
+    text = describe_condition(cond)
+    return f"({text})" if isinstance(cond, (AllOf, AnyOf)) else text
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return repr(value)

@@ -1,0 +1,262 @@
+"""The frozen abstract syntax tree of the path language, every node with its source span.
+
+The parser builds these; analysis reads them and never changes them. Spans are 0-based
+character offsets into the query text (``start`` inclusive, ``end`` exclusive).
+
+>>> from hgm_engine.query.parser import parse
+>>> q = parse("root.subgoals[0]")
+>>> [type(s).__name__ for s in q.paths[0].steps]
+['RelationStep', 'IndexStep']
+>>> q.paths[0].steps[0].name, q.paths[0].steps[0].span
+('subgoals', Span(start=4, end=13))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import attrs
+
+__all__ = [
+    "Span",
+    "Query",
+    "ConstraintDef",
+    "Path",
+    "NamedStart",
+    "IdStart",
+    "ParamStart",
+    "SubqueryStart",
+    "RelationStep",
+    "CallStep",
+    "WhereStep",
+    "IndexStep",
+    "SliceStep",
+    "RepeatStep",
+    "NameArg",
+    "Literal",
+    "ListLiteral",
+    "ParamRef",
+    "AttrRef",
+    "FuncCall",
+    "Compare",
+    "Not",
+    "And",
+    "Or",
+    "Start",
+    "Step",
+    "Expr",
+]
+
+
+@attrs.frozen
+class Span:
+    start: int
+    end: int
+
+
+# -- starts -----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class NamedStart:
+    """``root``, ``nodes``, ``focus``, ``current_goal`` (or an unknown name)."""
+
+    name: str
+    span: Span
+
+
+@attrs.frozen
+class IdStart:
+    """``#id``, ``TYPE#id``, ``#"quoted id"``, ``#$param``, ``TYPE#$param``.
+
+    Exactly one of ``node_id`` and ``param`` is set.
+    """
+
+    node_type: str | None
+    node_id: str | None
+    param: str | None
+    span: Span
+    type_span: Span | None = None
+
+
+@attrs.frozen
+class ParamStart:
+    """``$p``: the node(s) whose id(s) the parameter holds."""
+
+    param: str
+    span: Span
+
+
+@attrs.frozen
+class SubqueryStart:
+    """``( query )``."""
+
+    query: "Query"
+    span: Span
+
+
+Start = Union[NamedStart, IdStart, ParamStart, SubqueryStart]
+
+
+# -- steps ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RelationStep:
+    """``.name``: a relation of the schema."""
+
+    name: str
+    span: Span
+
+
+@attrs.frozen
+class CallStep:
+    """``.name(args)``: generic navigation, a list step or a final, by name."""
+
+    name: str
+    args: tuple["Expr", ...]
+    span: Span
+    name_span: Span
+
+
+@attrs.frozen
+class WhereStep:
+    """``.where(condition)``; ``condition`` is a tuple of terms joined by "and" (commas)."""
+
+    condition: "Expr"
+    span: Span
+
+
+@attrs.frozen
+class IndexStep:
+    index: int
+    span: Span
+
+
+@attrs.frozen
+class SliceStep:
+    lower: int | None
+    upper: int | None
+    span: Span
+
+
+@attrs.frozen
+class RepeatStep:
+    """``{m,n}``, ``{m,}`` (``upper`` None), ``{n}``."""
+
+    lower: int
+    upper: int | None
+    span: Span
+
+
+Step = Union[RelationStep, CallStep, WhereStep, IndexStep, SliceStep, RepeatStep]
+
+
+# -- conditions and arguments -----------------------------------------------------------
+
+
+@attrs.frozen
+class NameArg:
+    """A bare name used as an argument: an edge type, an attribute."""
+
+    name: str
+    span: Span
+
+
+@attrs.frozen
+class Literal:
+    value: Any  # str, int, float, bool, None
+    span: Span
+
+
+@attrs.frozen
+class ListLiteral:
+    items: tuple[Literal | "ListLiteral", ...]
+    span: Span
+
+
+@attrs.frozen
+class ParamRef:
+    name: str
+    span: Span
+
+
+@attrs.frozen
+class AttrRef:
+    name: str
+    span: Span
+
+
+@attrs.frozen
+class FuncCall:
+    """``exists(path)``, ``count(path)``, ``has(attr)``; ``path`` holds the relative path."""
+
+    name: str
+    path: "Path | None"
+    span: Span
+    name_span: Span
+
+
+@attrs.frozen
+class Compare:
+    """``left OP right`` with OP one of = != < <= > >= in not_in contains =~."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span
+    op_span: Span
+
+
+@attrs.frozen
+class Not:
+    operand: "Expr"
+    span: Span
+
+
+@attrs.frozen
+class And:
+    operands: tuple["Expr", ...]
+    span: Span
+
+
+@attrs.frozen
+class Or:
+    operands: tuple["Expr", ...]
+    span: Span
+
+
+Expr = Union[NameArg, Literal, ListLiteral, ParamRef, AttrRef, FuncCall, Compare, Not, And, Or]
+
+
+# -- whole queries ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Path:
+    """A start followed by steps; a relative path (inside ``exists``) has ``start`` None."""
+
+    start: Start | None
+    steps: tuple[Step, ...]
+    span: Span
+
+
+@attrs.frozen
+class ConstraintDef:
+    """``each TYPE [where COND] must COND``."""
+
+    node_type: str
+    type_span: Span
+    where: "Expr | None"
+    must: "Expr"
+    span: Span
+    text: str = attrs.field(eq=False, repr=False, default="")
+
+
+@attrs.frozen
+class Query:
+    """One or more paths joined by ``|``."""
+
+    paths: tuple[Path, ...]
+    span: Span
+    text: str = attrs.field(eq=False, repr=False, default="")

@@ -1,0 +1,424 @@
+"""Constraints: what must hold after every transaction, checked only where it changed.
+
+Built in for the default schema: every action has exactly one parent and it is a goal or an
+action; every result is produced by at least one action; ``parent_of``, ``before`` and
+``replaces`` are acyclic; each edge type connects only the node types its rule allows; node
+attributes match their type's JSON Schema. User constraints are written in the path
+language — ``each TYPE [where COND] must COND`` — and are checked on the nodes of that type
+within reach of the change (how far a constraint looks is computed from its conditions).
+
+>>> c = UserConstraint.compile("done_has_result", "each action where status = 'done' must exists(results)")
+>>> c.radius
+1
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from hgm_engine.query.analyze import _Checker
+from hgm_engine.errors import Problem, QueryAnalysisError
+from hgm_engine.model.graph import thaw
+from hgm_engine.model.schemacheck import compile_schema
+from hgm_engine.model.overlay import Change
+from hgm_engine.query.parser import parse_constraint
+from hgm_engine.query.executor import Program, build
+from hgm_engine.query.optimizer import optimize
+from hgm_engine.query.plan import (
+    AllNodes,
+    AllOf,
+    AnyOf,
+    Attr,
+    Cmp,
+    Const,
+    Filter,
+    Navigate,
+    Negate,
+    ParamNodes,
+    PathCount,
+    PathExists,
+    PathPlan,
+    QueryPlan,
+    Truthy,
+    _condition,
+)
+from hgm_engine.model.schema import DEFAULT_ATTRIBUTE_SCHEMAS, DEFAULT_SCHEMA, Closure, Hop, Schema
+from hgm_engine.txn.ops import Violation
+
+__all__ = ["UserConstraint", "ConstraintChecker", "check_full"]
+
+
+def _path_radius(path: PathPlan) -> float:
+    depth: float = 0
+    for op in path.ops:
+        if isinstance(op, Navigate):
+            relation = op.relation
+            if isinstance(relation, Hop):
+                if op.repeat is None:
+                    depth += 1
+                elif op.repeat[1] is None:
+                    return math.inf
+                else:
+                    depth += op.repeat[1]
+            elif isinstance(relation, Closure):
+                return math.inf
+            else:  # siblings go up and down; version chains have no bound
+                depth += 2 if type(relation).__name__ == "Siblings" else math.inf
+            for predicate in op.predicates:
+                if isinstance(predicate, Filter):
+                    depth = max(depth, depth + _condition_radius(predicate.condition))
+        elif isinstance(op, Filter):
+            depth = max(depth, depth + _condition_radius(op.condition))
+    return depth
+
+
+def _condition_radius(cond: Any) -> float:
+    """How many hops from the node a condition looks."""
+    if isinstance(cond, (AllOf, AnyOf)):
+        return max((_condition_radius(c) for c in cond.items), default=0)
+    if isinstance(cond, Negate):
+        return _condition_radius(cond.item)
+    if isinstance(cond, Truthy):
+        return _condition_radius(cond.operand)
+    if isinstance(cond, Cmp):
+        return max(_condition_radius(cond.left), _condition_radius(cond.right))
+    if isinstance(cond, (PathCount, PathExists)):
+        return _path_radius(cond.path)
+    return 0
+
+
+@attrs.frozen
+class UserConstraint:
+    """A constraint in the path language, compiled once."""
+
+    name: str
+    text: str
+    node_type: str
+    radius: float  # hops its conditions look; inf means "check every node of the type"
+    scoped: Program = attrs.field(repr=False, eq=False)  # violators among $scope
+    everywhere: Program = attrs.field(repr=False, eq=False)  # violators in the whole graph
+
+    @classmethod
+    def compile(cls, name: str, text: str, schema: Schema = DEFAULT_SCHEMA) -> "UserConstraint":
+        """Parse and check ``text``; errors carry positions in ``text``."""
+        if not isinstance(name, str) or not name:
+            raise QueryAnalysisError([Problem("invalid-argument", "a constraint needs a non-empty name")])
+        definition = parse_constraint(text)
+        checker = _Checker(text, schema)
+        if definition.node_type not in schema.node_types:
+            checker.unknown("node type", definition.node_type, definition.type_span.start, schema.node_types)
+        for condition in (definition.where, definition.must):
+            if condition is not None:
+                checker.condition(condition)
+        for param, offset in checker.params.items():
+            checker.report("invalid-argument", f"a constraint cannot use parameters (${param})", offset)
+        if checker.problems:
+            checker.problems.sort(key=lambda item: item[0])
+            raise QueryAnalysisError([p for _, p in checker.problems], text)
+        radius = max(
+            _condition_radius(_condition(c, schema)) for c in (definition.where, definition.must) if c is not None
+        )
+        # Violators are the nodes of the type that meet ``where`` and fail ``must``.
+        parts = [Cmp("=", Attr("type"), Const(definition.node_type))]
+        if definition.where is not None:
+            parts.append(_condition(definition.where, schema))
+        parts.append(Negate(_condition(definition.must, schema)))
+        violator = Filter(AllOf(tuple(parts)))
+        scoped = optimize(QueryPlan((PathPlan(ParamNodes("scope"), (violator,)),)))
+        everywhere = optimize(QueryPlan((PathPlan(AllNodes(), (violator,)),)))
+        return cls(name, text, definition.node_type, radius, build(scoped), build(everywhere))
+
+    def violations(self, view, scope: Iterable[str] | None) -> list[Violation]:
+        """Nodes of ``view`` breaking this constraint (among ``scope``, or all when None)."""
+        if scope is None or math.isinf(self.radius):
+            ids = self.everywhere.run(view)
+        else:
+            ids = self.scoped.run(view, params={"scope": tuple(scope)})
+        return [Violation(self.name, node_id, f"{node_id!r} breaks: {self.text}") for node_id in ids]
+
+
+class ConstraintChecker:
+    """Checks a transaction's net changes against the schema's rules and user constraints."""
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self.user: dict[str, UserConstraint] = {}
+        # The compiled checks decide valid/invalid; jsonschema validators (built once, on first
+        # need, since importing jsonschema costs start-up time) write the messages.
+        self._fast = {node_type: compile_schema(spec) for node_type, spec in schema.attribute_schemas.items()}
+        self._validators: dict[str, Any] = {}
+        if schema.attribute_schemas is not DEFAULT_SCHEMA.attribute_schemas and any(
+            spec is not DEFAULT_ATTRIBUTE_SCHEMAS.get(t) for t, spec in schema.attribute_schemas.items()
+        ):
+            import jsonschema
+
+            for spec in schema.attribute_schemas.values():
+                jsonschema.validators.validator_for(spec).check_schema(spec)
+
+    def _validator(self, node_type: str):
+        validator = self._validators.get(node_type)
+        if validator is None:
+            import jsonschema
+
+            spec = self.schema.attribute_schemas[node_type]
+            validator = self._validators[node_type] = jsonschema.validators.validator_for(spec)(spec)
+        return validator
+
+    def add(self, constraint: UserConstraint) -> None:
+        self.user[constraint.name] = constraint
+
+    def remove(self, name: str) -> None:
+        del self.user[name]
+
+    # -- checking -----------------------------------------------------------------------------
+
+    def check(self, view, changes: list[Change], extra: Iterable[Violation] = ()) -> list[Violation]:
+        """Every violation caused by ``changes`` in ``view`` (the state after them)."""
+        violations = list(extra)
+        touched: dict[str, None] = {}
+        added_edges = []
+        changed_nodes = []
+        for change in changes:
+            for node_id in change.touched:
+                touched[node_id] = None
+            if change.kind in ("edge_added", "edge_updated"):
+                added_edges.append(change.after)
+            elif change.kind in ("node_added", "node_updated"):
+                changed_nodes.append(change.after)
+        present = [node_id for node_id in touched if node_id in view]
+        violations.extend(self._structure(view, present))
+        violations.extend(self._edges(view, added_edges))
+        violations.extend(self._attributes(changed_nodes))
+        if self.user:
+            node_seeds = [c.after.id for c in changes if c.kind in ("node_added", "node_updated")]
+            edge_seeds = [n for c in changes if c.kind.startswith("edge") for n in c.touched]
+            violations.extend(self._user(view, node_seeds, edge_seeds))
+        return _unique(violations)
+
+    def check_all(self, view) -> list[Violation]:
+        """Every violation in the whole of ``view`` (used when loading a graph file).
+
+        One pass over the edges (endpoint types, parents, producers), attribute checks per
+        node type, and one cycle search per acyclic edge type, so that checking a million
+        nodes stays in seconds."""
+        nodes = view.node_map()
+        if hasattr(view, "iter_edges"):
+            edges = list(view.iter_edges())
+        else:
+            edges = [e for node_id in nodes for e in view.out_edges(node_id)]
+        rules = self.schema.edge_rules
+        allowed: dict[tuple[str, str, str], bool] = {}
+        first_parent_type: dict[str, str] = {}  # node -> the type of its first parent
+        extra_parents: set[str] = set()
+        produced: set[str] = set()
+        refused: list = []
+        for edge in edges:
+            edge_type = edge.type
+            source_type = nodes[edge.source].type
+            target_type = nodes[edge.target].type
+            key = (edge_type, source_type, target_type)
+            ok = allowed.get(key)
+            if ok is None:
+                rule = rules.get(edge_type)
+                ok = allowed[key] = rule is None or rule.allows(source_type, target_type)
+            if not ok:
+                refused.append(edge)
+            if edge_type == "parent_of":
+                if edge.target in first_parent_type:
+                    extra_parents.add(edge.target)
+                else:
+                    first_parent_type[edge.target] = source_type
+            elif edge_type == "produces" and source_type == "action":
+                produced.add(edge.target)
+        violations: list[Violation] = []
+        misplaced = [
+            node_id
+            for node_id in view.ids_of_type("action")
+            if first_parent_type.get(node_id) not in ("goal", "action") or node_id in extra_parents
+        ]
+        misplaced += [node_id for node_id in view.ids_of_type("result") if node_id not in produced]
+        if misplaced:
+            violations.extend(self._structure(view, sorted(misplaced, key=lambda n: nodes[n].seq)))
+        if hasattr(view, "find_cycles"):
+            for edge_type, cycle in view.find_cycles(self.schema.acyclic_edge_types).items():
+                if cycle:
+                    violations.append(
+                        Violation(f"{edge_type}_acyclic", cycle[0], f"{edge_type} cycle: {' -> '.join(cycle + cycle[:1])}")
+                    )
+            violations.extend(self._edges(view, refused, check_cycles=False))
+        else:
+            violations.extend(self._edges(view, edges))
+        attribute_violations = [v for node_type in self._fast for v in self._attributes(view.nodes_of_type(node_type))]
+        attribute_violations.sort(key=lambda v: nodes[v.node].seq)  # creation order, as elsewhere
+        violations.extend(attribute_violations)
+        for constraint in self.user.values():
+            violations.extend(constraint.violations(view, None))
+        return _unique(violations)
+
+    def _structure(self, view, node_ids: list[str]) -> list[Violation]:
+        out = []
+        nodes = view.node_map()
+        for node_id in node_ids:
+            node = nodes[node_id]
+            if node.type == "action":
+                parents = view.in_adjacency(node_id).by_type.get("parent_of", ())
+                if len(parents) != 1:
+                    out.append(
+                        Violation(
+                            "action_has_one_parent",
+                            node_id,
+                            f"action {node_id!r} has {len(parents)} parents; an action has exactly one",
+                        )
+                    )
+                elif nodes[parents[0]].type not in ("goal", "action"):
+                    out.append(
+                        Violation(
+                            "action_parent_is_goal_or_action",
+                            node_id,
+                            f"action {node_id!r} is under {nodes[parents[0]].type} {parents[0]!r}; "
+                            "an action's parent is a goal or an action",
+                        )
+                    )
+            elif node.type == "result":
+                producers = view.in_adjacency(node_id).by_type.get("produces", ())
+                if not any(nodes[p].type == "action" for p in producers):
+                    out.append(
+                        Violation(
+                            "result_is_produced",
+                            node_id,
+                            f"result {node_id!r} is produced by no action",
+                        )
+                    )
+        return out
+
+    def _edges(self, view, edges: list, check_cycles: bool = True) -> list[Violation]:
+        out = []
+        nodes = view.node_map()
+        allowed: dict[tuple[str, str, str], bool] = {}
+        rules = self.schema.edge_rules
+        for edge in edges:
+            if edge is None or edge.source not in nodes or edge.target not in nodes:
+                continue
+            source_type, target_type = nodes[edge.source].type, nodes[edge.target].type
+            key = (edge.type, source_type, target_type)
+            ok = allowed.get(key)
+            if ok is None:
+                rule = rules.get(edge.type)
+                ok = allowed[key] = rule is None or rule.allows(source_type, target_type)
+            if not ok:
+                rule = rules[edge.type]
+                out.append(
+                    Violation(
+                        f"{edge.type}_endpoints",
+                        edge.source,
+                        f"{edge.type} from {source_type} {edge.source!r} to {target_type} {edge.target!r}; "
+                        f"allowed: {rule.describe()}",
+                    )
+                )
+            if (
+                check_cycles
+                and edge.type in self.schema.acyclic_edge_types
+                and _reaches(view, edge.target, edge.source, edge.type)
+            ):
+                out.append(
+                    Violation(
+                        f"{edge.type}_acyclic",
+                        edge.source,
+                        f"{edge.type} {edge.source!r} -> {edge.target!r} closes a cycle",
+                    )
+                )
+        return out
+
+    def _attributes(self, nodes: list) -> list[Violation]:
+        out = []
+        for node in nodes:
+            if node.type not in self._fast:
+                continue
+            fast = self._fast[node.type]
+            if fast is not None and fast(node.attrs):
+                continue
+            validator = self._validator(node.type)
+            for error in sorted(validator.iter_errors(thaw(node.attrs)), key=lambda e: list(e.path)):
+                where = ".".join(str(p) for p in error.absolute_path) or "attributes"
+                out.append(
+                    Violation(f"{node.type}_attributes", node.id, f"{node.id!r} {where}: {error.message}")
+                )
+        return out
+
+    def _user(self, view, node_seeds: list[str], edge_seeds: list[str]) -> list[Violation]:
+        """User constraints on the nodes whose view the changes can reach.
+
+        A constraint that looks ``r`` hops from its node depends on the attributes of nodes
+        up to ``r`` hops away and on edges whose ends are up to ``r - 1`` hops away; the scope
+        is computed once per radius, however many constraints share it."""
+        out = []
+        scopes: dict[int, list[str]] = {}
+        for constraint in self.user.values():
+            if math.isinf(constraint.radius):
+                out.extend(constraint.violations(view, None))
+                continue
+            radius = int(constraint.radius)
+            scope = scopes.get(radius)
+            if scope is None:
+                nodes = [n for n in node_seeds if n in view]
+                ends = [n for n in edge_seeds if n in view]
+                scope = _neighbourhood(view, nodes, radius)
+                if radius >= 1:
+                    scope = list(dict.fromkeys(scope + _neighbourhood(view, ends, radius - 1)))
+                scopes[radius] = scope
+            out.extend(constraint.violations(view, scope))
+        return out
+
+
+def _reaches(view, start: str, goal: str, edge_type: str) -> bool:
+    """Whether ``goal`` can be reached from ``start`` along ``edge_type`` edges.
+
+    Walks backwards from ``goal`` instead when that side is narrower (a tree's ancestors)."""
+    if start == goal:
+        return True
+    seen = {goal}
+    level = [goal]
+    while level:
+        following = []
+        for node_id in level:
+            for previous in view.in_adjacency(node_id).by_type.get(edge_type, ()):
+                if previous == start:
+                    return True
+                if previous not in seen:
+                    seen.add(previous)
+                    following.append(previous)
+        level = following
+    return False
+
+
+def _neighbourhood(view, seeds: list[str], radius: int) -> list[str]:
+    seen = dict.fromkeys(seeds)
+    level = list(seeds)
+    for _ in range(radius):
+        following = []
+        for node_id in level:
+            for _, other in view.out_adjacency(node_id).pairs:
+                if other not in seen:
+                    seen[other] = None
+                    following.append(other)
+            for _, other in view.in_adjacency(node_id).pairs:
+                if other not in seen:
+                    seen[other] = None
+                    following.append(other)
+        level = following
+    return list(seen)
+
+
+def _unique(violations: list[Violation]) -> list[Violation]:
+    return list(dict.fromkeys(violations))
+
+
+def check_full(view, schema: Schema = DEFAULT_SCHEMA, constraints: Mapping[str, UserConstraint] | None = None) -> list[Violation]:
+    """Every violation in a whole graph (for loading files and ``hgm validate``)."""
+    checker = ConstraintChecker(schema)
+    for constraint in (constraints or {}).values():
+        checker.add(constraint)
+    return checker.check_all(view)

@@ -1,0 +1,2 @@
+"""Transactions: ops, their application to an overlay, reports, history.
+"""

@@ -1,0 +1,611 @@
+"""Transactions: the only way memory changes.
+
+A transaction is a list of operations (the transaction file of formats.md). Operations apply
+in order to a :class:`~hgm_engine.model.overlay.GraphOverlay`, each seeing the ones before it; the
+memory checks constraints once on the final state and commits the net changes, or drops the
+overlay and nothing has changed.
+
+>>> doc = {"author": "me", "reason": "demo", "ops": [
+...     {"op": "add_node", "id": "g", "type": "goal", "content": "Trip"},
+...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"}]}
+>>> [type(op).__name__ for op in parse_transaction(doc).ops]
+['AddNode', 'AddNode']
+>>> parse_transaction({"ops": [{"op": "fly"}]})
+Traceback (most recent call last):
+...
+hgm_engine.txn.ops.TransactionError: invalid-transaction at ops[0]: unknown op 'fly'; known: add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Mapping
+
+import attrs
+
+from hgm_engine.errors import HGMError, Problem
+from hgm_engine.model.graph import thaw
+from hgm_engine.model.overlay import Change, GraphOverlay
+from hgm_engine.model.schema import Schema, closest
+
+__all__ = [
+    "TransactionError",
+    "ConflictError",
+    "TransactionRefused",
+    "Violation",
+    "AddNode",
+    "UpdateNode",
+    "DeleteNode",
+    "AddEdge",
+    "UpdateEdge",
+    "DeleteEdge",
+    "ReplaceBranch",
+    "Confirm",
+    "PlanNode",
+    "TransactionDoc",
+    "parse_transaction",
+    "parse_op",
+    "apply_op",
+    "orphan_violations",
+    "MARK_ATTRS",
+    "TransactionReport",
+    "change_to_json",
+]
+
+
+class TransactionError(HGMError):
+    """A transaction that cannot be applied as written (malformed, unknown node, ...)."""
+
+    stage = "transaction"
+
+
+class ConflictError(TransactionError):
+    """A transaction naming ``base_t`` touches something committed after it."""
+
+
+class TransactionRefused(HGMError):
+    """Constraints refused the transaction; ``report`` lists every violation."""
+
+    stage = "constraints"
+
+    def __init__(self, report: "TransactionReport"):
+        self.report = report
+        problems = [
+            Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations
+        ] or [Problem("constraint-violation", "refused")]
+        super().__init__(problems)
+
+
+@attrs.frozen
+class Violation:
+    constraint: str
+    node: str | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"constraint": self.constraint, "node": self.node, "message": self.message}
+
+
+# -- operations ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class AddNode:
+    node_id: str | None
+    node_type: str
+    attributes: Mapping[str, Any]
+    parent: str | None = None
+    order: int | float | None = None  # the ``order`` of the parent edge, when given
+
+
+@attrs.frozen
+class UpdateNode:
+    node_id: str
+    set: Mapping[str, Any]
+    unset: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Confirm:
+    """Clear a node's staleness marks (``dirty``): the planner has looked and it still holds."""
+
+    node_id: str
+
+
+@attrs.frozen
+class DeleteNode:
+    node_id: str
+    cascade: bool = False
+
+
+@attrs.frozen
+class AddEdge:
+    source: str
+    target: str
+    edge_type: str
+    attributes: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class UpdateEdge:
+    source: str
+    target: str
+    edge_type: str
+    set: Mapping[str, Any]
+    unset: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class DeleteEdge:
+    source: str
+    target: str
+    edge_type: str
+
+
+@attrs.frozen
+class PlanNode:
+    """A node of a nested plan: its children come under it with ``parent_of`` in list order;
+    ``edges`` are further outgoing edges ``(target, type, attributes)``."""
+
+    node_id: str | None
+    node_type: str
+    attributes: Mapping[str, Any]
+    children: tuple["PlanNode", ...] = ()
+    edges: tuple[tuple[str, str, Mapping[str, Any]], ...] = ()
+
+
+@attrs.frozen
+class ReplaceBranch:
+    """Remove everything below ``node_id`` (its descendants along ``parent_of``) and put the
+    nested plan ``children`` there instead, in one op. Attributes in ``set`` update the node."""
+
+    node_id: str
+    children: tuple[PlanNode, ...]
+    set: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+Op = AddNode | UpdateNode | DeleteNode | AddEdge | UpdateEdge | DeleteEdge | ReplaceBranch | Confirm
+
+
+@attrs.frozen
+class TransactionDoc:
+    author: str | None
+    reason: str | None
+    base_t: int | None
+    ops: tuple
+
+
+# -- parsing the transaction file ---------------------------------------------------------------
+
+_OP_KEYS = {
+    "add_node": ({"op", "type"}, {"id", "parent", "order"}),
+    "add_edge": ({"op", "from", "to", "type"}, set()),
+    "update_node": ({"op", "id"}, {"set", "unset"}),
+    "update_edge": ({"op", "from", "to", "type"}, {"set", "unset"}),
+    "delete_node": ({"op", "id"}, {"cascade"}),
+    "delete_edge": ({"op", "from", "to", "type"}, set()),
+    "replace_branch": ({"op", "id", "with"}, {"set"}),
+    "confirm": ({"op", "id"}, set()),
+}
+
+
+def _fail(message: str, where: str, category: str = "invalid-transaction") -> TransactionError:
+    return TransactionError([Problem(category, message, where=where)])
+
+
+def _string(doc: Mapping, key: str, where: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or not value:
+        raise _fail(f"{key!r} must be a non-empty string", where)
+    return value
+
+
+def _mapping(value: Any, what: str, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _fail(f"{what} must be an object", where)
+    return value
+
+
+def _names(value: Any, what: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(f"{what} must be a list of attribute names", where)
+    return tuple(value)
+
+
+_RESERVED_ATTRS = ("id", "type")
+# Staleness marks belong to the rule engine; ops clear them with ``confirm`` or an update.
+MARK_ATTRS = ("dirty", "dirty_marks")
+
+
+def _check_attrs(attributes: Mapping[str, Any], where: str) -> None:
+    for key in attributes:
+        if key in _RESERVED_ATTRS:
+            raise _fail(f"{key!r} is not an attribute and cannot be set", where)
+        if key in MARK_ATTRS:
+            raise _fail(f"{key!r} holds staleness marks set by rules; clear them with the confirm op", where)
+
+
+def parse_op(doc: Any, where: str) -> Op:
+    """One op of a transaction file; ``where`` (e.g. ``ops[2]``) names it in errors."""
+    if not isinstance(doc, dict):
+        raise _fail("an op is a JSON object", where)
+    name = doc.get("op")
+    if name not in _OP_KEYS:
+        known = ", ".join(_OP_KEYS)
+        raise _fail(f"unknown op {name!r}; known: {known}", where)
+    required, optional = _OP_KEYS[name]
+    missing = sorted(required - set(doc))
+    if missing:
+        raise _fail(f"{name} needs {', '.join(repr(m) for m in missing)}", where)
+    if name == "add_node":
+        attributes = {k: v for k, v in doc.items() if k not in required | optional}
+        node_id = doc.get("id")
+        if node_id is not None and (not isinstance(node_id, str) or not node_id):
+            raise _fail("'id' must be a non-empty string", where)
+        parent = doc.get("parent")
+        if parent is not None and not isinstance(parent, str):
+            raise _fail("'parent' must be a node id", where)
+        order = doc.get("order")
+        if order is not None and (isinstance(order, bool) or not isinstance(order, (int, float))):
+            raise _fail("'order' must be a number", where)
+        return AddNode(node_id, _string(doc, "type", where), attributes, parent, order)
+    unknown = sorted(set(doc) - required - optional)
+    if name == "add_edge":
+        attributes = {k: v for k, v in doc.items() if k not in required}
+        return AddEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where), attributes)
+    if unknown:
+        raise _fail(f"{name} does not take {', '.join(repr(u) for u in unknown)}", where)
+    if name == "update_node":
+        changes = _mapping(doc.get("set"), "'set'", where)
+        _check_attrs(changes, where)
+        unset = _names(doc.get("unset"), "'unset'", where)
+        _check_attrs(dict.fromkeys(unset), where)
+        return UpdateNode(_string(doc, "id", where), changes, unset)
+    if name == "update_edge":
+        changes = _mapping(doc.get("set"), "'set'", where)
+        return UpdateEdge(
+            _string(doc, "from", where),
+            _string(doc, "to", where),
+            _string(doc, "type", where),
+            changes,
+            _names(doc.get("unset"), "'unset'", where),
+        )
+    if name == "delete_node":
+        cascade = doc.get("cascade", False)
+        if not isinstance(cascade, bool):
+            raise _fail("'cascade' must be true or false", where)
+        return DeleteNode(_string(doc, "id", where), cascade)
+    if name == "confirm":
+        return Confirm(_string(doc, "id", where))
+    if name == "delete_edge":
+        return DeleteEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where))
+    if name == "replace_branch":
+        plan = doc.get("with")
+        if not isinstance(plan, list):
+            raise _fail("'with' must be a list of nested plan nodes", where)
+        children = tuple(_plan_node(child, f"{where}.with[{i}]") for i, child in enumerate(plan))
+        changes = _mapping(doc.get("set"), "'set'", where)
+        _check_attrs(changes, where)
+        return ReplaceBranch(_string(doc, "id", where), children, changes)
+    raise AssertionError(name)  # pragma: no cover
+
+
+def _plan_node(doc: Any, where: str) -> PlanNode:
+    if not isinstance(doc, dict):
+        raise _fail("a plan node is a JSON object", where)
+    node_id = doc.get("id")
+    if node_id is not None and (not isinstance(node_id, str) or not node_id):
+        raise _fail("'id' must be a non-empty string", where)
+    children_doc = doc.get("children", [])
+    if not isinstance(children_doc, list):
+        raise _fail("'children' must be a list", where)
+    edges_doc = doc.get("edges", [])
+    if not isinstance(edges_doc, list):
+        raise _fail("'edges' must be a list of {\"to\", \"type\"} objects", where)
+    edges = []
+    for i, edge in enumerate(edges_doc):
+        edge_where = f"{where}.edges[{i}]"
+        if not isinstance(edge, dict):
+            raise _fail("an edge is a JSON object", edge_where)
+        extra = {k: v for k, v in edge.items() if k not in ("to", "type")}
+        edges.append((_string(edge, "to", edge_where), _string(edge, "type", edge_where), extra))
+    attributes = {k: v for k, v in doc.items() if k not in ("id", "type", "children", "edges")}
+    children = tuple(_plan_node(child, f"{where}.children[{i}]") for i, child in enumerate(children_doc))
+    return PlanNode(node_id, _string(doc, "type", where), attributes, children, tuple(edges))
+
+
+def parse_transaction(doc: Any) -> TransactionDoc:
+    """Check a transaction document's shape; raise :class:`TransactionError` naming the op."""
+    if not isinstance(doc, dict):
+        raise _fail("a transaction is a JSON object with 'ops'", "document")
+    unknown = sorted(set(doc) - {"author", "reason", "base_t", "ops", "dry_run"})
+    if unknown:
+        raise _fail(f"unknown keys {unknown}", "document")
+    ops = doc.get("ops")
+    if not isinstance(ops, list):
+        raise _fail("'ops' must be a list", "ops")
+    base_t = doc.get("base_t")
+    if base_t is not None and (isinstance(base_t, bool) or not isinstance(base_t, int) or base_t < 0):
+        raise _fail("'base_t' must be a non-negative integer", "base_t")
+    for key in ("author", "reason"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise _fail(f"{key!r} must be a string", key)
+    parsed = tuple(parse_op(op, f"ops[{i}]") for i, op in enumerate(ops))
+    return TransactionDoc(doc.get("author"), doc.get("reason"), base_t, parsed)
+
+
+# -- applying ops to an overlay -----------------------------------------------------------------
+
+
+class OpContext:
+    """What applying ops needs besides the overlay: the schema, an id generator, and the
+    list where refusals found while applying (e.g. orphaned children) are collected."""
+
+    def __init__(self, schema: Schema, id_prefix: str = ""):
+        self.schema = schema
+        self.violations: list[Violation] = []
+        self.read_ids: set[str] = set()
+        self.updated_ids: dict[str, None] = {}  # nodes the ops updated (in order)
+        # node deleted without cascade -> its children then; checked on the final state
+        self.deleted_children: dict[str, tuple[str, ...]] = {}
+        self.confirmed_ids: dict[str, None] = {}
+        self.cleared: list[dict[str, Any]] = []
+        self._counter = itertools.count(1)
+        self.id_prefix = id_prefix
+
+    def new_id(self, overlay: GraphOverlay, node_type: str) -> str:
+        while True:
+            candidate = f"{node_type}-{self.id_prefix}{next(self._counter)}"
+            if candidate not in overlay:
+                return candidate
+
+
+def _need_node(overlay: GraphOverlay, node_id: str, where: str, ctx: OpContext):
+    ctx.read_ids.add(node_id)
+    node = overlay.node(node_id)
+    if node is None:
+        raise _fail(f"no node {node_id!r}", where, "unknown-node")
+    return node
+
+
+def _check_node_type(schema: Schema, node_type: str, where: str) -> None:
+    if node_type not in schema.node_types:
+        suggestion = closest(node_type, schema.node_types)
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        raise _fail(f"unknown node type {node_type!r}{hint}", where, "unknown-name")
+
+
+def _check_edge_type(schema: Schema, edge_type: str, where: str) -> None:
+    if edge_type not in schema.edge_types:
+        suggestion = closest(edge_type, schema.edge_types)
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        raise _fail(f"unknown edge type {edge_type!r}{hint}", where, "unknown-name")
+
+
+def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
+    _check_node_type(ctx.schema, node_type, where)
+    _check_attrs(attributes, where)
+    if node_id is None:
+        node_id = ctx.new_id(overlay, node_type)
+    elif node_id in overlay:
+        raise _fail(f"node {node_id!r} already exists", where, "duplicate-id")
+    overlay.add_node(node_id, node_type, attributes)
+    return node_id
+
+
+def _add_edge(overlay, ctx, source, target, edge_type, attributes, where) -> None:
+    _check_edge_type(ctx.schema, edge_type, where)
+    _need_node(overlay, source, where, ctx)
+    _need_node(overlay, target, where, ctx)
+    if overlay.edge(source, target, edge_type) is not None:
+        raise _fail(f"edge {source!r} -{edge_type}-> {target!r} already exists", where, "duplicate-edge")
+    overlay.add_edge(source, target, edge_type, attributes)
+
+
+def _descendants(overlay: GraphOverlay, node_id: str) -> list[str]:
+    """Every node below ``node_id`` along parent_of, breadth-first (each once)."""
+    seen = {node_id}
+    order = []
+    level = [node_id]
+    while level:
+        following = []
+        for current in level:
+            for child in overlay.out_adjacency(current).by_type.get("parent_of", ()):
+                if child not in seen:
+                    seen.add(child)
+                    following.append(child)
+        order.extend(following)
+        level = following
+    return order
+
+
+def _owned_descendants(overlay: GraphOverlay, node_id: str) -> list[str]:
+    """The descendants that belong to ``node_id``'s subtree alone: a node that also has a
+    parent outside the subtree stays (it only loses its parent inside)."""
+    below = _descendants(overlay, node_id)
+    owned = {node_id}
+    changed = True
+    while changed:  # a node's parents may sit deeper in the subtree than the node itself
+        changed = False
+        for other in below:
+            if other not in owned and all(
+                parent in owned for parent in overlay.in_adjacency(other).by_type.get("parent_of", ())
+            ):
+                owned.add(other)
+                changed = True
+    return [other for other in below if other in owned]
+
+
+def orphan_violations(overlay: GraphOverlay, ctx: "OpContext") -> list[Violation]:
+    """Children of nodes deleted without cascade that end the transaction without a parent."""
+    found = []
+    for deleted, children in ctx.deleted_children.items():
+        if deleted in overlay:
+            continue  # re-created under the same id in a later op
+        orphans = [
+            child
+            for child in children
+            if child in overlay and not overlay.in_adjacency(child).by_type.get("parent_of")
+        ]
+        if orphans:
+            found.append(
+                Violation(
+                    "delete_leaves_orphans",
+                    deleted,
+                    f"deleting {deleted!r} without cascade leaves {', '.join(repr(o) for o in orphans)} without a parent",
+                )
+            )
+    return found
+
+
+def _add_plan(overlay, ctx, parent: str, plan: PlanNode, order: int | None, where: str) -> str:
+    node_id = _add_node(overlay, ctx, plan.node_id, plan.node_type, plan.attributes, where)
+    overlay.add_edge(parent, node_id, "parent_of", {"order": order} if order is not None else None)
+    for i, child in enumerate(plan.children):
+        _add_plan(overlay, ctx, node_id, child, i, f"{where}.children[{i}]")
+    for i, (target, edge_type, attributes) in enumerate(plan.edges):
+        _add_edge(overlay, ctx, node_id, target, edge_type, attributes, f"{where}.edges[{i}]")
+    return node_id
+
+
+def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[str]:
+    """Apply one op; returns the ids of the nodes it created. Raises TransactionError."""
+    if isinstance(op, AddNode):
+        if op.parent is not None:
+            _need_node(overlay, op.parent, where, ctx)
+        node_id = _add_node(overlay, ctx, op.node_id, op.node_type, op.attributes, where)
+        if op.parent is not None:
+            overlay.add_edge(op.parent, node_id, "parent_of", {"order": op.order} if op.order is not None else None)
+        return [node_id]
+    if isinstance(op, UpdateNode):
+        node = _need_node(overlay, op.node_id, where, ctx)
+        attributes = dict(node.attrs)
+        for name in op.unset:
+            attributes.pop(name, None)
+        attributes.update(op.set)
+        overlay.set_node_attrs(op.node_id, attributes)
+        ctx.updated_ids[op.node_id] = None
+        return []
+    if isinstance(op, Confirm):
+        _need_node(overlay, op.node_id, where, ctx)
+        ctx.confirmed_ids[op.node_id] = None
+        return []
+    if isinstance(op, DeleteNode):
+        _need_node(overlay, op.node_id, where, ctx)
+        if op.cascade:
+            for node_id in reversed(_owned_descendants(overlay, op.node_id)):
+                overlay.remove_node(node_id)
+        else:
+            ctx.deleted_children[op.node_id] = overlay.out_adjacency(op.node_id).by_type.get("parent_of", ())
+        overlay.remove_node(op.node_id)
+        return []
+    if isinstance(op, AddEdge):
+        _add_edge(overlay, ctx, op.source, op.target, op.edge_type, op.attributes, where)
+        return []
+    if isinstance(op, UpdateEdge):
+        _check_edge_type(ctx.schema, op.edge_type, where)
+        edge = overlay.edge(op.source, op.target, op.edge_type)
+        if edge is None:
+            raise _fail(f"no edge {op.source!r} -{op.edge_type}-> {op.target!r}", where, "unknown-edge")
+        attributes = dict(edge.attrs)
+        for name in op.unset:
+            attributes.pop(name, None)
+        attributes.update(op.set)
+        overlay.set_edge_attrs(op.source, op.target, op.edge_type, attributes)
+        return []
+    if isinstance(op, DeleteEdge):
+        _check_edge_type(ctx.schema, op.edge_type, where)
+        ctx.read_ids.update((op.source, op.target))
+        if overlay.edge(op.source, op.target, op.edge_type) is None:
+            raise _fail(f"no edge {op.source!r} -{op.edge_type}-> {op.target!r}", where, "unknown-edge")
+        overlay.remove_edge(op.source, op.target, op.edge_type)
+        return []
+    if isinstance(op, ReplaceBranch):
+        node = _need_node(overlay, op.node_id, where, ctx)
+        for node_id in reversed(_owned_descendants(overlay, op.node_id)):
+            overlay.remove_node(node_id)
+        if op.set:
+            attributes = dict(node.attrs)
+            attributes.update(op.set)
+            overlay.set_node_attrs(op.node_id, attributes)
+        created = []
+        for i, child in enumerate(op.children):
+            created.append(_add_plan(overlay, ctx, op.node_id, child, i, f"{where}.with[{i}]"))
+        return created
+    raise TypeError(op)
+
+
+# -- reports ------------------------------------------------------------------------------------
+
+
+def change_to_json(change: Change) -> dict[str, Any]:
+    """A change as the transaction report shows it (formats.md)."""
+    kind, before, after = change.kind, change.before, change.after
+    if kind == "node_updated":
+        keys = sorted(set(before.attrs) | set(after.attrs))
+        changed = [k for k in keys if before.attrs.get(k, _ABSENT) != after.attrs.get(k, _ABSENT)]
+        return {
+            "kind": kind,
+            "id": after.id,
+            "before": {k: thaw(before.attrs[k]) for k in changed if k in before.attrs},
+            "after": {k: thaw(after.attrs[k]) for k in changed if k in after.attrs},
+        }
+    if kind in ("node_added", "node_removed"):
+        payload = after if kind == "node_added" else before
+        return {"kind": kind, "id": payload.id, "node": payload.to_json()}
+    payload = after if after is not None else before
+    doc = {"kind": kind, "from": payload.source, "to": payload.target, "type": payload.type}
+    if kind == "edge_updated":
+        doc["before"] = thaw(before.attrs)
+        doc["after"] = thaw(after.attrs)
+    elif payload.attrs:
+        doc["attrs"] = thaw(payload.attrs)
+    return doc
+
+
+_ABSENT = object()
+
+
+@attrs.frozen
+class TransactionReport:
+    """What a transaction did (or would do, or why it did not)."""
+
+    committed: bool
+    t: int | None
+    base_t: int | None
+    author: str | None
+    reason: str | None
+    changes: tuple[Change, ...] = ()
+    fired_rules: tuple[str, ...] = ()
+    dirtied: tuple[Mapping[str, Any], ...] = ()
+    violations: tuple[Violation, ...] = ()
+    dry_run: bool = False
+    error: Mapping[str, Any] | None = None
+    created: tuple[str, ...] = ()
+    cleared: tuple[Mapping[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "committed": self.committed,
+            "t": self.t,
+            "base_t": self.base_t,
+            "author": self.author,
+            "reason": self.reason,
+            "changes": [change_to_json(c) for c in self.changes],
+            "fired_rules": list(self.fired_rules),
+            "dirtied": [dict(d) for d in self.dirtied],
+            "violations": [v.to_json() for v in self.violations],
+        }
+        if self.dry_run:
+            doc["dry_run"] = True
+        if self.created:
+            doc["created"] = list(self.created)
+        if self.cleared:
+            doc["cleared"] = [dict(c) for c in self.cleared]
+        if self.error is not None:
+            doc["error"] = dict(self.error)
+        return doc
