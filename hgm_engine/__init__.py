@@ -14,13 +14,23 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hgm_engine.errors import (
+    ConflictError,
     GraphFileError,
     HGMError,
+    LocalizationError,
+    PathError,
     Problem,
     QueryAnalysisError,
     QueryExecutionError,
     QuerySyntaxError,
+    RequestError,
+    RewriteProposalError,
+    RuleError,
     SchemaError,
+    ServiceError,
+    StoreError,
+    TransactionError,
+    TransactionRefused,
 )
 from hgm_engine.query.executor import Limits
 from hgm_engine.memory import Memory
@@ -43,6 +53,16 @@ __all__ = [
     "QueryExecutionError",
     "GraphFileError",
     "SchemaError",
+    "TransactionError",
+    "ConflictError",
+    "TransactionRefused",
+    "RuleError",
+    "RequestError",
+    "StoreError",
+    "PathError",
+    "LocalizationError",
+    "RewriteProposalError",
+    "ServiceError",
 ]
 
 __version__ = "0.1.0"

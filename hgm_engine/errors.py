@@ -5,12 +5,35 @@ on ``err.category`` and the CLI prints it verbatim. An error may bundle several 
 (analysis and file validation report everything they find); the error's own fields are those
 of the first problem.
 
+Every error hgm raises on purpose is defined here. Errors about what the caller passed (a
+query, a document, a transaction, a rule file, an argument) are also ``ValueError``, so code
+that already handles bad values handles them too:
+
+    HGMError
+    ├── QuerySyntaxError       (ValueError)  parse
+    ├── QueryAnalysisError     (ValueError)  analyze
+    ├── QueryExecutionError                  execute: missing focus, limits
+    ├── GraphFileError         (ValueError)  load
+    ├── SchemaError            (ValueError)  schema
+    ├── TransactionError       (ValueError)  transaction
+    │   └── ConflictError                    a base_t conflict
+    ├── TransactionRefused                   constraints refused a commit (``report``)
+    ├── RuleError              (ValueError)  rules
+    ├── RequestError           (ValueError)  memory: unknown snapshot, t out of range, ...
+    ├── StoreError                           store: not a database, locked, newer format
+    ├── PathError              (ValueError)  paths: ingest, versions, guards (``report``)
+    ├── LocalizationError      (ValueError)  localize: path index, embedders, data sets
+    ├── RewriteProposalError                 llm: no usable rewrite from the model
+    └── ServiceError                         server: budgets and request limits
+
 >>> err = QueryAnalysisError.single("unknown-name", "no relation 'subgoal'", "root.subgoal", 5)
 >>> (err.category, err.line, err.column)
 ('unknown-name', 1, 6)
 >>> print(err.excerpt)
 root.subgoal
      ^
+>>> isinstance(err, ValueError), issubclass(StoreError, ValueError)
+(True, False)
 """
 
 from __future__ import annotations
@@ -18,6 +41,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import attrs
+
+# The reports some errors carry (TransactionReport, IngestReport, Attempt) are named in
+# annotations only: this module is the bottom layer and imports nothing of hgm's.
 
 __all__ = [
     "Problem",
@@ -27,6 +53,16 @@ __all__ = [
     "QueryExecutionError",
     "GraphFileError",
     "SchemaError",
+    "TransactionError",
+    "ConflictError",
+    "TransactionRefused",
+    "RuleError",
+    "RequestError",
+    "StoreError",
+    "PathError",
+    "LocalizationError",
+    "RewriteProposalError",
+    "ServiceError",
     "line_column",
     "caret_excerpt",
 ]
@@ -168,13 +204,13 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.split("\n"))
 
 
-class QuerySyntaxError(HGMError):
+class QuerySyntaxError(HGMError, ValueError):
     """The query (or rule) text does not parse: category ``syntax``."""
 
     stage = "parse"
 
 
-class QueryAnalysisError(HGMError):
+class QueryAnalysisError(HGMError, ValueError):
     """The query parses but means nothing the schema knows, or misuses an argument."""
 
     stage = "analyze"
@@ -186,13 +222,104 @@ class QueryExecutionError(HGMError):
     stage = "execute"
 
 
-class GraphFileError(HGMError):
+class GraphFileError(HGMError, ValueError):
     """A graph document is malformed or breaks the schema; nothing was loaded."""
 
     stage = "load"
 
 
-class SchemaError(HGMError):
+class SchemaError(HGMError, ValueError):
     """A schema definition is inconsistent (e.g. a relation over an unknown edge type)."""
 
     stage = "schema"
+
+
+class TransactionError(HGMError, ValueError):
+    """A transaction that cannot be applied as written (malformed, unknown node, ...)."""
+
+    stage = "transaction"
+
+
+class ConflictError(TransactionError):
+    """A transaction naming ``base_t`` touches something committed after it."""
+
+
+class TransactionRefused(HGMError):
+    """Constraints refused the transaction; ``report`` lists every violation."""
+
+    stage = "constraints"
+
+    def __init__(self, report: "TransactionReport"):
+        self.report = report
+        problems = [
+            Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations
+        ] or [Problem("constraint-violation", "refused")]
+        super().__init__(problems)
+
+
+class RuleError(HGMError, ValueError):
+    """A rule file that cannot be loaded (syntax, unknown names, a trigger cycle)."""
+
+    stage = "rules"
+
+
+class RequestError(HGMError, ValueError):
+    """A request the memory cannot serve (unknown snapshot, ``t`` out of range, a transaction
+    that has already ended, an unknown constraint or rule set)."""
+
+    stage = "memory"
+
+
+class StoreError(HGMError):
+    """The store cannot be opened or written (not a database, newer format, locked...)."""
+
+    stage = "store"
+
+
+class PathError(HGMError, ValueError):
+    """A path request that changed nothing, with why: ``unknown-path``, ``stale-version``,
+    ``bad-steps``, ``bad-rewrite``, ``no-change``, ``bad-outcome``, ``unknown-version``, the guard refusals
+    ``rewrite-cap``, ``version-cap``, ``needs-human``, and for ingest ``invalid-json``,
+    ``bad-trajectory``, ``duplicate-id``, ``bad-scenario``, ``unknown-node``,
+    ``constraint-violation`` (``report`` then holds the ingest report).
+
+    >>> PathError.single("unknown-path", "no path 'x'").stage
+    'paths'
+    """
+
+    stage = "paths"
+    report: "IngestReport | None" = None
+
+
+class LocalizationError(HGMError, ValueError):
+    """Raised by the path index, the embedders and the task-plan reader: ``bad-path`` (a path
+    record or trajectory that breaks the format), ``unknown-path`` (an id the index does not
+    hold), ``duplicate-path``, ``bad-state`` (an index state that cannot be restored),
+    ``embedder`` (an embedder that is missing, mismatched or failed), ``bad-query`` and
+    ``bad-data`` (an unreadable task-plan data set).
+
+    >>> err = LocalizationError.single("unknown-path", "no path 'p9' in the index", where="p9")
+    >>> (err.category, err.stage)
+    ('unknown-path', 'localize')
+    """
+
+    stage = "localize"
+
+
+class RewriteProposalError(HGMError):
+    """No usable rewrite came from the model; nothing was changed.
+
+    Categories: ``invalid-model-answer`` (answers came but none was valid),
+    ``model-unavailable`` (no answer at all: connection, timeout, server error, no ``openai``
+    package) and ``invalid-argument``. When attempts were made, the first problem sums up and
+    one problem per attempt follows (``where`` = ``attempt N``).
+    """
+
+    stage = "llm"
+    attempts: tuple["Attempt", ...] = ()  # every request made, when the model was asked
+
+
+class ServiceError(HGMError):
+    """A request the service refuses before it reaches the engine (limits, missing features)."""
+
+    stage = "server"

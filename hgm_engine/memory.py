@@ -30,7 +30,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from hgm_engine.rules.constraints import ConstraintChecker, UserConstraint
-from hgm_engine.errors import GraphFileError, HGMError, Problem
+from hgm_engine.errors import GraphFileError, HGMError, PathError, Problem, RequestError
 from hgm_engine.query.executor import DEFAULT_LIMITS
 from hgm_engine.model.graph import MemoryGraph, Node, bulk_allocation
 from hgm_engine.txn.history import Commit, historical_view, net_changes
@@ -44,11 +44,8 @@ from hgm_engine.store.graphfile import graph_from_document, parse_graph_text
 from hgm_engine.txn.ops import (
     AddEdge,
     AddNode,
-    ConflictError,
     OpContext,
     TransactionDoc,
-    TransactionError,
-    TransactionRefused,
     TransactionReport,
     Violation,
     apply_op,
@@ -57,8 +54,9 @@ from hgm_engine.txn.ops import (
     parse_op,
     parse_transaction,
 )
+from hgm_engine.errors import ConflictError, TransactionError, TransactionRefused
 
-__all__ = ["Memory", "Transaction", "MemoryError_", "FRONTIER_QUERY"]
+__all__ = ["Memory", "Transaction", "FRONTIER_QUERY"]
 
 FRONTIER_QUERY = (
     "#$goal.descendants.where(type = 'action', status = 'pending', not has(dirty), "
@@ -66,14 +64,8 @@ FRONTIER_QUERY = (
 )
 
 
-class MemoryError_(HGMError):
-    """A request the memory cannot serve (unknown snapshot, ``t`` out of range, closed...)."""
-
-    stage = "memory"
-
-
-def _fail(category: str, message: str, where: str | None = None) -> MemoryError_:
-    return MemoryError_([Problem(category, message, where=where)])
+def _fail(category: str, message: str, where: str | None = None) -> RequestError:
+    return RequestError([Problem(category, message, where=where)])
 
 
 class _ReadWriteLock:
@@ -607,7 +599,7 @@ class Memory:
         goal (``kind: "path"``, id = the trajectory id) with one action per step
         (``{id}/{i}``, ``parent_of`` with ``order``) and ``before`` along ``edges``; under the
         goal ``scenario`` (created if missing) when given. Every line is checked first: with
-        problems nothing is stored and :class:`~hgm_engine.paths.pathmemory.PathError` lists them
+        problems nothing is stored and :class:`~hgm_engine.PathError` lists them
         with their line numbers (``lines`` gives them; default 1, 2, ...), unless
         ``skip_invalid``, which stores the valid ones and lists the rest in the report.
 
@@ -624,7 +616,8 @@ class Memory:
         self, path: str | pathlib.Path, *, skip_invalid: bool = False, author: str | None = None, scenario: str | None = None
     ) -> "IngestReport":
         """:meth:`ingest` the trajectories of a JSON Lines file (line numbers are the file's)."""
-        from hgm_engine.paths.pathmemory import PathError, read_jsonl
+        from hgm_engine.paths.pathmemory import read_jsonl
+        from hgm_engine.errors import PathError
 
         try:
             text = pathlib.Path(path).read_text(encoding="utf-8")
@@ -701,7 +694,7 @@ class Memory:
         ``remove``; :func:`hgm_engine.paths.pathmemory.resolve_steps`). Returns the report (refused
         by constraints: ``committed`` false with the violations); an unknown path, a bad
         step list, a guard (``rewrite-cap``, ``version-cap``, ``needs-human``) raise
-        :class:`~hgm_engine.paths.pathmemory.PathError`. Nothing changes unless it commits."""
+        :class:`~hgm_engine.PathError`. Nothing changes unless it commits."""
         return self.path_memory.rewrite_path(path_id, steps_or_ops, reason, author=author)
 
     def record_outcome(

@@ -48,7 +48,8 @@ import attrs
 
 from hgm_engine import HGMError
 from hgm_engine.model.schema import Schema
-from hgm_engine.txn.ops import TransactionError, parse_transaction
+from hgm_engine.txn.ops import parse_transaction
+from hgm_engine.errors import TransactionError
 
 from planners.protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
 

@@ -74,7 +74,7 @@ def crash_writer_to_file(location: str, stop_at: int, out_path: str) -> None:
 
 
 def racer(location: str, name: str, attempts: int) -> None:
-    from hgm_engine.txn.ops import ConflictError
+    from hgm_engine.errors import ConflictError
 
     memory = open_memory(location)
     outcomes = []

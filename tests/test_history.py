@@ -7,7 +7,7 @@ import pytest
 
 from hgm_engine import HGMError, Memory
 from hgm_engine.store import open_store
-from hgm_engine.txn.ops import ConflictError
+from hgm_engine.errors import ConflictError
 
 
 def open_memory(location: str) -> Memory:

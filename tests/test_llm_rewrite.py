@@ -21,15 +21,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 from openai_stub import Scripted, openai_stub, stub_vector  # noqa: E402,F401 (openai_stub: the fixture)
 
 from hgm_engine.errors import HGMError, Problem  # noqa: E402
-from hgm_engine.llm.rewrite import (  # noqa: E402
+from hgm_engine.llm.rewrite import (
     REWRITE_ANSWER_SCHEMA,
-    RewriteProposalError,
     build_prompt,
     parse_answer,
     propose_rewrite,
     retry_message,
     rewrite_with_llm,
 )
+from hgm_engine.errors import RewriteProposalError
 from hgm_engine.memory import Memory  # noqa: E402
 from hgm_engine.txn.ops import TransactionReport  # noqa: E402
 

@@ -8,14 +8,8 @@ import attrs
 import pytest
 
 from hgm_engine.errors import HGMError
-from hgm_engine.paths.localize import (
-    COMPONENTS,
-    LocalizationError,
-    PathIndex,
-    PathRecord,
-    ScoreConfig,
-    Step,
-)
+from hgm_engine.paths.localize import COMPONENTS, PathIndex, PathRecord, ScoreConfig, Step
+from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.scoring import combine, order_agreement, sequence_similarity, support
 
 

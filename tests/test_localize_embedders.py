@@ -14,12 +14,12 @@ import pytest
 from hgm_engine.paths.localize import (
     Embedder,
     HashedTfidfEmbedder,
-    LocalizationError,
     OpenAIEmbedder,
     PathIndex,
     PathRecord,
     embedder_from_name,
 )
+from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.embedders import normalize_words, stem
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.rules.compile import RuleError, parse_rules
+from hgm_engine.rules.compile import parse_rules
+from hgm_engine.errors import RuleError
 
 
 def trip() -> Memory:
@@ -164,7 +165,7 @@ def test_loading_a_bad_rule_file_changes_nothing():
 
 
 def test_rule_constraints_must_hold_when_loaded():
-    from hgm_engine.txn.ops import TransactionRefused
+    from hgm_engine.errors import TransactionRefused
 
     m = trip()
     with pytest.raises(TransactionRefused):

@@ -14,7 +14,8 @@ import pytest
 
 from hgm_engine import Memory
 from hgm_engine.txn.history import Commit
-from hgm_engine.store import StoreError, open_store
+from hgm_engine.store import open_store
+from hgm_engine.errors import StoreError
 from hgm_engine.store.postgres import PostgresStore, redact_url
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hgm_engine import Memory
-from hgm_engine.txn.ops import ConflictError, TransactionError, TransactionRefused
+from hgm_engine.errors import ConflictError, TransactionError, TransactionRefused
 
 
 @pytest.fixture

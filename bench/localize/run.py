@@ -42,13 +42,8 @@ from evaluate import (  # noqa: E402
 )
 from synthetic import synthetic_paths  # noqa: E402
 
-from hgm_engine.paths.localize import (  # noqa: E402
-    DENSE_SCORE_CONFIG,
-    LocalizationError,
-    PathIndex,
-    ScoreConfig,
-    SentenceTransformerEmbedder,
-)
+from hgm_engine.paths.localize import DENSE_SCORE_CONFIG, PathIndex, ScoreConfig, SentenceTransformerEmbedder
+from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.taskplan import find_taskplan_root, gold_sequence, load_taskplan  # noqa: E402
 
 ABLATIONS: dict[str, dict[str, Any]] = {

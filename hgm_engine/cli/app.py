@@ -79,11 +79,13 @@ import attrs
 from hgm_engine import __version__
 from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError
 from hgm_engine.model.graph import MemoryGraph, Node
-from hgm_engine.memory import Memory, MemoryError_
+from hgm_engine.memory import Memory
+from hgm_engine.errors import RequestError
 from hgm_engine.query.plan import describe
 from hgm_engine.query.pipeline import QueryResult, compile
 from hgm_engine.store.graphfile import check_document, graph_from_document, parse_graph_text
-from hgm_engine.txn.ops import TransactionError, TransactionRefused, TransactionReport, change_to_json
+from hgm_engine.txn.ops import TransactionReport, change_to_json
+from hgm_engine.errors import TransactionError, TransactionRefused
 
 __all__ = [
     "main",
@@ -551,7 +553,7 @@ def _run_query(memory: Memory, args: argparse.Namespace, params: dict[str, Any] 
         result = memory.query(args.expr, focus=args.focus, params=params, as_of=args.as_of)
     except HGMError as err:
         # An unknown snapshot or a t outside the history is bad input, not a query error.
-        return out.error(err, EXIT_FAILURE if isinstance(err, MemoryError_) else EXIT_QUERY_ERROR)
+        return out.error(err, EXIT_FAILURE if isinstance(err, RequestError) else EXIT_QUERY_ERROR)
     if out.as_json:
         out.document(result.to_json())
     else:
@@ -670,7 +672,7 @@ def _draw_tree(graph: MemoryGraph, source: str, args: argparse.Namespace, out: _
                 return EXIT_OK
             shown = picture(memory, history=False, **options)
         except HGMError as err:
-            return out.error(err, EXIT_FAILURE if isinstance(err, MemoryError_) else EXIT_QUERY_ERROR)
+            return out.error(err, EXIT_FAILURE if isinstance(err, RequestError) else EXIT_QUERY_ERROR)
         found = shown.highlight
         summary = f"{found.kind} = {json.dumps(found.value)}" if found.kind in ("count", "exists") else _plural(found.count, "result")
         result_mark, path_mark = ("◀", "◁") if out.unicode else ("<==", "<..")

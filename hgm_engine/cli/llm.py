@@ -31,12 +31,12 @@ from hgm_engine.llm.rewrite import (
     DEFAULT_TIMEOUT,
     MODEL_ENV,
     Proposal,
-    RewriteProposalError,
     guard_refusal,
     propose_rewrite,
     rewrite_with_llm,
 )
-from hgm_engine.txn.ops import TransactionRefused
+from hgm_engine.errors import RewriteProposalError
+from hgm_engine.errors import TransactionRefused
 
 __all__ = ["register", "proposal_lines"]
 

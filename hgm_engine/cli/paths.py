@@ -25,8 +25,10 @@ from typing import Any, Callable
 
 from hgm_engine.errors import HGMError, Problem
 from hgm_engine.memory import Memory
-from hgm_engine.paths.pathmemory import REFUSALS, PathError
-from hgm_engine.txn.ops import TransactionError, TransactionReport
+from hgm_engine.paths.pathmemory import REFUSALS
+from hgm_engine.errors import PathError
+from hgm_engine.txn.ops import TransactionReport
+from hgm_engine.errors import TransactionError
 
 __all__ = ["register"]
 

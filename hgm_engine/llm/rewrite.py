@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem
+from hgm_engine.errors import HGMError, Problem, RewriteProposalError
 
 __all__ = [
     "REWRITE_ANSWER_SCHEMA",
@@ -50,7 +50,6 @@ __all__ = [
     "guard_refusal",
     "Proposal",
     "Attempt",
-    "RewriteProposalError",
     "ScriptedClient",
 ]
 
@@ -248,19 +247,6 @@ def retry_message(problems: Sequence[str]) -> dict[str, str]:
 # -- the answer ------------------------------------------------------------------------------
 
 
-class RewriteProposalError(HGMError):
-    """No usable rewrite came from the model; nothing was changed.
-
-    Categories: ``invalid-model-answer`` (answers came but none was valid),
-    ``model-unavailable`` (no answer at all: connection, timeout, server error, no ``openai``
-    package) and ``invalid-argument``. When attempts were made, the first problem sums up and
-    one problem per attempt follows (``where`` = ``attempt N``).
-    """
-
-    stage = "llm"
-    attempts: tuple["Attempt", ...] = ()  # every request made, when the model was asked
-
-
 def _json_path(parts: Iterable[Any]) -> str:
     text = "$"
     for part in parts:
@@ -400,7 +386,7 @@ def parse_answer(text: str | None, path: Mapping[str, Any]) -> list[dict[str, An
     >>> parse_answer('{"kept": [0, 0, 5], "changed": [{"index": 1, "step": {"name": ""}}], "added": [], "removed": [], "reason": "r"}', path)
     Traceback (most recent call last):
     ...
-    hgm_engine.llm.rewrite.RewriteProposalError: invalid-model-answer at $.changed[0].step.name: must be a non-empty string, got ""
+    hgm_engine.errors.RewriteProposalError: invalid-model-answer at $.changed[0].step.name: must be a non-empty string, got ""
     >>> try:
     ...     parse_answer('{"kept": [0, 0, 5], "changed": [], "added": [], "removed": [], "reason": "r"}', path)
     ... except RewriteProposalError as err:
@@ -411,7 +397,7 @@ def parse_answer(text: str | None, path: Mapping[str, Any]) -> list[dict[str, An
     >>> parse_answer('{"kept": [0, 1, 2], "oops"', path)
     Traceback (most recent call last):
     ...
-    hgm_engine.llm.rewrite.RewriteProposalError: invalid-model-answer: not valid JSON: Expecting ':' delimiter at line 1, column 27
+    hgm_engine.errors.RewriteProposalError: invalid-model-answer: not valid JSON: Expecting ':' delimiter at line 1, column 27
     """
     steps = list(path.get("steps") or [])
     problems, doc = _answer_problems(text, steps)
@@ -734,7 +720,7 @@ def guard_refusal(memory: Any, path: Mapping[str, Any]) -> HGMError | None:
     True
     """
     try:
-        from hgm_engine.paths.pathmemory import PathError as error_class
+        from hgm_engine.errors import PathError as error_class
     except ImportError:  # pragma: no cover - the path memory ships with hgm
         error_class = RewriteProposalError
     root = str(path.get("root") or path.get("id"))

@@ -46,26 +46,25 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem
+from hgm_engine.errors import HGMError, PathError, Problem
 from hgm_engine.model.graph import Node, thaw
 from hgm_engine.paths.localize import (
     DENSE_SCORE_CONFIG,
     PATH_RESULTS,
     Embedder,
-    LocalizationError,
     LocateResult,
     PathIndex,
     PathRecord,
     ScoreConfig,
     Step,
 )
+from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.taskplan import request_to_trajectory
 from hgm_engine.txn.ops import AddEdge, AddNode, OpContext, TransactionReport, UpdateNode, apply_op
 
 __all__ = [
     "PathMemory",
     "PathGuards",
-    "PathError",
     "IngestReport",
     "IngestProblem",
     "InvalidLine",
@@ -101,21 +100,6 @@ _LINEAGE_ATTRS = ("head", "rewrite_count", "rollback_count", "failed_streak", "n
 
 
 # -- errors, guards, reports --------------------------------------------------------------------
-
-
-class PathError(HGMError):
-    """A path request that changed nothing, with why: ``unknown-path``, ``stale-version``,
-    ``bad-steps``, ``bad-rewrite``, ``no-change``, ``bad-outcome``, ``unknown-version``, the guard refusals
-    ``rewrite-cap``, ``version-cap``, ``needs-human``, and for ingest ``invalid-json``,
-    ``bad-trajectory``, ``duplicate-id``, ``bad-scenario``, ``unknown-node``,
-    ``constraint-violation`` (``report`` then holds the :class:`IngestReport`).
-
-    >>> PathError.single("unknown-path", "no path 'x'").stage
-    'paths'
-    """
-
-    stage = "paths"
-    report: "IngestReport | None" = None
 
 
 def _error(category: str, message: str, where: str | None = None) -> PathError:
@@ -516,7 +500,7 @@ def resolve_steps(old: Sequence[Mapping[str, Any]], spec: Any) -> tuple[list[dic
     >>> resolve_steps(old, [{"keep": 7}])
     Traceback (most recent call last):
     ...
-    hgm_engine.paths.pathmemory.PathError: bad-steps at ops[0]: 7 is not a step index of the old version (0..2)
+    hgm_engine.errors.PathError: bad-steps at ops[0]: 7 is not a step index of the old version (0..2)
     """
     goal_changes: dict[str, Any] = {}
     edges: list[tuple[int, int]] | None = None

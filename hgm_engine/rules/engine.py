@@ -27,7 +27,8 @@ from hgm_engine.model.graph import thaw
 from hgm_engine.model.overlay import GraphOverlay
 from hgm_engine.rules.compile import CompiledTrigger, Propagation, RuleSet, compile_rules
 from hgm_engine.model.schema import Schema
-from hgm_engine.txn.ops import OpContext, TransactionError
+from hgm_engine.txn.ops import OpContext
+from hgm_engine.errors import TransactionError
 
 __all__ = ["RuleEngine", "MAX_ROUNDS", "MARK_ATTRIBUTES", "STATE_RANK"]
 

@@ -31,16 +31,16 @@ from typing import Any, Iterator, Mapping
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem, QueryExecutionError
+from hgm_engine.errors import HGMError, Problem, QueryExecutionError, ServiceError
 from hgm_engine.query.executor import Limits
 from hgm_engine.memory import Memory
-from hgm_engine.txn.ops import TransactionRefused, TransactionReport
+from hgm_engine.txn.ops import TransactionReport
+from hgm_engine.errors import TransactionRefused
 from hgm_engine.query import syntax as S
 
 __all__ = [
     "ServerLimits",
     "MemoryService",
-    "ServiceError",
     "BudgetExceeded",
     "http_status",
     "error_document",
@@ -48,12 +48,6 @@ __all__ = [
     "STATUS_BY_CATEGORY",
     "node_document",
 ]
-
-
-class ServiceError(HGMError):
-    """A request the service refuses before it reaches the engine (limits, missing features)."""
-
-    stage = "server"
 
 
 def _fail(category: str, message: str, where: str | None = None) -> ServiceError:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from hgm_engine.store.base import InMemoryStore, Store, StoreError
+from hgm_engine.store.base import InMemoryStore, Store
+from hgm_engine.errors import StoreError
 from hgm_engine.store.graphfile import GRAPH_FORMAT, check_document, graph_from_document, read_graph_file
 
 __all__ = [
@@ -15,7 +16,6 @@ __all__ = [
     "open_store",
     "Store",
     "InMemoryStore",
-    "StoreError",
 ]
 
 

@@ -9,13 +9,7 @@ from typing import Iterator
 from hgm_engine.errors import HGMError
 from hgm_engine.model.graph import MemoryGraph
 
-__all__ = ["Store", "InMemoryStore", "StoreError"]
-
-
-class StoreError(HGMError):
-    """The store cannot be opened or written (not a database, newer format, locked...)."""
-
-    stage = "store"
+__all__ = ["Store", "InMemoryStore"]
 
 
 class Store:

@@ -30,9 +30,10 @@ from hgm_engine.txn.history import (
     edge_from_record,
     node_from_record,
 )
-from hgm_engine.store.base import Store, StoreError
+from hgm_engine.store.base import Store
+from hgm_engine.errors import StoreError
 
-__all__ = ["SQLiteStore", "StoreError"]
+__all__ = ["SQLiteStore"]
 
 SCHEMA_VERSION = "1"
 

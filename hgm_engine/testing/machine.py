@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from hgm_engine.memory import Memory
-from hgm_engine.txn.ops import ConflictError, TransactionError
+from hgm_engine.errors import ConflictError, TransactionError
 from hgm_engine.testing.model import ModelError, ModelMemory, ModelRefusal
 
 __all__ = ["MemoryStateMachine"]

@@ -13,7 +13,7 @@ overlay and nothing has changed.
 >>> parse_transaction({"ops": [{"op": "fly"}]})
 Traceback (most recent call last):
 ...
-hgm_engine.txn.ops.TransactionError: invalid-transaction at ops[0]: unknown op 'fly'; known: add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm
+hgm_engine.errors.TransactionError: invalid-transaction at ops[0]: unknown op 'fly'; known: add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm
 """
 
 from __future__ import annotations
@@ -23,15 +23,12 @@ from typing import Any, Mapping
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem
+from hgm_engine.errors import ConflictError, HGMError, Problem, TransactionError, TransactionRefused
 from hgm_engine.model.graph import thaw
 from hgm_engine.model.overlay import Change, GraphOverlay
 from hgm_engine.model.schema import Schema, closest
 
 __all__ = [
-    "TransactionError",
-    "ConflictError",
-    "TransactionRefused",
     "Violation",
     "AddNode",
     "UpdateNode",
@@ -51,29 +48,6 @@ __all__ = [
     "TransactionReport",
     "change_to_json",
 ]
-
-
-class TransactionError(HGMError):
-    """A transaction that cannot be applied as written (malformed, unknown node, ...)."""
-
-    stage = "transaction"
-
-
-class ConflictError(TransactionError):
-    """A transaction naming ``base_t`` touches something committed after it."""
-
-
-class TransactionRefused(HGMError):
-    """Constraints refused the transaction; ``report`` lists every violation."""
-
-    stage = "constraints"
-
-    def __init__(self, report: "TransactionReport"):
-        self.report = report
-        problems = [
-            Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations
-        ] or [Problem("constraint-violation", "refused")]
-        super().__init__(problems)
 
 
 @attrs.frozen

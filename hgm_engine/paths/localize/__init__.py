@@ -25,7 +25,7 @@ from hgm_engine.paths.localize.embedders import (
     SentenceTransformerEmbedder,
     embedder_from_name,
 )
-from hgm_engine.paths.localize.errors import LocalizationError
+from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.index import INDEX_STATE_FORMAT, Expander, LocateResult, Match, PathIndex
 from hgm_engine.paths.localize.records import PATH_RESULTS, PATH_STATUSES, PathRecord, Step
 from hgm_engine.paths.localize.scoring import COMPONENTS, DENSE_SCORE_CONFIG, ScoreConfig
@@ -45,7 +45,6 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "OpenAIEmbedder",
     "embedder_from_name",
-    "LocalizationError",
     "PATH_STATUSES",
     "PATH_RESULTS",
     "INDEX_STATE_FORMAT",

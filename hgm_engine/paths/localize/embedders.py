@@ -34,7 +34,7 @@ import re
 import zlib
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from hgm_engine.paths.localize.errors import LocalizationError
+from hgm_engine.errors import LocalizationError
 
 __all__ = [
     "Embedder",

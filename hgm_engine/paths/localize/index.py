@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import attrs
 
 from hgm_engine.paths.localize.embedders import Embedder, HashedTfidfEmbedder, feature_id
-from hgm_engine.paths.localize.errors import LocalizationError
+from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.records import PathRecord
 from hgm_engine.paths.localize.scoring import (
     ScoreConfig,

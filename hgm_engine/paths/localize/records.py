@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import attrs
 
 from hgm_engine.model.graph import FrozenDict, freeze, thaw
-from hgm_engine.paths.localize.errors import LocalizationError
+from hgm_engine.errors import LocalizationError
 
 __all__ = ["Step", "PathRecord", "PATH_STATUSES", "PATH_RESULTS"]
 
@@ -103,7 +103,7 @@ class PathRecord:
         >>> PathRecord.create("p", "g", [])
         Traceback (most recent call last):
         ...
-        hgm_engine.paths.localize.errors.LocalizationError: bad-path at p: a path needs at least one step
+        hgm_engine.errors.LocalizationError: bad-path at p: a path needs at least one step
         """
         where = str(id)
         if not isinstance(id, str) or not id:

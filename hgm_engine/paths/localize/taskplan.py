@@ -34,7 +34,7 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from hgm_engine.paths.localize.embedders import normalize_words
-from hgm_engine.paths.localize.errors import LocalizationError
+from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.records import PathRecord
 
 __all__ = [
