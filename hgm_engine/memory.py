@@ -224,6 +224,47 @@ class Memory:
     def __len__(self) -> int:
         return len(self._graph)
 
+    def reading(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the state still: no commit is applied while inside (other readers may be).
+
+        >>> m = Memory()
+        >>> with m.reading():
+        ...     len(m.graph)
+        0
+        """
+        return self._state.reading()
+
+    def exclusive(self) -> contextlib.AbstractContextManager[bool]:
+        """No commit of this process starts while inside (for work that must see every
+        commit exactly once from a fixed ``t``, such as building an index of the state).
+
+        >>> with Memory().exclusive():
+        ...     pass
+        """
+        return self._write_lock
+
+    def commit_built(
+        self,
+        build: Callable[[GraphOverlay, OpContext], list[str]],
+        *,
+        author: str | None = None,
+        reason: str | None = None,
+        kind: str = "transaction",
+        base_t: int | None = None,
+        dry_run: bool = False,
+    ) -> TransactionReport:
+        """Commit the transaction that ``build(overlay, ctx)`` makes, through the same pipeline
+        as every other (rules, constraints, conflicts, durability); ``build`` returns the ids
+        it created and may run again on a newer state. For components that build
+        transactions in code (ingest, path rewrite); ``kind`` is recorded with the commit.
+
+        >>> from hgm_engine.txn.ops import AddNode, apply_op
+        >>> m = Memory()
+        >>> m.commit_built(lambda overlay, ctx: apply_op(overlay, AddNode("g", "goal", {}), ctx, "ops[0]"), kind="demo").created
+        ('g',)
+        """
+        return self._commit(build, author=author, reason=reason, base_t=base_t, dry_run=dry_run, kind=kind)
+
     def compile(self, expr: str) -> CompiledQuery:
         """The compiled form of ``expr`` for this memory's schema (cached by text)."""
         return self._cache.get(expr)
@@ -244,7 +285,7 @@ class Memory:
         """
         compiled = self._cache.get(expr)
         with self._state.reading():
-            t = self._t if as_of is None else self._resolve_t(as_of)
+            t = self._t if as_of is None else self.resolve_t(as_of)
             view = self._graph if as_of is None else self._view_at(t)
             return compiled.run(
                 view, focus=focus, params=params, limits=self.limits, payloads=lambda ids: self._payloads(ids, t)
@@ -268,14 +309,14 @@ class Memory:
     def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""
         with self._state.reading():
-            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
+            view = self._graph if as_of is None else self._view_at(self.resolve_t(as_of))
             node = view.node(node_id)
             return None if node is None else node.to_json()
 
     def export(self, *, as_of: int | str | None = None) -> dict[str, Any]:
         """The whole memory as a graph document (formats.md), now or at an earlier state."""
         with self._state.reading():
-            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
+            view = self._graph if as_of is None else self._view_at(self.resolve_t(as_of))
             nodes = [view.node_map()[n] for n in view.node_map()]
             edges = []
             for node in nodes:
@@ -289,7 +330,14 @@ class Memory:
 
     # -- history ------------------------------------------------------------------------------
 
-    def _resolve_t(self, as_of: int | str) -> int:
+    def resolve_t(self, as_of: int | str) -> int:
+        """The ``t`` that ``as_of`` names: a ``t`` of this memory's history or a snapshot name.
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> m.snapshot("start"), m.resolve_t("start"), m.resolve_t(0)
+        (1, 1, 0)
+        """
         if isinstance(as_of, str) and not as_of.lstrip("-").isdigit():
             snapshots = self._store.snapshots()
             if as_of not in snapshots:
@@ -325,11 +373,11 @@ class Memory:
 
     def as_of(self, t: int | str) -> "HistoricalMemory":
         """A read-only memory fixed at ``t`` (or a snapshot name)."""
-        return HistoricalMemory(self, self._resolve_t(t))
+        return HistoricalMemory(self, self.resolve_t(t))
 
     def diff(self, t1: int | str, t2: int | str) -> list[dict[str, Any]]:
         """What changed from state ``t1`` to state ``t2``: one entry per node or edge."""
-        low, high = self._resolve_t(t1), self._resolve_t(t2)
+        low, high = self.resolve_t(t1), self.resolve_t(t2)
         with self._state.reading():
             before, after = self._view_at(low), self._view_at(high)
             commits = self._store.read_commits(min(low, high), max(low, high))
@@ -379,7 +427,7 @@ class Memory:
         """Name a state (the current one by default); returns its ``t``. Costs O(1)."""
         if not isinstance(name, str) or not name or name.lstrip("-").isdigit():
             raise _fail("invalid-argument", "a snapshot name is a non-empty string that is not a number")
-        t = self._t if t is None else self._resolve_t(t)
+        t = self._t if t is None else self.resolve_t(t)
         self._store.set_snapshot(name, t)
         return t
 
@@ -528,7 +576,7 @@ class Memory:
 
     def changes_since(self, t: int | str) -> dict[str, Any]:
         """What happened after ``t``: the commits (with their reports' rules) and the net diff."""
-        since = self._resolve_t(t)
+        since = self.resolve_t(t)
         return {
             "since": since,
             "t": self._t,
@@ -545,7 +593,7 @@ class Memory:
         ['g', 'a']
         """
         with self._state.reading():
-            view = self._graph if as_of is None else self._view_at(self._resolve_t(as_of))
+            view = self._graph if as_of is None else self._view_at(self.resolve_t(as_of))
             if view.node(node_id) is None:
                 return []
             path = [node_id]

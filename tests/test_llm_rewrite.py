@@ -308,13 +308,8 @@ def test_the_stub_serves_deterministic_embeddings_to_the_openai_embedder(openai_
     assert openai_stub.embedding_requests[0]["input"] == ["book a flight", "cancel a hotel", "book a flight"]
 
 
-# -- against the real Memory (path API: hgm_engine/pathmemory.py) ------------------------------------
+# -- against the real Memory (its path API) ------------------------------------
 
-needs_paths = pytest.mark.skipif(
-    not (hasattr(Memory, "rewrite_path") and hasattr(Memory, "path")),
-    reason="Memory.path/Memory.rewrite_path are not there yet (issue 5 path rewrite); "
-    "the fake-memory tests above cover the rewrite flow meanwhile",
-)
 
 TRAJECTORY = {key: PATH[key] for key in ("id", "goal", "steps", "tags", "result", "reward")}
 
@@ -325,7 +320,6 @@ def _memory(location=None):
     return memory
 
 
-@needs_paths
 def test_real_memory_a_valid_answer_becomes_version_2(openai_stub):
     openai_stub.push(Scripted.json(VALID))
     memory = _memory()
@@ -344,7 +338,6 @@ def test_real_memory_a_valid_answer_becomes_version_2(openai_stub):
     assert openai_stub.chat_requests[0]["messages"] == build_prompt(old, FEEDBACK)
 
 
-@needs_paths
 def test_real_memory_three_invalid_answers_change_nothing(openai_stub):
     openai_stub.push(Scripted.text(MALFORMED), Scripted.json(SCHEMA_VIOLATION), Scripted.json(WRONG_INDICES))
     memory = _memory()
@@ -356,7 +349,6 @@ def test_real_memory_three_invalid_answers_change_nothing(openai_stub):
     assert memory.path("order-17")["version"] == 1
 
 
-@needs_paths
 def test_real_memory_a_guard_refuses_before_the_model_is_asked(openai_stub):
     from hgm_engine.paths.pathmemory import PathGuards
 
@@ -367,7 +359,6 @@ def test_real_memory_a_guard_refuses_before_the_model_is_asked(openai_stub):
     assert caught.value.category == "rewrite-cap" and openai_stub.requests == []
 
 
-@needs_paths
 def test_real_memory_a_rewrite_that_breaks_a_constraint_is_refused(openai_stub):
     openai_stub.push(Scripted.json(VALID))
     memory = _memory()
@@ -391,7 +382,6 @@ def _t(location):
         return memory.t
 
 
-@needs_paths
 def test_cli_rewrite_commits_and_prints_the_report_with_the_proposal(openai_stub, tmp_path, capsys):
     from hgm_engine.cli.app import main
 
@@ -406,7 +396,6 @@ def test_cli_rewrite_commits_and_prints_the_report_with_the_proposal(openai_stub
         assert memory.path("order-17")["id"] == "order-17@v2"
 
 
-@needs_paths
 def test_cli_rewrite_text_output_for_people(openai_stub, tmp_path, capsys):
     from hgm_engine.cli.app import main
 
@@ -420,7 +409,6 @@ def test_cli_rewrite_text_output_for_people(openai_stub, tmp_path, capsys):
     assert f"committed t={_t(db)}: order-17 rewritten (new nodes: order-17@v2)" in out
 
 
-@needs_paths
 def test_cli_dry_run_shows_the_proposal_and_commits_nothing(openai_stub, tmp_path, capsys):
     from hgm_engine.cli.app import main
 
@@ -433,7 +421,6 @@ def test_cli_dry_run_shows_the_proposal_and_commits_nothing(openai_stub, tmp_pat
     assert _t(db) == t
 
 
-@needs_paths
 def test_cli_invalid_answers_exit_1_with_every_reason(openai_stub, tmp_path, capsys):
     from hgm_engine.cli.app import main
 
@@ -448,7 +435,6 @@ def test_cli_invalid_answers_exit_1_with_every_reason(openai_stub, tmp_path, cap
     assert _t(db) == t
 
 
-@needs_paths
 def test_cli_failure_with_json_is_one_document(openai_stub, tmp_path, capsys):
     from hgm_engine.cli.app import main
 
@@ -461,7 +447,6 @@ def test_cli_failure_with_json_is_one_document(openai_stub, tmp_path, capsys):
     assert doc["error"]["category"] == "model-unavailable" and len(doc["attempts"]) == 2
 
 
-@needs_paths
 def test_cli_constraint_refusal_exits_3(openai_stub, tmp_path, capsys):
     from hgm_engine.cli.app import main
 
@@ -473,7 +458,6 @@ def test_cli_constraint_refusal_exits_3(openai_stub, tmp_path, capsys):
     assert "cache_needs_result" in capsys.readouterr().err
 
 
-@needs_paths
 def test_cli_unknown_path_exits_1_without_asking(openai_stub, tmp_path, capsys):
     from hgm_engine.cli.app import main
 
@@ -482,7 +466,6 @@ def test_cli_unknown_path_exits_1_without_asking(openai_stub, tmp_path, capsys):
     assert "unknown-path" in capsys.readouterr().err and openai_stub.requests == []
 
 
-@needs_paths
 def test_docs_llm_examples_run():
     import doctest
     import pathlib

@@ -11,13 +11,11 @@ import sys
 
 import pytest
 
-from hgm_engine import Memory
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-pytestmark = pytest.mark.skipif(not hasattr(Memory, "rewrite_path"), reason="needs Memory.rewrite_path (paths)")
 
 from bench.agent import ablations, env, run  # noqa: E402
 

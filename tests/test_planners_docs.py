@@ -8,12 +8,10 @@ import pathlib
 
 import pytest
 
-from hgm_engine import Memory
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 
 
-@pytest.mark.skipif(not hasattr(Memory, "rewrite_path"), reason="the pages show paths (Memory.rewrite_path)")
 @pytest.mark.parametrize("page", ["planners.md", "tutorial.md"])
 def test_planner_documentation_examples_run(page: str) -> None:
     here = os.getcwd()

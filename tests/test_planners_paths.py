@@ -11,7 +11,6 @@ import pytest
 
 from hgm_engine import Memory
 
-pytestmark = pytest.mark.skipif(not hasattr(Memory, "rewrite_path"), reason="needs Memory.rewrite_path (paths)")
 
 from hgm_engine.cli.app import main as hgm_main  # noqa: E402
 from planners import Domain, HTNPlanner, Observation, StepPlan, ToolCall, Toolbox, replay, run  # noqa: E402

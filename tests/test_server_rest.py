@@ -207,7 +207,6 @@ def test_locate_and_rewrite_without_the_feature_are_501() -> None:
     assert client.post("/api/v1/memory/path/retrieve", json={"query": "x", "max_paths": 0}).status_code == 400
 
 
-@pytest.mark.skipif(not callable(getattr(Memory, "locate", None)) or not callable(getattr(Memory, "ingest", None)), reason="no path localization in this engine")
 def test_locate_and_rewrite_when_the_engine_has_them() -> None:
     memory = Memory()
     memory.ingest([{"id": "order-17", "goal": "Check the status of order A1001", "steps": [{"name": "query_order"}, {"name": "notify_user"}], "tags": ["order"]}])

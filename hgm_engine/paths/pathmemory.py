@@ -684,7 +684,7 @@ class PathMemory:
 
     def _open_index(self) -> None:
         memory = self.memory
-        with memory._write_lock, self._lock:
+        with memory.exclusive(), self._lock:
             if self._index is not None:
                 return
             try:
@@ -701,7 +701,7 @@ class PathMemory:
                     commits = memory.commits(since=saved_t)
                     if not any(c.genesis for c in commits):
                         index = PathIndex.from_state(state, self.embedder, self._config())
-                        with memory._state.reading():
+                        with memory.reading():
                             affected: set[str] = set()
                             for commit in commits:
                                 affected |= _affected(commit, memory.graph)
@@ -722,7 +722,7 @@ class PathMemory:
     def _rebuild(self) -> PathIndex:
         memory = self.memory
         index = PathIndex(self.embedder, self._config())
-        with memory._state.reading():
+        with memory.reading():
             graph = memory.graph
             records = [record_from_graph(graph, node.id) for node in graph.nodes_of_type("goal") if _is_path(node)]
         index.add_many([r for r in records if r is not None])
@@ -753,7 +753,7 @@ class PathMemory:
                 if commit.genesis:
                     self._index = self._rebuild()
                 else:
-                    with self.memory._state.reading():
+                    with self.memory.reading():
                         self._sync(self._index, _affected(commit, self.memory.graph))
                 self._index_t = commit.t
                 self.stats["incremental_commits"] += 1
@@ -871,9 +871,8 @@ class PathMemory:
             owner: dict[str, int] = {}
             build = self._ingest_builder(todo, found, owner, skip_invalid)
             try:
-                report = self.memory._commit(
-                    build, author=author, reason=reason or f"ingest {len(todo)} trajectories", base_t=None,
-                    dry_run=False, kind="ingest",
+                report = self.memory.commit_built(
+                    build, author=author, reason=reason or f"ingest {len(todo)} trajectories", kind="ingest"
                 )
             except _NothingToIngest:
                 problems.extend(found)
@@ -1018,7 +1017,7 @@ class PathMemory:
             found: list[str] = []
             seen = set(entry_ids)
             budget = self.max_visits
-            with memory._state.reading():
+            with memory.reading():
                 graph = memory.graph
                 for entry in entry_ids[: self.max_entries]:
                     node = graph.node(entry)
@@ -1071,7 +1070,7 @@ class PathMemory:
     def path(self, path_id: str) -> dict[str, Any]:
         """One path with its steps, versions, lineage and counters (see Memory.path)."""
         memory = self.memory
-        with memory._state.reading():
+        with memory.reading():
             view = memory.graph
             target, root, versions, head = self._resolve(view, path_id)
             node = view.node(target)
@@ -1117,7 +1116,7 @@ class PathMemory:
         memory = self.memory
         out = []
         order: dict[str, tuple] = {}
-        with memory._state.reading():
+        with memory.reading():
             view = memory.graph
             for node in list(view.nodes_of_type("goal")):
                 if not _is_path(node):
@@ -1149,7 +1148,7 @@ class PathMemory:
         memory = self.memory
         lineages: dict[str, dict[str, Any]] = {}
         total_versions = 0
-        with memory._state.reading():
+        with memory.reading():
             view = memory.graph
             for node in list(view.nodes_of_type("goal")):
                 if not _is_path(node):
@@ -1189,7 +1188,7 @@ class PathMemory:
 
     def _run(self, build: Callable, *, author: str | None, reason: str | None, kind: str) -> TransactionReport:
         try:
-            return self.memory._commit(build, author=author, reason=reason, base_t=None, dry_run=False, kind=kind)
+            return self.memory.commit_built(build, author=author, reason=reason, kind=kind)
         except PathError as err:
             self.refusals[err.category] += 1
             raise

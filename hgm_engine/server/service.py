@@ -470,7 +470,7 @@ class MemoryService:
         else:
             self.fresh()
         self.check_query(expr, params)
-        t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
+        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
         token = _budget.set(budget) if budget is not None else None
         payloads = None
         try:
@@ -536,7 +536,7 @@ class MemoryService:
         t2 = self.memory.t if t2 is None else _json_t(t2, "to")
         if t1 is None:
             raise _fail("missing-parameter", "diff needs 'from' (a t or a snapshot name)")
-        low, high = self.memory._resolve_t(t1), self.memory._resolve_t(t2)
+        low, high = self.memory.resolve_t(t1), self.memory.resolve_t(t2)
         return {"from": low, "to": high, "changes": self.memory.diff(low, high)}
 
     def changes_since(self, t: int | str) -> dict[str, Any]:
@@ -547,14 +547,14 @@ class MemoryService:
         """Nodes marked needs_review or blocked, with every mark's rule, cause and t."""
         self.fresh()
         as_of = _json_t(as_of, "as_of")
-        t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
+        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
         return {"t": t, "stale": self.memory.stale(as_of=as_of)}
 
     def frontier(self, goal: str, as_of: int | str | None = None) -> dict[str, Any]:
         """Pending actions under ``goal`` that can run now."""
         self.fresh()
         as_of = _json_t(as_of, "as_of")
-        t = self.memory.t if as_of is None else self.memory._resolve_t(as_of)
+        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
         if self.memory.node(goal, as_of=as_of) is None:
             raise _fail("unknown-node", f"no node {goal!r}", goal)
         return {"goal": goal, "t": t, "frontier": self.memory.frontier(goal, as_of=as_of)}
