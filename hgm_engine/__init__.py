@@ -32,10 +32,10 @@ from hgm_engine.errors import (
     TransactionError,
     TransactionRefused,
 )
-from hgm_engine.query.executor import Limits
+from hgm_engine.query import Limits
 from hgm_engine.memory import Memory
-from hgm_engine.query.pipeline import CompiledQuery, QueryResult, compile
-from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema
+from hgm_engine.query import CompiledQuery, QueryResult, compile
+from hgm_engine.model import DEFAULT_SCHEMA, Schema
 
 __all__ = [
     "Memory",

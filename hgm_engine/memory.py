@@ -29,19 +29,19 @@ import uuid
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from hgm_engine.rules.constraints import ConstraintChecker, UserConstraint
+from hgm_engine.rules import ConstraintChecker, UserConstraint
 from hgm_engine.errors import GraphFileError, HGMError, PathError, Problem, RequestError
-from hgm_engine.query.executor import DEFAULT_LIMITS
-from hgm_engine.model.graph import MemoryGraph, Node, bulk_allocation
-from hgm_engine.txn.history import Commit, historical_view, net_changes
-from hgm_engine.model.overlay import Change, GraphOverlay, apply_changes
-from hgm_engine.rules.engine import RuleEngine
-from hgm_engine.rules.compile import RuleSet, parse_rules
-from hgm_engine.query.pipeline import CompiledQuery, Limits, QueryCache, QueryResult
-from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema
+from hgm_engine.query import DEFAULT_LIMITS
+from hgm_engine.model import MemoryGraph, Node, bulk_allocation
+from hgm_engine.txn import Commit, historical_view, net_changes
+from hgm_engine.model import Change, GraphOverlay, apply_changes
+from hgm_engine.rules import RuleEngine
+from hgm_engine.rules import RuleSet, parse_rules
+from hgm_engine.query import CompiledQuery, Limits, QueryCache, QueryResult
+from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.store.base import InMemoryStore, Store
 from hgm_engine.store.graphfile import graph_from_document, parse_graph_text
-from hgm_engine.txn.ops import (
+from hgm_engine.txn import (
     AddEdge,
     AddNode,
     OpContext,
@@ -617,7 +617,7 @@ class Memory:
         first use; it follows every commit from then on."""
         found = self.__dict__.get("_path_memory")
         if found is None:
-            from hgm_engine.paths.pathmemory import PathMemory
+            from hgm_engine.paths import PathMemory
 
             with self._write_lock:
                 found = self.__dict__.get("_path_memory")
@@ -664,7 +664,7 @@ class Memory:
         self, path: str | pathlib.Path, *, skip_invalid: bool = False, author: str | None = None, scenario: str | None = None
     ) -> "IngestReport":
         """:meth:`ingest` the trajectories of a JSON Lines file (line numbers are the file's)."""
-        from hgm_engine.paths.pathmemory import read_jsonl
+        from hgm_engine.paths import read_jsonl
         from hgm_engine.errors import PathError
 
         try:

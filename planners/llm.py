@@ -47,8 +47,8 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from hgm_engine import HGMError
-from hgm_engine.model.schema import Schema
-from hgm_engine.txn.ops import parse_transaction
+from hgm_engine.model import Schema
+from hgm_engine.txn import parse_transaction
 from hgm_engine.errors import TransactionError
 
 from planners.protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy

@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.txn.ops import TransactionReport
+from hgm_engine.txn import TransactionReport
 from hgm_engine.errors import ConflictError
 
 from planners.protocol import MemoryView, Observation, Planner, QueryRecord, StepPlan, ToolCall, _json_copy, freeze_json

@@ -28,8 +28,8 @@ import attrs
 
 from hgm_engine import HGMError, Memory
 from hgm_engine.memory import FRONTIER_QUERY
-from hgm_engine.query.pipeline import QueryResult
-from hgm_engine.txn.ops import TransactionReport
+from hgm_engine.query import QueryResult
+from hgm_engine.txn import TransactionReport
 
 __all__ = [
     "Planner",

@@ -78,13 +78,13 @@ import attrs
 
 from hgm_engine import __version__
 from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError
-from hgm_engine.model.graph import MemoryGraph, Node
+from hgm_engine.model import MemoryGraph, Node
 from hgm_engine.memory import Memory
 from hgm_engine.errors import RequestError
 from hgm_engine.query.plan import describe
-from hgm_engine.query.pipeline import QueryResult, compile
+from hgm_engine.query import QueryResult, compile
 from hgm_engine.store.graphfile import check_document, graph_from_document, parse_graph_text
-from hgm_engine.txn.ops import TransactionReport, change_to_json
+from hgm_engine.txn import TransactionReport, change_to_json
 from hgm_engine.errors import TransactionError, TransactionRefused
 
 __all__ = [

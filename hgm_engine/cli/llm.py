@@ -104,7 +104,7 @@ def _rewrite(cli, args, out) -> int:
     arrow = " → " if out.unicode else " -> "
 
     def failed(err: HGMError, proposal: Proposal | None = None) -> int:
-        from hgm_engine.paths.pathmemory import REFUSALS  # the storm guards refuse like constraints do (exit 3)
+        from hgm_engine.paths import REFUSALS  # the storm guards refuse like constraints do (exit 3)
 
         code = cli.EXIT_REFUSED if err.category in REFUSALS else cli.EXIT_FAILURE
         if out.as_json:

@@ -25,9 +25,9 @@ from typing import Any, Callable
 
 from hgm_engine.errors import HGMError, Problem
 from hgm_engine.memory import Memory
-from hgm_engine.paths.pathmemory import REFUSALS
+from hgm_engine.paths import REFUSALS
 from hgm_engine.errors import PathError
-from hgm_engine.txn.ops import TransactionReport
+from hgm_engine.txn import TransactionReport
 from hgm_engine.errors import TransactionError
 
 __all__ = ["register"]
@@ -72,7 +72,7 @@ def _ingest(cli, args, out) -> int:
     def run(memory: Memory) -> int:
         try:
             if text is not None:
-                from hgm_engine.paths.pathmemory import read_jsonl
+                from hgm_engine.paths import read_jsonl
 
                 docs, lines = read_jsonl(text)
                 report = memory.path_memory.ingest(

@@ -19,7 +19,7 @@ from typing import Callable
 
 from hgm_engine.errors import HGMError, Problem
 from hgm_engine.memory import Memory
-from hgm_engine.rules.compile import parse_rules
+from hgm_engine.rules import parse_rules
 from hgm_engine.errors import TransactionRefused
 
 __all__ = ["register"]

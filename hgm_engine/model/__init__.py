@@ -2,3 +2,77 @@
 
 This layer imports nothing above it (no queries, transactions, rules or stores).
 """
+
+from __future__ import annotations
+
+from hgm_engine.model.graph import (
+    FrozenDict,
+    Node,
+    Edge,
+    Adjacency,
+    MemoryGraph,
+    freeze,
+    thaw,
+    edge_order_key,
+    EMPTY_ATTRS,
+    bulk_allocation,
+)
+from hgm_engine.model.overlay import (
+    GraphOverlay,
+    Change,
+    apply_changes,
+)
+from hgm_engine.model.schema import (
+    Hop,
+    Closure,
+    Siblings,
+    Latest,
+    Versions,
+    Relation,
+    EdgeRule,
+    Schema,
+    DEFAULT_EDGE_RULES,
+    DEFAULT_ATTRIBUTE_SCHEMAS,
+    ACYCLIC_EDGE_TYPES,
+    DEFAULT_SCHEMA,
+    NODE_TYPES,
+    EDGE_TYPES,
+    STATUSES,
+    closest,
+)
+from hgm_engine.model.schemacheck import (
+    compile_schema,
+)
+
+__all__ = [
+    "FrozenDict",
+    "Node",
+    "Edge",
+    "Adjacency",
+    "MemoryGraph",
+    "freeze",
+    "thaw",
+    "edge_order_key",
+    "EMPTY_ATTRS",
+    "bulk_allocation",
+    "GraphOverlay",
+    "Change",
+    "apply_changes",
+    "Hop",
+    "Closure",
+    "Siblings",
+    "Latest",
+    "Versions",
+    "Relation",
+    "EdgeRule",
+    "Schema",
+    "DEFAULT_EDGE_RULES",
+    "DEFAULT_ATTRIBUTE_SCHEMAS",
+    "ACYCLIC_EDGE_TYPES",
+    "DEFAULT_SCHEMA",
+    "NODE_TYPES",
+    "EDGE_TYPES",
+    "STATUSES",
+    "closest",
+    "compile_schema",
+]

@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import attrs
 
 from hgm_engine.errors import HGMError, PathError, Problem
-from hgm_engine.model.graph import Node, thaw
+from hgm_engine.model import Node, thaw
 from hgm_engine.paths.localize import (
     DENSE_SCORE_CONFIG,
     PATH_RESULTS,
@@ -60,7 +60,7 @@ from hgm_engine.paths.localize import (
 )
 from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.taskplan import request_to_trajectory
-from hgm_engine.txn.ops import AddEdge, AddNode, OpContext, TransactionReport, UpdateNode, apply_op
+from hgm_engine.txn import AddEdge, AddNode, OpContext, TransactionReport, UpdateNode, apply_op
 
 __all__ = [
     "PathMemory",

@@ -26,7 +26,7 @@ import attrs
 
 from hgm_engine.query import syntax as S
 from hgm_engine.errors import Problem, QueryAnalysisError, line_column
-from hgm_engine.model.schema import Closure, Hop, Schema, closest
+from hgm_engine.model import Closure, Hop, Schema, closest
 
 __all__ = [
     "analyze",

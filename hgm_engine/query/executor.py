@@ -56,7 +56,7 @@ from hgm_engine.query.plan import (
     TypeScan,
     ValueScan,
 )
-from hgm_engine.model.schema import Closure, Hop, Latest, Siblings, Versions
+from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
 
 __all__ = ["Program", "Limits", "build", "values_equal", "sort_key"]
 

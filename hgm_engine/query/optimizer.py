@@ -43,7 +43,7 @@ from hgm_engine.query.plan import (
     TypeScan,
     ValueScan,
 )
-from hgm_engine.model.schema import Hop
+from hgm_engine.model import Hop
 
 __all__ = ["optimize", "RULES", "id_lookup", "type_index", "value_index", "type_pushdown"]
 

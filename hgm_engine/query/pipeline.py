@@ -30,11 +30,11 @@ import attrs
 from hgm_engine.query.analyze import Analysis, analyze
 from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, line_column
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
-from hgm_engine.model.graph import Node, freeze
+from hgm_engine.model import Node, freeze
 from hgm_engine.query.optimizer import optimize
 from hgm_engine.query.parser import parse
 from hgm_engine.query.plan import QueryPlan, describe, plan
-from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema
+from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.query.syntax import Query
 
 __all__ = ["compile", "CompiledQuery", "QueryCache", "QueryResult", "run_query", "Limits"]
@@ -203,7 +203,7 @@ def _check_role(value: Any, roles: frozenset[str]) -> str | None:
 def _json(value: Any) -> str:
     import json
 
-    from hgm_engine.model.graph import thaw
+    from hgm_engine.model import thaw
 
     return json.dumps(thaw(value))
 

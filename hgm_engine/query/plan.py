@@ -22,7 +22,7 @@ import attrs
 
 from hgm_engine.query import syntax as S
 from hgm_engine.query.analyze import Analysis
-from hgm_engine.model.schema import Closure, Hop, Latest, Relation, Schema, Siblings, Versions
+from hgm_engine.model import Closure, Hop, Latest, Relation, Schema, Siblings, Versions
 
 __all__ = [
     "plan",
@@ -361,7 +361,7 @@ def _condition(expr: S.Expr, schema: Schema):
 
 
 def _operand(expr: S.Expr, schema: Schema):
-    from hgm_engine.model.graph import freeze
+    from hgm_engine.model import freeze
 
     if isinstance(expr, S.AttrRef):
         return Attr(expr.name)

@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping
 import attrs
 
 from hgm_engine.errors import HGMError, Problem
-from hgm_engine.model.graph import Edge, MemoryGraph, Node, thaw
+from hgm_engine.model import Edge, MemoryGraph, Node, thaw
 
 __all__ = ["FORMATS", "Picture", "Highlight", "picture", "render", "to_mermaid", "to_dot", "to_html"]
 
@@ -334,7 +334,7 @@ def _run_highlight(owner: Any, graph: MemoryGraph, text: str, as_of: int | None,
             return owner.query(expr, focus=focus, params=params, as_of=as_of)
 
     else:
-        from hgm_engine.query.pipeline import compile as compile_query
+        from hgm_engine.query import compile as compile_query
 
         def compile_(expr: str):
             return compile_query(expr)

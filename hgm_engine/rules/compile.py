@@ -30,8 +30,8 @@ from hgm_engine.query import syntax as S
 from hgm_engine.query.analyze import _Checker
 from hgm_engine.errors import HGMError, Problem, QueryAnalysisError, RuleError, line_column
 from hgm_engine.query.parser import _parser, _syntax_error, _ToAst, decode_string
-from hgm_engine.query.pipeline import CompiledQuery, QueryCache
-from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema
+from hgm_engine.query import CompiledQuery, QueryCache
+from hgm_engine.model import DEFAULT_SCHEMA, Schema
 
 __all__ = ["RuleSet", "Trigger", "Effect", "Propagation", "ConstraintRule", "parse_rules", "compile_rules"]
 

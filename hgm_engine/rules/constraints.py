@@ -21,12 +21,12 @@ import attrs
 
 from hgm_engine.query.analyze import _Checker
 from hgm_engine.errors import Problem, QueryAnalysisError
-from hgm_engine.model.graph import thaw
-from hgm_engine.model.schemacheck import compile_schema
-from hgm_engine.model.overlay import Change
-from hgm_engine.query.parser import parse_constraint
-from hgm_engine.query.executor import Program, build
-from hgm_engine.query.optimizer import optimize
+from hgm_engine.model import thaw
+from hgm_engine.model import compile_schema
+from hgm_engine.model import Change
+from hgm_engine.query import parse_constraint
+from hgm_engine.query import Program, build
+from hgm_engine.query import optimize
 from hgm_engine.query.plan import (
     AllNodes,
     AllOf,
@@ -45,8 +45,8 @@ from hgm_engine.query.plan import (
     Truthy,
     _condition,
 )
-from hgm_engine.model.schema import DEFAULT_ATTRIBUTE_SCHEMAS, DEFAULT_SCHEMA, Closure, Hop, Schema
-from hgm_engine.txn.ops import Violation
+from hgm_engine.model import DEFAULT_ATTRIBUTE_SCHEMAS, DEFAULT_SCHEMA, Closure, Hop, Schema
+from hgm_engine.txn import Violation
 
 __all__ = ["UserConstraint", "ConstraintChecker", "check_full"]
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from hgm_engine.errors import Problem
-from hgm_engine.model.graph import thaw
-from hgm_engine.model.overlay import GraphOverlay
+from hgm_engine.model import thaw
+from hgm_engine.model import GraphOverlay
 from hgm_engine.rules.compile import CompiledTrigger, Propagation, RuleSet, compile_rules
-from hgm_engine.model.schema import Schema
-from hgm_engine.txn.ops import OpContext
+from hgm_engine.model import Schema
+from hgm_engine.txn import OpContext
 from hgm_engine.errors import TransactionError
 
 __all__ = ["RuleEngine", "MAX_ROUNDS", "MARK_ATTRIBUTES", "STATE_RANK"]

@@ -47,7 +47,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hgm_engine import __version__
 from hgm_engine.errors import HGMError
-from hgm_engine.query.executor import Limits
+from hgm_engine.query import Limits
 from hgm_engine.memory import Memory
 from hgm_engine.server.service import BudgetExceeded, MemoryService, ServerLimits, error_document, http_status, node_document
 

@@ -32,9 +32,9 @@ from typing import Any, Iterator, Mapping
 import attrs
 
 from hgm_engine.errors import HGMError, Problem, QueryExecutionError, ServiceError
-from hgm_engine.query.executor import Limits
+from hgm_engine.query import Limits
 from hgm_engine.memory import Memory
-from hgm_engine.txn.ops import TransactionReport
+from hgm_engine.txn import TransactionReport
 from hgm_engine.errors import TransactionRefused
 from hgm_engine.query import syntax as S
 

@@ -7,7 +7,7 @@ import contextlib
 from typing import Iterator
 
 from hgm_engine.errors import HGMError
-from hgm_engine.model.graph import MemoryGraph
+from hgm_engine.model import MemoryGraph
 
 __all__ = ["Store", "InMemoryStore"]
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model.graph import EMPTY_ATTRS, _FLAT, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze
-from hgm_engine.model.schema import DEFAULT_SCHEMA, Schema, closest
+from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
 __all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text"]
 

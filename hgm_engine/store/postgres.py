@@ -35,8 +35,8 @@ import urllib.parse
 from typing import Any, Callable, Iterator
 
 from hgm_engine.errors import Problem
-from hgm_engine.model.graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
-from hgm_engine.txn.history import Commit, commit_from_record, commit_to_record
+from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
+from hgm_engine.txn import Commit, commit_from_record, commit_to_record
 from hgm_engine.store.base import Store
 from hgm_engine.errors import StoreError
 

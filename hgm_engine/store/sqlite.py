@@ -22,7 +22,7 @@ import threading
 from typing import Iterator
 
 from hgm_engine.errors import Problem
-from hgm_engine.model.graph import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
+from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
 from hgm_engine.txn.history import (
     Commit,
     commit_from_record,

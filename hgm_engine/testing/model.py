@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hgm_engine.model.schema import DEFAULT_EDGE_RULES, NODE_TYPES, EDGE_TYPES, STATUSES
+from hgm_engine.model import DEFAULT_EDGE_RULES, NODE_TYPES, EDGE_TYPES, STATUSES
 
 __all__ = ["ModelMemory", "ModelRefusal", "ModelError"]
 

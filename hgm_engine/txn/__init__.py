@@ -1,2 +1,66 @@
 """Transactions: ops, their application to an overlay, reports, history.
 """
+
+from __future__ import annotations
+
+from hgm_engine.txn.ops import (
+    OpContext,
+    Violation,
+    AddNode,
+    UpdateNode,
+    DeleteNode,
+    AddEdge,
+    UpdateEdge,
+    DeleteEdge,
+    ReplaceBranch,
+    Confirm,
+    PlanNode,
+    TransactionDoc,
+    parse_transaction,
+    parse_op,
+    apply_op,
+    orphan_violations,
+    MARK_ATTRS,
+    TransactionReport,
+    change_to_json,
+)
+from hgm_engine.txn.history import (
+    Commit,
+    historical_view,
+    net_changes,
+    change_to_record,
+    change_from_record,
+    commit_to_record,
+    commit_from_record,
+    EmptyView,
+)
+
+__all__ = [
+    "OpContext",
+    "Violation",
+    "AddNode",
+    "UpdateNode",
+    "DeleteNode",
+    "AddEdge",
+    "UpdateEdge",
+    "DeleteEdge",
+    "ReplaceBranch",
+    "Confirm",
+    "PlanNode",
+    "TransactionDoc",
+    "parse_transaction",
+    "parse_op",
+    "apply_op",
+    "orphan_violations",
+    "MARK_ATTRS",
+    "TransactionReport",
+    "change_to_json",
+    "Commit",
+    "historical_view",
+    "net_changes",
+    "change_to_record",
+    "change_from_record",
+    "commit_to_record",
+    "commit_from_record",
+    "EmptyView",
+]

@@ -23,8 +23,8 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from hgm_engine.model.graph import FrozenDict, Edge, MemoryGraph, Node, freeze, thaw
-from hgm_engine.model.overlay import Change, GraphOverlay, apply_changes
+from hgm_engine.model import FrozenDict, Edge, MemoryGraph, Node, freeze, thaw
+from hgm_engine.model import Change, GraphOverlay, apply_changes
 from hgm_engine.txn.ops import change_to_json
 
 __all__ = [

@@ -24,11 +24,12 @@ from typing import Any, Mapping
 import attrs
 
 from hgm_engine.errors import ConflictError, HGMError, Problem, TransactionError, TransactionRefused
-from hgm_engine.model.graph import thaw
-from hgm_engine.model.overlay import Change, GraphOverlay
-from hgm_engine.model.schema import Schema, closest
+from hgm_engine.model import thaw
+from hgm_engine.model import Change, GraphOverlay
+from hgm_engine.model import Schema, closest
 
 __all__ = [
+    "OpContext",
     "Violation",
     "AddNode",
     "UpdateNode",

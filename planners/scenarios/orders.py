@@ -169,7 +169,7 @@ def requests() -> list[Observation]:
 
 def setup(memory: Memory) -> None:
     """The ``orders`` scenario goal and the rewrite-storm guard used here."""
-    from hgm_engine.paths.pathmemory import PathGuards
+    from hgm_engine.paths import PathGuards
 
     memory.path_guards = PathGuards(max_failed_rewrites=MAX_FAILED_REWRITES)
     memory.apply({"author": "setup", "reason": "the orders scenario", "ops": [

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
-from hgm_engine.model.graph import FrozenDict, freeze, thaw
+from hgm_engine.model import FrozenDict, freeze, thaw
 from hgm_engine.errors import LocalizationError
 
 __all__ = ["Step", "PathRecord", "PATH_STATUSES", "PATH_RESULTS"]
