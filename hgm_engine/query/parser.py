@@ -1,8 +1,9 @@
 """Text to frozen AST. Lark stays inside this module.
 
 The grammar is ``grammar/hgm.lark`` (shipped in the wheel as ``hgm_engine/grammar/hgm.lark``).
-A syntax error names the place with a caret and lists the tokens that would have been
-accepted there, written as they are typed.
+Three verbs read its three start symbols: ``parse`` a query, ``parse_constraint`` a
+constraint, ``parse_rule_file`` a rule file. A syntax error names the place with a caret and
+lists the tokens that would have been accepted there, written as they are typed.
 
 >>> parse("root.subgoals[0]").paths[0].steps[1].index
 0
@@ -15,21 +16,19 @@ syntax 15
 
 from __future__ import annotations
 
-import ast as _pyast
 import functools
 import importlib.resources
 import pathlib
 from typing import Any
 
-import lark
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
 
 from hgm_engine.query import syntax as S
-from hgm_engine.errors import QuerySyntaxError, caret_excerpt, line_column
+from hgm_engine.errors import Problem, QuerySyntaxError, line_column
 
-__all__ = ["parse", "parse_constraint", "grammar_text", "grammar_path", "decode_string"]
+__all__ = ["parse", "parse_constraint", "parse_rule_file", "grammar_text", "grammar_path", "decode_string"]
 
 # How regex-defined terminals are described in "expected ..." lists.
 _TERMINAL_WORDS = {
@@ -100,13 +99,7 @@ def parse(text: str) -> S.Query:
     """
     if not isinstance(text, str):
         raise TypeError(f"a query is a string, not {type(text).__name__}")
-    parser = _parser()
-    try:
-        tree = parser.parse(text)
-    except UnexpectedInput as exc:
-        raise _syntax_error(text, exc, parser) from None
-    query = _ToAst(text).transform(tree)
-    return query
+    return _ToAst(text).transform(_tree(text, "start"))
 
 
 def parse_constraint(text: str) -> S.ConstraintDef:
@@ -118,12 +111,35 @@ def parse_constraint(text: str) -> S.ConstraintDef:
     """
     if not isinstance(text, str):
         raise TypeError(f"a constraint is a string, not {type(text).__name__}")
-    parser = _parser("constraint_def")
+    return _ToAst(text).transform(_tree(text, "constraint_def"))
+
+
+def parse_rule_file(text: str) -> S.RuleFile:
+    """Parse a rule file (docs/rules.md) into a frozen :class:`~hgm_engine.query.syntax.RuleFile`.
+
+    Names are not checked here (``analyze_rule_file`` does that against a schema).
+
+    >>> f = parse_rule_file("rule r: on update action where status = 'failed' then mark parent as needs_review")
+    >>> rule = f.statements[0]
+    >>> rule.name, rule.event, rule.node_type, [type(e).__name__ for e in rule.effects]
+    ('r', 'update', 'action', ['MarkEffect'])
+    >>> try:
+    ...     parse_rule_file("rule r: on add fact then mark self as stale")
+    ... except QuerySyntaxError as err:
+    ...     print(err.message)
+    unexpected 'stale'; expected 'needs_review' or 'blocked'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a rule file is a string, not {type(text).__name__}")
+    return _ToAst(text).transform(_tree(text, "rule_file"))
+
+
+def _tree(text: str, start: str) -> Tree:
+    parser = _parser(start)
     try:
-        tree = parser.parse(text)
+        return parser.parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc, parser) from None
-    return _ToAst(text).transform(tree)
 
 
 def _describe_terminal(parser: Lark, name: str) -> str:
@@ -166,8 +182,6 @@ def _syntax_error(text: str, exc: UnexpectedInput, parser: Lark) -> QuerySyntaxE
     message = f"unexpected {found}"
     if words:
         message += "; expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
-    from hgm_engine.errors import Problem
-
     return QuerySyntaxError([Problem("syntax", message, line, column)], text)
 
 
@@ -246,6 +260,52 @@ class _ToAst(Transformer):
     def constraint_def(self, meta, children):
         _each, node_type, _where, where, _must, must = children
         return S.ConstraintDef(str(node_type), _tspan(node_type), where, must, _span(meta), self.text)
+
+    # rule files
+    def rule_file(self, meta, statements):
+        # an empty file has no position of its own; the file's span is its whole text
+        return S.RuleFile(tuple(statements), S.Span(0, len(self.text)), self.text)
+
+    def constraint_stmt(self, meta, children):
+        _constraint, name, definition = children
+        return S.ConstraintStatement(str(name), _tspan(name), definition, _span(meta))
+
+    def trigger_stmt(self, meta, children):
+        _rule, name, _on, event, node_type, _where, condition, _then, *effects = children
+        return S.TriggerStatement(
+            str(name), _tspan(name), str(event), str(node_type), _tspan(node_type), condition, tuple(effects), _span(meta)
+        )
+
+    def propagate_stmt(self, meta, children):
+        _propagate, edge_type, direction, _depth, depth, _from, from_type, _to, to_type = children
+        return S.PropagateStatement(
+            str(edge_type),
+            _tspan(edge_type),
+            str(direction),
+            None if depth is None else int(depth),
+            None if depth is None else _tspan(depth),
+            None if from_type is None else str(from_type),
+            None if from_type is None else _tspan(from_type),
+            None if to_type is None else str(to_type),
+            None if to_type is None else _tspan(to_type),
+            _span(meta),
+        )
+
+    def mark_effect(self, meta, children):
+        _mark, target, _as, state, _because, reason = children
+        reason_text = None if reason is None else decode_string(str(reason))
+        return S.MarkEffect(target, str(state), reason_text, _span(meta))
+
+    def set_effect(self, meta, children):
+        _set, target, _with, *assignments = children
+        return S.SetEffect(target, tuple(assignments), _span(meta))
+
+    def self_target(self, meta, children):
+        return None  # ``self``: the changed node
+
+    def assignment(self, meta, children):
+        name, value = children
+        return S.Assignment(str(name), value, _span(meta))
 
     # starts
     def named_start(self, meta, children):

@@ -1,7 +1,9 @@
 """The frozen abstract syntax tree of the path language, every node with its source span.
 
 The parser builds these; analysis reads them and never changes them. Spans are 0-based
-character offsets into the query text (``start`` inclusive, ``end`` exclusive).
+character offsets into the query text (``start`` inclusive, ``end`` exclusive). A rule file
+(constraints, triggers, propagation declarations) has nodes of its own at the end of this
+module; its conditions and paths are the query nodes, with spans into the rule file's text.
 
 >>> from hgm_engine.query.parser import parse
 >>> q = parse("root.subgoals[0]")
@@ -21,6 +23,15 @@ __all__ = [
     "Span",
     "Query",
     "ConstraintDef",
+    "RuleFile",
+    "ConstraintStatement",
+    "TriggerStatement",
+    "PropagateStatement",
+    "MarkEffect",
+    "SetEffect",
+    "Assignment",
+    "Statement",
+    "RuleEffect",
     "Path",
     "NamedStart",
     "IdStart",
@@ -260,3 +271,107 @@ class Query:
     paths: tuple[Path, ...]
     span: Span
     text: str = attrs.field(eq=False, repr=False, default="")
+
+
+# -- rule files (docs/rules.md) ---------------------------------------------------------
+
+
+@attrs.frozen
+class ConstraintStatement:
+    """``constraint NAME: each TYPE [where COND] must COND``."""
+
+    name: str
+    name_span: Span
+    definition: ConstraintDef
+    span: Span
+
+
+@attrs.frozen
+class MarkEffect:
+    """``mark TARGET as STATE [because 'REASON']``; ``target`` None is ``self``.
+
+    ``reason`` is the string's value (quotes and escapes decoded)."""
+
+    target: Path | None
+    state: str  # needs_review | blocked
+    reason: str | None
+    span: Span
+
+
+@attrs.frozen
+class Assignment:
+    """``name = literal`` in a ``set`` effect."""
+
+    name: str
+    value: Literal | ListLiteral
+    span: Span
+
+
+@attrs.frozen
+class SetEffect:
+    """``set TARGET with a = v, ...``; ``target`` None is ``self``."""
+
+    target: Path | None
+    assignments: tuple[Assignment, ...]
+    span: Span
+
+
+RuleEffect = Union[MarkEffect, SetEffect]
+
+
+@attrs.frozen
+class TriggerStatement:
+    """``rule NAME: on EVENT TYPE [where COND] then EFFECT (; EFFECT)*``."""
+
+    name: str
+    name_span: Span
+    event: str  # add | update | delete
+    node_type: str
+    type_span: Span
+    condition: Expr | None
+    effects: tuple[RuleEffect, ...]
+    span: Span
+
+
+@attrs.frozen
+class PropagateStatement:
+    """``propagate EDGE_TYPE DIRECTION [depth N] [from TYPE] [to TYPE]``; absent parts are None."""
+
+    edge_type: str
+    edge_span: Span
+    direction: str  # forward | backward | both
+    depth: int | None
+    depth_span: Span | None
+    from_type: str | None
+    from_span: Span | None
+    to_type: str | None
+    to_span: Span | None
+    span: Span
+
+
+Statement = Union[ConstraintStatement, TriggerStatement, PropagateStatement]
+
+
+@attrs.frozen
+class RuleFile:
+    """The statements of a rule file, in the order written.
+
+    >>> from hgm_engine.query.parser import parse_rule_file
+    >>> f = parse_rule_file("propagate derived_from backward depth 3")
+    >>> f.statements[0].edge_type, f.statements[0].depth, f.statements[0].from_type
+    ('derived_from', 3, None)
+    """
+
+    statements: tuple[Statement, ...]
+    span: Span
+    text: str = attrs.field(eq=False, repr=False, default="")
+
+    def source(self, node: Any) -> str:
+        """The text a node was parsed from.
+
+        >>> from hgm_engine.query.parser import parse_rule_file
+        >>> f = parse_rule_file("rule r: on add fact where status = 'new' then mark parent as blocked")
+        >>> f.source(f.statements[0].condition)
+        "status = 'new'"
+        """
+        return self.text[node.span.start : node.span.end]
