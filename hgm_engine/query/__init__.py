@@ -21,10 +21,13 @@ from hgm_engine.query.executor import (
 from hgm_engine.query.parser import (
     parse,
     parse_constraint,
+    parse_rule_file,
     decode_string,
 )
 from hgm_engine.query.analyze import (
     analyze,
+    analyze_constraint,
+    analyze_rule_file,
     Analysis,
 )
 from hgm_engine.query.plan import (
@@ -48,8 +51,11 @@ __all__ = [
     "build",
     "parse",
     "parse_constraint",
+    "parse_rule_file",
     "decode_string",
     "analyze",
+    "analyze_constraint",
+    "analyze_rule_file",
     "Analysis",
     "plan",
     "describe",

@@ -1,7 +1,9 @@
 """Analysis: check a parsed query against the schema and find every error before running.
 
 Unknown names get "did you mean"; wrong arguments, misplaced finals and repetitions, and
-regular expressions that do not compile are all reported together, in text order.
+regular expressions that do not compile are all reported together, in text order. The same
+checks serve constraints (``analyze_constraint``) and rule files (``analyze_rule_file``),
+whose conditions and paths are the path language's.
 
 >>> from hgm_engine.query.parser import parse
 >>> from hgm_engine.model.schema import DEFAULT_SCHEMA
@@ -26,10 +28,12 @@ import attrs
 
 from hgm_engine.query import syntax as S
 from hgm_engine.errors import Problem, QueryAnalysisError, line_column
-from hgm_engine.model import Closure, Hop, Schema, closest
+from hgm_engine.model import Hop, Schema, closest
 
 __all__ = [
     "analyze",
+    "analyze_constraint",
+    "analyze_rule_file",
     "Analysis",
     "START_NAMES",
     "GENERIC_STEPS",
@@ -37,6 +41,7 @@ __all__ = [
     "FINALS",
     "CONDITION_FUNCTIONS",
     "MAX_REGEX_LENGTH",
+    "UNSETTABLE_ATTRIBUTES",
 ]
 
 START_NAMES = ("root", "nodes", "focus", "current_goal")
@@ -46,6 +51,9 @@ FINALS = ("count", "exists", "paths")
 CONDITION_FUNCTIONS = ("exists", "count", "has")
 SORT_DIRECTIONS = ("asc", "desc")
 MAX_REGEX_LENGTH = 1000
+# What a rule's ``set`` may not change: a node's identity, and the marks the rule engine keeps
+# (``hgm_engine.rules.engine.MARK_ATTRIBUTES``).
+UNSETTABLE_ATTRIBUTES = ("id", "type", "dirty", "dirty_marks")
 
 
 @attrs.frozen
@@ -75,6 +83,67 @@ def analyze(query: S.Query, schema: Schema) -> Analysis:
         raise QueryAnalysisError(ordered, query.text)
     roles = {name: frozenset(found) for name, found in checker.roles.items()}
     return Analysis(query, checker.params, checker.focus_offset, roles)
+
+
+def analyze_constraint(definition: S.ConstraintDef, schema: Schema) -> None:
+    """Check a parsed constraint; raise :class:`QueryAnalysisError` listing every problem.
+
+    A constraint holds for the nodes of a type of ``schema``; it cannot take parameters.
+
+    >>> from hgm_engine.query.parser import parse_constraint
+    >>> from hgm_engine.model import DEFAULT_SCHEMA
+    >>> analyze_constraint(parse_constraint("each action must exists(results)"), DEFAULT_SCHEMA)
+    >>> try:
+    ...     analyze_constraint(parse_constraint("each acton must status = $s"), DEFAULT_SCHEMA)
+    ... except QueryAnalysisError as err:
+    ...     print([p.message for p in err.problems])
+    ["unknown node type 'acton'; did you mean 'action'?", 'a constraint cannot use parameters ($s)']
+    """
+    checker = _Checker(definition.text, schema)
+    checker.constraint(definition)
+    for param, offset in checker.params.items():
+        checker.report("invalid-argument", f"a constraint cannot use parameters (${param})", offset)
+    checker.raise_sorted()
+
+
+def analyze_rule_file(rule_file: S.RuleFile, schema: Schema) -> None:
+    """Check a parsed rule file; raise :class:`QueryAnalysisError` listing every problem.
+
+    Node types, edge types, relations and functions must exist in ``schema`` ("did you mean");
+    names are unique within the file; a ``set`` cannot change ``UNSETTABLE_ATTRIBUTES``; a
+    depth is at least 1; rules use neither parameters nor the focus.
+
+    >>> from hgm_engine.query.parser import parse_rule_file
+    >>> from hgm_engine.model import DEFAULT_SCHEMA
+    >>> analyze_rule_file(parse_rule_file("propagate derived_from backward depth 3"), DEFAULT_SCHEMA)
+    >>> try:
+    ...     analyze_rule_file(parse_rule_file("rule r: on add fakt then mark relatd as blocked"), DEFAULT_SCHEMA)
+    ... except QueryAnalysisError as err:
+    ...     print([(p.category, p.column) for p in err.problems])
+    [('unknown-name', 16), ('unknown-name', 31)]
+    """
+    checker = _Checker(rule_file.text, schema)
+    names: set[str] = set()
+
+    def unique(name: str, span: S.Span) -> None:
+        if name in names:
+            checker.report("invalid-argument", f"rule name {name!r} is used twice", span.start)
+        names.add(name)
+
+    for statement in rule_file.statements:
+        if isinstance(statement, S.ConstraintStatement):
+            checker.constraint(statement.definition)
+            unique(statement.name, statement.name_span)
+        elif isinstance(statement, S.TriggerStatement):
+            checker.trigger(statement)
+            unique(statement.name, statement.name_span)
+        else:
+            checker.propagation(statement)
+    for param, offset in checker.params.items():
+        checker.report("invalid-argument", f"rules cannot use parameters (${param})", offset)
+    if checker.focus_offset is not None:
+        checker.report("invalid-argument", "rules cannot use the focus", checker.focus_offset)
+    checker.raise_sorted()
 
 
 def is_single_hop(step: S.Step, schema: Schema) -> bool:
@@ -120,6 +189,47 @@ class _Checker:
         self.params.setdefault(name, offset)
         self.roles.setdefault(name, set()).add(role)
 
+    def raise_sorted(self) -> None:
+        """Raise every problem, in text order (problems at one place in the order found)."""
+        if self.problems:
+            self.problems.sort(key=lambda item: item[0])
+            raise QueryAnalysisError([p for _, p in self.problems], self.text)
+
+    def node_type(self, name: str, span: S.Span) -> None:
+        if name not in self.schema.node_types:
+            self.unknown("node type", name, span.start, self.schema.node_types)
+
+    # -- constraints and rule files -----------------------------------------------------
+
+    def constraint(self, definition: S.ConstraintDef) -> None:
+        self.node_type(definition.node_type, definition.type_span)
+        for condition in (definition.where, definition.must):
+            if condition is not None:
+                self.condition(condition)
+
+    def trigger(self, trigger: S.TriggerStatement) -> None:
+        self.node_type(trigger.node_type, trigger.type_span)
+        if trigger.condition is not None:
+            self.condition(trigger.condition)
+        for effect in trigger.effects:
+            if effect.target is not None:
+                self.steps(effect.target.steps)
+            if isinstance(effect, S.SetEffect):
+                for assignment in effect.assignments:
+                    if assignment.name in UNSETTABLE_ATTRIBUTES:
+                        self.report(
+                            "invalid-argument", f"a rule cannot set {assignment.name!r}", trigger.name_span.start
+                        )
+
+    def propagation(self, declaration: S.PropagateStatement) -> None:
+        if declaration.edge_type not in self.schema.edge_types:
+            self.unknown("edge type", declaration.edge_type, declaration.edge_span.start, self.schema.edge_types)
+        for node_type, span in ((declaration.from_type, declaration.from_span), (declaration.to_type, declaration.to_span)):
+            if node_type is not None:
+                self.node_type(node_type, span)
+        if declaration.depth is not None and declaration.depth < 1:
+            self.report("invalid-argument", "depth must be at least 1", declaration.depth_span.start)
+
     # -- queries and paths --------------------------------------------------------------
 
     def query(self, query: S.Query, *, top_level: bool) -> None:
@@ -147,7 +257,7 @@ class _Checker:
     def path(self, path: S.Path) -> None:
         if path.start is not None:
             self.start(path.start)
-        self.steps(path.steps, after_start=path.start is not None)
+        self.steps(path.steps)
 
     def start(self, start: S.Start) -> None:
         if isinstance(start, S.NamedStart):
@@ -171,7 +281,7 @@ class _Checker:
         elif isinstance(start, S.SubqueryStart):
             self.query(start.query, top_level=False)
 
-    def steps(self, steps: tuple[S.Step, ...], *, after_start: bool) -> None:
+    def steps(self, steps: tuple[S.Step, ...]) -> None:
         previous: S.Step | None = None
         final_seen: S.CallStep | None = None
         for step in steps:
@@ -332,7 +442,7 @@ class _Checker:
                 f"{call.name}() needs a path that starts with a navigation step, not .{first.name}()",
                 first.span.start,
             )
-        self.steps(path.steps, after_start=False)
+        self.steps(path.steps)
         for step in path.steps:
             if _final_name(step):
                 self.report(

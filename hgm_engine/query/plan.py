@@ -27,6 +27,7 @@ from hgm_engine.model import Closure, Hop, Latest, Relation, Schema, Siblings, V
 __all__ = [
     "plan",
     "plan_path",
+    "plan_condition",
     "describe",
     "describe_condition",
     "QueryPlan",
@@ -340,7 +341,7 @@ def _plan_call(step: S.CallStep):
 
 def _plan_predicate(step: S.Step, schema: Schema):
     if isinstance(step, S.WhereStep):
-        return Filter(_condition(step.condition, schema))
+        return Filter(plan_condition(step.condition, schema))
     if isinstance(step, S.IndexStep):
         return Index(step.index)
     if isinstance(step, S.SliceStep):
@@ -348,13 +349,20 @@ def _plan_predicate(step: S.Step, schema: Schema):
     raise TypeError(step)
 
 
-def _condition(expr: S.Expr, schema: Schema):
+def plan_condition(expr: S.Expr, schema: Schema):
+    """The plan of a condition (``Cmp``, ``AllOf``, ``PathExists`` ...), evaluated on one node.
+
+    >>> from hgm_engine.query.parser import parse_constraint
+    >>> from hgm_engine.model import DEFAULT_SCHEMA
+    >>> describe_condition(plan_condition(parse_constraint("each action must status = 'done', has(cost)").must, DEFAULT_SCHEMA))
+    "status = 'done' and has(cost)"
+    """
     if isinstance(expr, S.And):
-        return AllOf(tuple(_condition(e, schema) for e in expr.operands))
+        return AllOf(tuple(plan_condition(e, schema) for e in expr.operands))
     if isinstance(expr, S.Or):
-        return AnyOf(tuple(_condition(e, schema) for e in expr.operands))
+        return AnyOf(tuple(plan_condition(e, schema) for e in expr.operands))
     if isinstance(expr, S.Not):
-        return Negate(_condition(expr.operand, schema))
+        return Negate(plan_condition(expr.operand, schema))
     if isinstance(expr, S.Compare):
         return Cmp(expr.op, _operand(expr.left, schema), _operand(expr.right, schema))
     return Truthy(_operand(expr, schema))
@@ -377,7 +385,7 @@ def _operand(expr: S.Expr, schema: Schema):
         relative = plan_path(None, expr.path.steps, schema)
         return PathCount(relative) if expr.name == "count" else PathExists(relative)
     # a parenthesised boolean expression used as an operand
-    return _condition(expr, schema)
+    return plan_condition(expr, schema)
 
 
 def _list_value(expr: S.ListLiteral) -> list:

@@ -9,9 +9,11 @@ A rule file (``*.hgmr``) holds statements in the grammar family of the path lang
              as blocked because 'the place is closed'
     propagate derived_from backward depth 3
 
-Loading checks everything before anything is kept: syntax (line, column, caret), unknown
-types, relations and edge types (``unknown-name`` with "did you mean"), and trigger cycles —
-a rule set whose ``set`` effects can re-trigger its rules forever is refused, naming the cycle.
+Loading checks everything before anything is kept: the parser (``parse_rule_file``) reports
+syntax errors (line, column, caret); analysis (``analyze_rule_file``) unknown types, relations
+and edge types (``unknown-name`` with "did you mean") and misused names; this module builds
+the rule set from the syntax nodes and refuses trigger cycles — a rule set whose ``set``
+effects can re-trigger its rules forever, naming the cycle.
 
 >>> rs = parse_rules("rule r: on update action where status = 'failed' then mark parent as needs_review")
 >>> [(t.name, t.event, t.node_type) for t in rs.triggers]
@@ -23,28 +25,47 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from lark import Token, Transformer, v_args
-from lark.exceptions import UnexpectedInput
 
 from hgm_engine.query import syntax as S
-from hgm_engine.query.analyze import _Checker
-from hgm_engine.errors import HGMError, Problem, QueryAnalysisError, RuleError, line_column
-from hgm_engine.query.parser import _parser, _syntax_error, _ToAst, decode_string
-from hgm_engine.query import CompiledQuery, QueryCache
+from hgm_engine.errors import Problem, RuleError, line_column
+from hgm_engine.query import CompiledQuery, QueryCache, analyze_rule_file, parse_rule_file
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
 
-__all__ = ["RuleSet", "Trigger", "Effect", "Propagation", "ConstraintRule", "parse_rules", "compile_rules"]
+__all__ = [
+    "RuleSet",
+    "Trigger",
+    "Effect",
+    "Propagation",
+    "ConstraintRule",
+    "CompiledTrigger",
+    "parse_rules",
+    "compile_rules",
+    "trigger_cycle",
+    "DEFAULT_DEPTH",
+]
+
+DEFAULT_DEPTH = 10  # how far staleness flows when a propagate declaration names no depth
 
 
 @attrs.frozen
 class ConstraintRule:
+    """A rule file's ``constraint NAME: each ...``; ``text`` is the part from ``each`` on.
+
+    >>> parse_rules("constraint c: each fact must has(content)").constraints
+    (ConstraintRule(name='c', text='each fact must has(content)'),)
+    """
+
     name: str
     text: str  # "each TYPE [where COND] must COND"
 
 
 @attrs.frozen
 class Effect:
-    """``mark TARGET as STATE [because REASON]`` or ``set TARGET with a = v, ...``."""
+    """``mark TARGET as STATE [because REASON]`` or ``set TARGET with a = v, ...``.
+
+    >>> parse_rules("rule r: on add fact then set parent with seen = true").triggers[0].effects
+    (Effect(kind='set', target='parent', state=None, reason=None, assignments=(('seen', True),)),)
+    """
 
     kind: str  # mark | set
     target: str  # "self" or a relative path text
@@ -55,6 +76,13 @@ class Effect:
 
 @attrs.frozen
 class Trigger:
+    """``rule NAME: on EVENT TYPE [where COND] then EFFECTS``, with the condition as text.
+
+    >>> t = parse_rules("rule r: on update action where status = 'failed' then mark parent as blocked").triggers[0]
+    >>> t.event, t.node_type, t.condition, t.requires
+    ('update', 'action', "status = 'failed'", (('status', 'failed'),))
+    """
+
     name: str
     event: str  # add | update | delete
     node_type: str
@@ -67,11 +95,15 @@ class Trigger:
 @attrs.frozen
 class Propagation:
     """Staleness flows along ``edge_type``: ``backward`` reaches the nodes with an edge *into*
-    a changed node (what depends on it), ``forward`` the nodes it points to, ``both`` both."""
+    a changed node (what depends on it), ``forward`` the nodes it points to, ``both`` both.
+
+    >>> parse_rules("propagate derived_from backward to action").propagations[0].name
+    'propagate:derived_from'
+    """
 
     edge_type: str
     direction: str
-    depth: int = 10
+    depth: int = DEFAULT_DEPTH
     from_type: str | None = None
     to_type: str | None = None
 
@@ -82,6 +114,13 @@ class Propagation:
 
 @attrs.frozen
 class RuleSet:
+    """A checked rule file: its constraints, triggers and propagations, and its text.
+
+    >>> both = parse_rules("propagate before forward").merged(parse_rules("propagate causes both"))
+    >>> [p.edge_type for p in both.propagations], both.text
+    (['before', 'causes'], 'propagate before forward\\npropagate causes both')
+    """
+
     constraints: tuple[ConstraintRule, ...] = ()
     triggers: tuple[Trigger, ...] = ()
     propagations: tuple[Propagation, ...] = ()
@@ -96,155 +135,70 @@ class RuleSet:
         )
 
 
-@v_args(meta=True)
-class _Statements(_ToAst):
-    """Turns the rule-file tree into statements, reusing the query AST for conditions/paths."""
-
-    def rule_file(self, meta, children):
-        return list(children)
-
-    def constraint_stmt(self, meta, children):
-        _kw, name, definition = children
-        return ("constraint", name, definition)
-
-    def trigger_stmt(self, meta, children):
-        _rule, name, _on, event, node_type, _where, condition, _then, *effects = children
-        return ("trigger", name, str(event), node_type, condition, [e for e in effects if not isinstance(e, Token)])
-
-    def propagate_stmt(self, meta, children):
-        _kw, edge_type, direction, _depth_kw, depth, _from_kw, from_type, _to_kw, to_type = children
-        return ("propagate", edge_type, str(direction), depth, from_type, to_type)
-
-    def mark_effect(self, meta, children):
-        _mark, target, _as, state, _because, reason = children
-        return ("mark", target, str(state), reason)
-
-    def set_effect(self, meta, children):
-        _set, target, _with, *assignments = children
-        return ("set", target, None, assignments)
-
-    def self_target(self, meta, children):
-        return "self"
-
-    def assignment(self, meta, children):
-        name, value = children
-        return (str(name), value)
-
-
 def parse_rules(text: str, schema: Schema = DEFAULT_SCHEMA) -> RuleSet:
-    """Parse and check a rule file; raise :class:`RuleError` or a query error naming every problem."""
+    """Parse and check a rule file; raise :class:`RuleError` or a query error naming every problem.
+
+    >>> try:
+    ...     parse_rules("rule a: on update action then set self with x = 1\\nrule b: on update action then set self with x = 2")
+    ... except RuleError as err:
+    ...     print(err.category, err.line, err.message)
+    rule-cycle 1 these rules can trigger each other forever: a -> b -> a
+    """
     if not isinstance(text, str):
         raise TypeError("rules are text")
-    parser = _parser("rule_file")
-    try:
-        tree = parser.parse(text)
-    except UnexpectedInput as exc:
-        raise _syntax_error(text, exc, parser) from None
-    statements = _Statements(text).transform(tree)
-    checker = _Checker(text, schema)
-    constraints, triggers, propagations = [], [], []
-    names: dict[str, int] = {}
-
-    def name_of(token) -> str:
-        name = str(token)
-        if name in names:
-            checker.report("invalid-argument", f"rule name {name!r} is used twice", token.start_pos)
-        names[name] = token.start_pos
-        return name
-
-    for statement in statements:
-        kind = statement[0]
-        if kind == "constraint":
-            _, token, definition = statement
-            if definition.node_type not in schema.node_types:
-                checker.unknown("node type", definition.node_type, definition.type_span.start, schema.node_types)
-            for condition in (definition.where, definition.must):
-                if condition is not None:
-                    checker.condition(condition)
-            constraints.append(ConstraintRule(name_of(token), text[definition.span.start : definition.span.end]))
-        elif kind == "trigger":
-            _, token, event, type_token, condition, effects = statement
-            if str(type_token) not in schema.node_types:
-                checker.unknown("node type", str(type_token), type_token.start_pos, schema.node_types)
-            if condition is not None:
-                checker.condition(condition)
-            compiled_effects = []
-            for effect_kind, target, state, extra in effects:
-                if target == "self":
-                    target_text = "self"
-                else:
-                    checker.steps(target.steps, after_start=False)
-                    target_text = text[target.span.start : target.span.end]
-                if effect_kind == "mark":
-                    reason = decode_string(str(extra)) if extra is not None else None
-                    compiled_effects.append(Effect("mark", target_text, state, reason))
-                else:
-                    assignments = []
-                    for name, value in extra:
-                        if name in ("id", "type", "dirty", "dirty_marks"):
-                            checker.report("invalid-argument", f"a rule cannot set {name!r}", token.start_pos)
-                        assignments.append((name, _literal(value)))
-                    compiled_effects.append(Effect("set", target_text, None, None, tuple(assignments)))
-            condition_text = None if condition is None else text[condition.span.start : condition.span.end]
-            triggers.append(
-                Trigger(
-                    name_of(token),
-                    event,
-                    str(type_token),
-                    condition_text,
-                    tuple(compiled_effects),
-                    _required_equalities(condition),
-                )
-            )
-        else:
-            _, edge_token, direction, depth, from_type, to_type = statement
-            if str(edge_token) not in schema.edge_types:
-                checker.unknown("edge type", str(edge_token), edge_token.start_pos, schema.edge_types)
-            for type_token in (from_type, to_type):
-                if type_token is not None and str(type_token) not in schema.node_types:
-                    checker.unknown("node type", str(type_token), type_token.start_pos, schema.node_types)
-            depth_value = 10 if depth is None else int(depth)
-            if depth_value < 1:
-                checker.report("invalid-argument", "depth must be at least 1", depth.start_pos)
-            propagations.append(
-                Propagation(
-                    str(edge_token),
-                    direction,
-                    depth_value,
-                    None if from_type is None else str(from_type),
-                    None if to_type is None else str(to_type),
-                )
-            )
-    for param, offset in checker.params.items():
-        checker.report("invalid-argument", f"rules cannot use parameters (${param})", offset)
-    if checker.focus_offset is not None:
-        checker.report("invalid-argument", "rules cannot use the focus", checker.focus_offset)
-    if checker.problems:
-        checker.problems.sort(key=lambda item: item[0])
-        raise QueryAnalysisError([p for _, p in checker.problems], text)
-    rule_set = RuleSet(tuple(constraints), tuple(triggers), tuple(propagations), text)
+    rule_file = parse_rule_file(text)
+    analyze_rule_file(rule_file, schema)
+    rule_set = _rule_set(rule_file)
     cycle = trigger_cycle(rule_set)
     if cycle:
-        import re
-
-        found = re.search(r"\brule\s+" + re.escape(cycle[0]) + r"\s*:", text)
-        position = found.start() if found else 0
-        line, column = line_column(text, max(position, 0))
-        raise RuleError(
-            [
-                Problem(
-                    "rule-cycle",
-                    "these rules can trigger each other forever: " + " -> ".join(cycle + cycle[:1]),
-                    line,
-                    column,
-                )
-            ],
-            text,
-        )
+        first = next(s for s in rule_file.statements if isinstance(s, S.TriggerStatement) and s.name == cycle[0])
+        line, column = line_column(text, first.span.start)
+        message = "these rules can trigger each other forever: " + " -> ".join(cycle + cycle[:1])
+        raise RuleError([Problem("rule-cycle", message, line, column)], text)
     return rule_set
 
 
-def _required_equalities(condition: Any) -> tuple[tuple[str, Any], ...]:
+def _rule_set(rule_file: S.RuleFile) -> RuleSet:
+    constraints, triggers, propagations = [], [], []
+    for statement in rule_file.statements:
+        if isinstance(statement, S.ConstraintStatement):
+            constraints.append(ConstraintRule(statement.name, rule_file.source(statement.definition)))
+        elif isinstance(statement, S.TriggerStatement):
+            triggers.append(_trigger(statement, rule_file))
+        else:
+            propagations.append(
+                Propagation(
+                    statement.edge_type,
+                    statement.direction,
+                    DEFAULT_DEPTH if statement.depth is None else statement.depth,
+                    statement.from_type,
+                    statement.to_type,
+                )
+            )
+    return RuleSet(tuple(constraints), tuple(triggers), tuple(propagations), rule_file.text)
+
+
+def _trigger(statement: S.TriggerStatement, rule_file: S.RuleFile) -> Trigger:
+    effects = []
+    for effect in statement.effects:
+        target = "self" if effect.target is None else rule_file.source(effect.target)
+        if isinstance(effect, S.MarkEffect):
+            effects.append(Effect("mark", target, effect.state, effect.reason))
+        else:
+            assignments = tuple((a.name, _literal(a.value)) for a in effect.assignments)
+            effects.append(Effect("set", target, None, None, assignments))
+    condition = None if statement.condition is None else rule_file.source(statement.condition)
+    return Trigger(
+        statement.name,
+        statement.event,
+        statement.node_type,
+        condition,
+        tuple(effects),
+        _required_equalities(statement.condition),
+    )
+
+
+def _required_equalities(condition: S.Expr | None) -> tuple[tuple[str, Any], ...]:
     """The ``attr = constant`` parts a condition cannot hold without."""
     if condition is None:
         return ()
@@ -261,7 +215,7 @@ def _required_equalities(condition: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(found)
 
 
-def _literal(node: Any) -> Any:
+def _literal(node: S.Literal | S.ListLiteral) -> Any:
     if isinstance(node, S.ListLiteral):
         return tuple(_literal(i) for i in node.items)
     return node.value
@@ -275,6 +229,9 @@ def trigger_cycle(rule_set: RuleSet) -> list[str]:
     requires. Set values are constants, so a group of rules feeding each other can only run
     forever when it gives some attribute two different values; otherwise every node settles
     after each attribute was set once.
+
+    >>> trigger_cycle(parse_rules("rule a: on update action where status = 'failed' then set self with status = 'done'"))
+    []
     """
     triggers = {t.name: t for t in rule_set.triggers}
     edges: dict[str, list[str]] = {name: [] for name in triggers}
@@ -356,13 +313,20 @@ def _cycle_in(group: list[str], edges: dict[str, list[str]]) -> list[str]:
 
 @attrs.frozen
 class CompiledTrigger:
+    """A trigger with its condition and effect targets compiled as queries from ``$node``."""
+
     trigger: Trigger
     condition: CompiledQuery | None
     targets: tuple[CompiledQuery | None, ...]  # None: the changed node itself
 
 
 def compile_rules(rule_set: RuleSet, schema: Schema = DEFAULT_SCHEMA) -> tuple[CompiledTrigger, ...]:
-    """Compile each trigger's condition and effect targets as queries from ``$node``."""
+    """Compile each trigger's condition and effect targets as queries from ``$node``.
+
+    >>> [compiled] = compile_rules(parse_rules("rule r: on add fact then mark self as blocked; mark parent as blocked"))
+    >>> compiled.condition is None, [target is None for target in compiled.targets]
+    (True, [True, False])
+    """
     cache = QueryCache(schema, size=4096)
     compiled = []
     for trigger in rule_set.triggers:

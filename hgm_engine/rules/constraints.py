@@ -19,12 +19,11 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from hgm_engine.query.analyze import _Checker
 from hgm_engine.errors import Problem, QueryAnalysisError
 from hgm_engine.model import thaw
 from hgm_engine.model import compile_schema
 from hgm_engine.model import Change
-from hgm_engine.query import parse_constraint
+from hgm_engine.query import analyze_constraint, parse_constraint
 from hgm_engine.query import Program, build
 from hgm_engine.query import optimize
 from hgm_engine.query.plan import (
@@ -43,7 +42,7 @@ from hgm_engine.query.plan import (
     PathPlan,
     QueryPlan,
     Truthy,
-    _condition,
+    plan_condition,
 )
 from hgm_engine.model import DEFAULT_ATTRIBUTE_SCHEMAS, DEFAULT_SCHEMA, Closure, Hop, Schema
 from hgm_engine.txn import Violation
@@ -107,25 +106,15 @@ class UserConstraint:
         if not isinstance(name, str) or not name:
             raise QueryAnalysisError([Problem("invalid-argument", "a constraint needs a non-empty name")])
         definition = parse_constraint(text)
-        checker = _Checker(text, schema)
-        if definition.node_type not in schema.node_types:
-            checker.unknown("node type", definition.node_type, definition.type_span.start, schema.node_types)
-        for condition in (definition.where, definition.must):
-            if condition is not None:
-                checker.condition(condition)
-        for param, offset in checker.params.items():
-            checker.report("invalid-argument", f"a constraint cannot use parameters (${param})", offset)
-        if checker.problems:
-            checker.problems.sort(key=lambda item: item[0])
-            raise QueryAnalysisError([p for _, p in checker.problems], text)
+        analyze_constraint(definition, schema)
         radius = max(
-            _condition_radius(_condition(c, schema)) for c in (definition.where, definition.must) if c is not None
+            _condition_radius(plan_condition(c, schema)) for c in (definition.where, definition.must) if c is not None
         )
         # Violators are the nodes of the type that meet ``where`` and fail ``must``.
         parts = [Cmp("=", Attr("type"), Const(definition.node_type))]
         if definition.where is not None:
-            parts.append(_condition(definition.where, schema))
-        parts.append(Negate(_condition(definition.must, schema)))
+            parts.append(plan_condition(definition.where, schema))
+        parts.append(Negate(plan_condition(definition.must, schema)))
         violator = Filter(AllOf(tuple(parts)))
         scoped = optimize(QueryPlan((PathPlan(ParamNodes("scope"), (violator,)),)))
         everywhere = optimize(QueryPlan((PathPlan(AllNodes(), (violator,)),)))
