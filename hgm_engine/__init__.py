@@ -36,6 +36,7 @@ from hgm_engine.query import Limits
 from hgm_engine.memory import Memory
 from hgm_engine.query import CompiledQuery, QueryResult, compile
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
+from hgm_engine.rules import parse_rules
 
 __all__ = [
     "Memory",
@@ -63,6 +64,7 @@ __all__ = [
     "LocalizationError",
     "RewriteProposalError",
     "ServiceError",
+    "parse_rules",
 ]
 
 __version__ = "0.1.0"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hgm_engine import HGMError, Memory
-from hgm_engine.rules.compile import parse_rules
-from hgm_engine.errors import RuleError
+from hgm_engine import HGMError, Memory, RuleError, parse_rules
 
 
 def trip() -> Memory:
@@ -230,3 +228,55 @@ def test_a_rule_file_cannot_take_a_constraint_name_in_use():
         m.load_rules("constraint named: each goal must has(content)")
     assert caught.value.category == "invalid-argument"
     assert m.constraints() == {"named": "each fact must has(content)"}
+
+
+def test_a_rule_file_parses_into_frozen_syntax_nodes_with_spans():
+    import attrs
+
+    from hgm_engine.query import parse_rule_file
+    from hgm_engine.query import syntax as S
+
+    text = "rule r: on add fact where ok then mark parent as blocked because 'why'; set self with n = [1]"
+    rule_file = parse_rule_file(text)
+    (trigger,) = rule_file.statements
+    mark, assign = trigger.effects
+    assert isinstance(trigger, S.TriggerStatement) and trigger.event == "add"
+    assert (mark.state, mark.reason, rule_file.source(mark.target)) == ("blocked", "why", "parent")
+    assert assign.target is None and assign.assignments[0].value == S.ListLiteral((S.Literal(1, S.Span(91, 92)),), S.Span(90, 93))
+    assert text[trigger.name_span.start : trigger.name_span.end] == "r"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        trigger.name = "other"  # type: ignore[misc]
+
+
+def test_lark_is_imported_by_the_parser_module_only():
+    """Rule files, constraints and queries all reach lark through hgm_engine.query.parser."""
+    import ast
+    import pathlib
+
+    import hgm_engine
+
+    package = pathlib.Path(hgm_engine.__file__).parent
+    importers = []
+    for module in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(name == "lark" or name.startswith("lark.") for name in names):
+                importers.append(module.relative_to(package).as_posix())
+    assert sorted(set(importers)) == ["query/parser.py"]
+
+
+def test_every_problem_of_a_rule_file_is_listed_in_text_order_with_its_position():
+    with pytest.raises(HGMError) as caught:
+        parse_rules(
+            "rule r: on add fact where x = $p then set self with dirty = 1\n"
+            "constraint r: each fakt must exists(childrn)\n"
+            "propagate derived_from forward depth 0"
+        )
+    assert [(p.category, p.line, p.column) for p in caught.value.problems] == [
+        ("invalid-argument", 1, 6),  # a rule cannot set 'dirty'
+        ("invalid-argument", 1, 31),  # rules cannot use parameters ($p)
+        ("invalid-argument", 2, 12),  # rule name 'r' is used twice
+        ("unknown-name", 2, 20),  # fakt
+        ("unknown-name", 2, 37),  # childrn
+        ("invalid-argument", 3, 38),  # depth must be at least 1
+    ]
