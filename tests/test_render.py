@@ -1,4 +1,4 @@
-"""Pictures of a memory (hgm_engine.render.pictures): Mermaid, DOT and the self-contained HTML page.
+"""Pictures of a memory (hgm_engine.render): Mermaid, DOT and the self-contained HTML page.
 
 The HTML page is checked twice: as text (self-contained, its JSON round-trips, hostile text
 cannot escape) and as a page a real browser draws — Debian's headless Chromium renders it and
@@ -23,7 +23,8 @@ from hgm_engine import HGMError, Memory
 from hgm_engine.cli.app import sample_document
 from hgm_engine.errors import QuerySyntaxError
 from hgm_engine.model.graph import MemoryGraph
-from hgm_engine.render.pictures import FORMATS, dom_id, picture, render, to_dot, to_html, to_mermaid
+from hgm_engine.render import FORMATS, picture, render, to_dot, to_html, to_mermaid
+from hgm_engine.render.html import dom_id
 
 HOSTILE = [
     '"]; drop',
