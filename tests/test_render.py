@@ -1,4 +1,4 @@
-"""Pictures of a memory (hgm_engine.render.pictures): Mermaid, DOT and the self-contained HTML page.
+"""Pictures of a memory (hgm_engine.render): Mermaid, DOT and the self-contained HTML page.
 
 The HTML page is checked twice: as text (self-contained, its JSON round-trips, hostile text
 cannot escape) and as a page a real browser draws — Debian's headless Chromium renders it and
@@ -9,6 +9,7 @@ in for a click on a node.
 from __future__ import annotations
 
 import html.parser
+import importlib.resources
 import json
 import os
 import pathlib
@@ -23,7 +24,8 @@ from hgm_engine import HGMError, Memory
 from hgm_engine.cli.app import sample_document
 from hgm_engine.errors import QuerySyntaxError
 from hgm_engine.model.graph import MemoryGraph
-from hgm_engine.render.pictures import FORMATS, dom_id, picture, render, to_dot, to_html, to_mermaid
+from hgm_engine.render import FORMATS, picture, render, to_dot, to_html, to_mermaid
+from hgm_engine.render.html import dom_id
 
 HOSTILE = [
     '"]; drop',
@@ -394,6 +396,19 @@ def test_layout_puts_every_box_in_its_own_place(sample):
     assert by_id["d1"]["x"] > by_id["trip"]["x"]
     assert by_id["d1"]["y"] < by_id["d2"]["y"] < by_id["d3"]["y"]
     assert by_id["e_hotel"]["x"] > max(n["x"] for n in data["nodes"] if n["hierarchy"])
+
+
+def test_the_page_inlines_its_assets_as_they_are(sample):
+    assets = importlib.resources.files("hgm_engine.render") / "assets"
+    skeleton = (assets / "page.html").read_text(encoding="utf-8")
+    page = to_html(sample, title="the sample")
+    before_title, _, rest = skeleton.partition("@TITLE@")
+    assert page.startswith(before_title + "hgm — the sample</title>")
+    assert page.endswith(skeleton.rpartition("@SCRIPT@")[2])
+    for name in ("style.css", "script.js"):
+        text = (assets / name).read_text(encoding="utf-8")
+        assert page.count(text) == 1, name
+    assert "@STYLE@" not in page and "@SCRIPT@" not in page and "@DATA@" not in page
 
 
 def test_render_picks_the_format(sample):

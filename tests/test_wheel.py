@@ -1,4 +1,5 @@
-"""The wheel carries the grammar (the only definition of the syntax) and both packages."""
+"""The wheel carries the grammar (the only definition of the syntax), the package data (the
+HTML picture's page, style and script; the sample memory) and both packages."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import zipfile
 from tests.conftest import REPO
 
 
-def test_wheel_ships_the_grammar_and_packages(tmp_path):
+def test_wheel_ships_the_grammar_package_data_and_packages(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
         check=True,
@@ -21,6 +22,11 @@ def test_wheel_ships_the_grammar_and_packages(tmp_path):
         assert "hgm_engine/grammar/hgm.lark" in names
         assert archive.read("hgm_engine/grammar/hgm.lark") == (REPO / "grammar" / "hgm.lark").read_bytes()
         assert "hgm_engine/__init__.py" in names
+        for asset in ("page.html", "style.css", "script.js"):
+            shipped = f"hgm_engine/render/assets/{asset}"
+            assert shipped in names, shipped
+            assert archive.read(shipped) == (REPO / shipped).read_bytes()
+        assert "hgm_engine/data/sample_memory.json" in names
         assert "planners/__init__.py" in names
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "hgm = hgm_engine.cli:main" in archive.read(entry_points).decode()

@@ -1,4 +1,16 @@
-"""Pictures of a memory: Mermaid, DOT and a self-contained HTML page.
+"""Pictures of a memory: Mermaid, Graphviz DOT and one self-contained HTML page.
+
+Every function here is pure: a memory (or a bare :class:`~hgm_engine.model.MemoryGraph`) in,
+text out. What is drawn is the same in every format — :func:`picture` decides it (the
+``parent_of`` hierarchy with the nodes in no hierarchy beside it, cut by ``root``/``depth``, at
+``as_of``, marked by ``highlight``) and each format only draws that :class:`Picture`:
+
+- :mod:`~hgm_engine.render.picture`: the picture model and what a picture shows;
+- :mod:`~hgm_engine.render.labels`: the captions, counts and colours every format shares;
+- :mod:`~hgm_engine.render.mermaid`, :mod:`~hgm_engine.render.dot`: the text formats;
+- :mod:`~hgm_engine.render.html`: the page's layout and data; the page itself (HTML, CSS,
+  script) is package data in ``assets/``;
+- :mod:`~hgm_engine.render.formats`: the formats by name and :func:`render`.
 
 >>> from hgm_engine import Memory
 >>> m = Memory.from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []})
@@ -6,6 +18,10 @@
 'flowchart TD'
 """
 
-from hgm_engine.render.pictures import FORMATS, Highlight, Picture, picture, render, to_dot, to_html, to_mermaid
+from hgm_engine.render.dot import to_dot
+from hgm_engine.render.formats import FORMATS, render
+from hgm_engine.render.html import to_html
+from hgm_engine.render.mermaid import to_mermaid
+from hgm_engine.render.picture import Highlight, Picture, picture
 
 __all__ = ["FORMATS", "Picture", "Highlight", "picture", "render", "to_mermaid", "to_dot", "to_html"]

@@ -1,0 +1,121 @@
+"""What every picture format writes the same way: node captions, counts, colours, class names.
+
+Mermaid, DOT and the HTML page draw one :class:`~hgm_engine.render.picture.Picture`; the words
+and colours they put on it come from here, so the three say the same thing.
+
+>>> colors_of("goal"), colors_of("no-such-type")
+(('#dbeafe', '#3b82f6'), ('#f1f5f9', '#64748b'))
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from hgm_engine.model import Node
+
+if TYPE_CHECKING:
+    from hgm_engine.render.picture import Highlight
+
+__all__ = [
+    "TYPE_COLORS",
+    "OTHER_COLORS",
+    "HIGHLIGHT_COLOR",
+    "LABEL_WIDTH",
+    "colors_of",
+    "plural",
+    "short",
+    "caption",
+    "hidden_note",
+    "css_name",
+    "highlight_summary",
+]
+
+# (fill, stroke) of a node box by node type; types without an entry get OTHER_COLORS.
+TYPE_COLORS = {
+    "goal": ("#dbeafe", "#3b82f6"),
+    "action": ("#dcfce7", "#22c55e"),
+    "entity": ("#fef3c7", "#f59e0b"),
+    "fact": ("#f3e8ff", "#a855f7"),
+    "result": ("#fce7f3", "#ec4899"),
+}
+OTHER_COLORS = ("#f1f5f9", "#64748b")
+HIGHLIGHT_COLOR = "#ea580c"
+LABEL_WIDTH = 48  # characters of content in Mermaid/DOT labels
+
+
+def colors_of(node_type: str) -> tuple[str, str]:
+    """The (fill, stroke) colours of a node box of type ``node_type``.
+
+    >>> colors_of("fact")
+    ('#f3e8ff', '#a855f7')
+    """
+    return TYPE_COLORS.get(node_type, OTHER_COLORS)
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an ``s`` unless ``n`` is 1.
+
+    >>> plural(1, "result"), plural(3, "result")
+    ('1 result', '3 results')
+    """
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def short(text: Any, width: int) -> str:
+    """``text`` on one line (runs of whitespace become one space), cut to ``width`` characters
+    with an ellipsis.
+
+    >>> short("Visit   the\\nGreat Wall", 12)
+    'Visit the G…'
+    """
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def caption(node: Node, width: int) -> tuple[str, str]:
+    """(``id [type]``, ``status: content``) with the content cut to ``width`` characters.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> graph = MemoryGraph.from_records([("a", "action", {"status": "done", "content": "Book the hotel"})], [])
+    >>> caption(graph.node("a"), 12)
+    ('a [action]', 'done: Book …')
+    """
+    status, content = node.get("status"), node.get("content")
+    detail = "" if status is None else str(status)
+    if content is not None:
+        detail = f"{detail}: {content}" if detail else str(content)
+    return f"{node.id} [{node.type}]", short(detail, width) if detail else ""
+
+
+def hidden_note(count: int) -> str:
+    """What a node whose ``count`` children a depth limit left out says about them.
+
+    >>> hidden_note(1), hidden_note(4)
+    ('(+1 child not shown)', '(+4 children not shown)')
+    """
+    return "(+1 child not shown)" if count == 1 else f"(+{count} children not shown)"
+
+
+def css_name(kind: str) -> str:
+    """A class name made of safe characters (type names are identifiers in practice) that is
+    none of the classes the pictures use for themselves.
+
+    >>> css_name("goal"), css_name("highlight"), css_name("my-type")
+    ('goal', 't_highlight', 'my_type')
+    """
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", kind)
+    return "t_" + safe if safe in ("highlight", "onpath", "default") or not safe[:1].isalpha() else safe
+
+
+def highlight_summary(found: Highlight) -> str:
+    """What a highlight found, in a few words (the title line of Mermaid and DOT).
+
+    >>> from hgm_engine.render.picture import Highlight
+    >>> highlight_summary(Highlight("root.actions", "nodes", ("a", "b"))), highlight_summary(Highlight("nodes.count()", "count", value=7))
+    ('2 results', 'count = 7, marks no nodes')
+    """
+    if found.kind in ("count", "exists"):
+        return f"{found.kind} = {json.dumps(found.value)}, marks no nodes"
+    return plural(found.count, "result")

@@ -1,0 +1,343 @@
+"""What a picture of a memory shows, whatever its format: :func:`picture` decides, the
+formats (:mod:`~hgm_engine.render.mermaid`, :mod:`~hgm_engine.render.dot`,
+:mod:`~hgm_engine.render.html`) only draw its :class:`Picture`.
+
+It is the ``parent_of`` hierarchy (children in edge order) with the nodes that are in no
+hierarchy (entities, facts, results) beside it, and every other edge between drawn nodes;
+``root``/``depth`` cut it as ``hgm show`` does, ``as_of`` takes an earlier state, and
+``highlight`` (a path expression) marks what a query finds and the walks that reached it
+(its ``.paths()`` form).
+
+>>> from hgm_engine.memory import Memory
+>>> m = Memory.from_document({"format": "hgm-graph/1",
+...     "nodes": [{"id": "trip", "type": "goal"}, {"id": "visit", "type": "action"}, {"id": "park", "type": "entity"}],
+...     "edges": [{"from": "trip", "to": "visit", "type": "parent_of"}, {"from": "visit", "to": "park", "type": "related_to"}]})
+>>> p = picture(m, highlight="root.actions")
+>>> [n.id for n in p.nodes], sorted(p.hierarchy), dict(p.marked)
+(['trip', 'visit', 'park'], ['trip', 'visit'], {'trip': 'path', 'visit': 'result'})
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Union
+
+import attrs
+
+from hgm_engine.errors import HGMError, Problem
+from hgm_engine.memory import HistoricalMemory, Memory
+from hgm_engine.model import Edge, MemoryGraph, Node
+from hgm_engine.query import compile as compile_query
+from hgm_engine.render.labels import plural
+from hgm_engine.store import graph_from_document
+
+__all__ = ["Drawable", "Highlight", "Picture", "picture"]
+
+# What can be drawn: a memory (now or, through as_of, earlier), a past state of one, a bare graph.
+Drawable = Union[Memory, HistoricalMemory, MemoryGraph]
+
+
+@attrs.frozen
+class Highlight:
+    """What a highlight query found: the result ``ids`` (in result order), the ``paths`` that
+    reached them, and a ``note`` when it marks nothing (a count or exists query) or when some
+    results are outside the drawn part. ``value`` is the count or boolean of such queries.
+
+    >>> Highlight("root.actions", "nodes", ("visit",), (("trip", "visit"),)).count
+    1
+    """
+
+    query: str
+    kind: str
+    ids: tuple[str, ...] = ()
+    paths: tuple[tuple[str, ...], ...] = ()
+    value: Any = None
+    note: str | None = None
+
+    @property
+    def count(self) -> int:
+        """How many results the query had (the count itself for a ``.count()`` query).
+
+        >>> Highlight("nodes.count()", "count", value=7).count, Highlight("nodes.exists()", "exists", value=True).count
+        (7, 1)
+        """
+        if self.kind == "count":
+            return int(self.value)
+        if self.kind == "exists":
+            return int(bool(self.value))
+        return len(self.ids)
+
+    def to_json(self) -> dict[str, Any]:
+        """The highlight as the HTML page embeds it (lists for tuples, ``count`` included).
+
+        >>> Highlight("root.actions", "nodes", ("visit",), (("trip", "visit"),)).to_json()["paths"]
+        [['trip', 'visit']]
+        """
+        return {
+            "query": self.query,
+            "kind": self.kind,
+            "count": self.count,
+            "value": self.value,
+            "ids": list(self.ids),
+            "paths": [list(p) for p in self.paths],
+            "note": self.note,
+        }
+
+
+@attrs.frozen
+class Picture:
+    """What a picture shows, whatever its format.
+
+    ``nodes`` are the drawn payloads — the hierarchy in drawing order (depth first, children
+    in edge order), then the nodes in no hierarchy in creation order; ``levels`` gives each
+    hierarchy node's depth below its top; ``tree_parent`` the parent it is drawn under;
+    ``hidden`` how many children ``depth`` left out. ``edges`` are the drawn edges: the
+    hierarchy's ``parent_of`` edges in drawing order, then every other edge between drawn nodes
+    in creation order. ``marked`` maps highlighted ids to ``"result"`` or ``"path"``;
+    ``marked_edges`` holds the keys of the edges the highlight's walks use. ``total_nodes``
+    and ``total_edges`` count the whole state drawn from, ``t`` is its time (None for a bare
+    graph) and ``histories`` each drawn node's commits (None when not asked for or unknown).
+    :func:`picture` makes one:
+
+    >>> p = picture(MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {})], [("g", "a", "parent_of", {})]))
+    >>> [n.id for n in p.nodes], dict(p.levels), dict(p.tree_parent), p.total_edges, p.t
+    (['g', 'a'], {'g': 0, 'a': 1}, {'g': None, 'a': 'g'}, 1, None)
+    """
+
+    nodes: tuple[Node, ...]
+    hierarchy: frozenset[str]
+    levels: Mapping[str, int]
+    tree_parent: Mapping[str, str | None]
+    hidden: Mapping[str, int]
+    edges: tuple[Edge, ...]
+    highlight: Highlight | None
+    marked: Mapping[str, str]
+    marked_edges: frozenset[tuple[str, str, str]]
+    total_nodes: int
+    total_edges: int
+    t: int | None
+    histories: Mapping[str, list[dict[str, Any]]] | None
+
+
+# -- what to draw ------------------------------------------------------------------------------
+
+
+def _sources(memory: Drawable, as_of: int | str | None) -> tuple[Memory | None, MemoryGraph, int | None]:
+    """(the Memory or None, the graph to draw, the ``t`` drawn or None)."""
+    if isinstance(memory, MemoryGraph):
+        if as_of is not None:
+            raise HGMError([Problem("invalid-argument", "as_of needs a memory: a bare graph has no history", where="as_of")])
+        return None, memory, None
+    if isinstance(memory, HistoricalMemory):
+        if as_of is None:
+            as_of = memory.t
+        memory = memory.memory
+    if not isinstance(memory, Memory):
+        raise TypeError(f"cannot draw a {type(memory).__name__}: pass a Memory or a MemoryGraph")
+    if as_of is None:
+        return memory, memory.graph, memory.t
+    t = memory.as_of(as_of).t  # resolves snapshot names; refuses a t outside the history
+    if t == memory.t:
+        return memory, memory.graph, t
+    return memory, graph_from_document(memory.export(as_of=t), memory.schema), t
+
+
+def _in_hierarchy(graph: MemoryGraph, node: Node) -> bool:
+    if node.type == "goal":
+        return True  # a lone goal is a tree of its own
+    return bool(graph.in_ids(node.id, "parent_of") or graph.out_ids(node.id, "parent_of"))
+
+
+def _tops(graph: MemoryGraph) -> list[str]:
+    """Root goals in creation order, then what they do not reach (as ``hgm show`` draws)."""
+    tops = list(graph.roots())
+    reached: set[str] = set()
+
+    def reach(start: str) -> None:
+        stack = [start]
+        while stack:
+            node_id = stack.pop()
+            if node_id not in reached:
+                reached.add(node_id)
+                stack.extend(graph.out_ids(node_id, "parent_of"))
+
+    for top in tops:
+        reach(top)
+    for node in graph.nodes():
+        if node.id not in reached and _in_hierarchy(graph, node):
+            tops.append(node.id)
+            reach(node.id)
+    return tops
+
+
+def _walk_hierarchy(graph: MemoryGraph, tops: list[str], depth: int | None):
+    """Depth-first from the tops, children in edge order, each node once (its first place)."""
+    order: list[str] = []
+    levels: dict[str, int] = {}
+    tree_parent: dict[str, str | None] = {}
+    hidden: dict[str, int] = {}
+    stack: list[tuple[str, str | None, int]] = [(top, None, 0) for top in reversed(tops)]
+    while stack:
+        node_id, parent, level = stack.pop()
+        if node_id in levels:
+            continue
+        levels[node_id] = level
+        tree_parent[node_id] = parent
+        order.append(node_id)
+        children = graph.out_ids(node_id, "parent_of")
+        if depth is not None and level >= depth:
+            if children:
+                hidden[node_id] = len(children)
+            continue
+        for child in reversed(children):
+            if child not in levels:
+                stack.append((child, node_id, level + 1))
+    return order, levels, tree_parent, hidden
+
+
+def picture(
+    memory: Drawable,
+    *,
+    root: str | None = None,
+    depth: int | None = None,
+    highlight: str | None = None,
+    as_of: int | str | None = None,
+    focus: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    history: bool = True,
+) -> Picture:
+    """Decide what a picture shows (the formats only draw it): see :class:`Picture`.
+
+    Without ``root`` every tree is drawn and every node in no hierarchy beside it; with
+    ``root``, its subtree and the non-hierarchy nodes connected to it (through other such
+    nodes too). ``depth`` limits the levels below each top (0: tops only). ``highlight`` is a
+    path expression run on the state drawn (with ``focus`` and ``params``); compile and run
+    errors are the engine's :class:`~hgm_engine.errors.HGMError`. ``history`` embeds each drawn
+    node's history (commits up to the state drawn) when ``memory`` is a Memory.
+
+    >>> from hgm_engine.cli.app import sample_document
+    >>> from hgm_engine.memory import Memory
+    >>> p = picture(Memory.from_document(sample_document()), root="d3", highlight="#d3.actions.where(status = 'failed')")
+    >>> [n.id for n in p.nodes]
+    ['d3', 'a_wall_bus', 'a_wall_car', 'a_pack', 'e_mutianyu', 'f_sold_out']
+    >>> p.highlight.paths, sorted(p.marked.items()), sorted(p.marked_edges)
+    ((('d3', 'a_wall_bus'),), [('a_wall_bus', 'result'), ('d3', 'path')], [('d3', 'a_wall_bus', 'parent_of')])
+    """
+    if depth is not None and depth < 0:
+        raise HGMError([Problem("invalid-argument", f"depth must be 0 or more, not {depth}", where="depth")])
+    owner, graph, t = _sources(memory, as_of)
+    if root is not None:
+        if root not in graph:
+            raise HGMError([Problem("unknown-node", f"no node {root!r} to draw from", where="root")])
+        tops = [root]
+    else:
+        tops = _tops(graph)
+    order, levels, tree_parent, hidden = _walk_hierarchy(graph, tops, depth)
+    hierarchy_ids = set(levels)
+    nodes_by_id = graph.node_map()
+
+    # Nodes in no hierarchy: all of them, or (with a root) those connected to the drawn part.
+    loose: list[str]
+    if root is None:
+        loose = [n.id for n in graph.nodes() if not _in_hierarchy(graph, n)]
+    else:
+        reached: set[str] = set()
+        frontier = list(order)
+        while frontier:
+            node_id = frontier.pop()
+            for edge in (*graph.out_edges(node_id), *graph.in_edges(node_id)):
+                other = edge.target if edge.source == node_id else edge.source
+                if other not in reached and other not in hierarchy_ids and not _in_hierarchy(graph, nodes_by_id[other]):
+                    reached.add(other)
+                    frontier.append(other)
+        loose = [n.id for n in graph.nodes() if n.id in reached]
+    drawn_ids = order + loose
+    drawn = set(drawn_ids)
+
+    edges: list[Edge] = []
+    for node_id in order:
+        for child in graph.out_ids(node_id, "parent_of"):
+            if child in drawn:
+                edges.append(graph.edge(node_id, child, "parent_of"))
+    others = [e for node_id in drawn_ids for e in graph.out_edges(node_id) if e.type != "parent_of" and e.target in drawn]
+    edges.extend(sorted(others, key=lambda e: e.seq))
+    # parent_of edges between drawn nodes that the walk did not take from a drawn parent
+    # (a loose node's parent_of cannot exist: such nodes are in the hierarchy by definition).
+
+    found = None if highlight is None else _run_highlight(owner, graph, highlight, t if as_of is not None else None, focus, params)
+    marked: dict[str, str] = {}
+    marked_edges: set[tuple[str, str, str]] = set()
+    if found is not None:
+        between: dict[frozenset, list[tuple[str, str, str]]] = {}
+        for edge in edges:
+            between.setdefault(frozenset((edge.source, edge.target)), []).append(edge.key)
+        for walk in found.paths:
+            for node_id in walk[:-1]:
+                if node_id in drawn:
+                    marked.setdefault(node_id, "path")
+            for a, b in zip(walk, walk[1:]):
+                marked_edges.update(between.get(frozenset((a, b)), ()))
+        for node_id in found.ids:
+            if node_id in drawn:
+                marked[node_id] = "result"
+        outside = [i for i in found.ids if i not in drawn]
+        if outside and found.note is None:
+            found = attrs.evolve(found, note=f"{plural(len(outside), 'result')} outside the part drawn")
+
+    histories = None
+    if owner is not None and history:
+        histories = owner.histories(drawn_ids, upto=t)
+    return Picture(
+        nodes=tuple(nodes_by_id[i] for i in drawn_ids),
+        hierarchy=frozenset(hierarchy_ids),
+        levels=levels,
+        tree_parent=tree_parent,
+        hidden=hidden,
+        edges=tuple(edges),
+        highlight=found,
+        marked=marked,
+        marked_edges=frozenset(marked_edges),
+        total_nodes=len(graph),
+        total_edges=graph.edge_count,
+        t=t,
+        histories=histories,
+    )
+
+
+def _run_highlight(owner: Memory | None, graph: MemoryGraph, text: str, as_of: int | None, focus: str | None, params: Any) -> Highlight:
+    """Run the highlight query, then its ``.paths()`` form for the walks."""
+    if owner is not None:
+
+        def compile_(expr: str):
+            return owner.compile(expr)
+
+        def run(expr: str):
+            return owner.query(expr, focus=focus, params=params, as_of=as_of)
+
+    else:
+        compile_ = compile_query
+
+        def run(expr: str):
+            return compile_query(expr).run(graph, focus=focus, params=params)
+
+    result = run(text)  # errors (compile, focus, parameters) come from the text as written
+    if result.kind in ("count", "exists"):
+        value = result.value
+        note = f"a .{result.kind}() query ({json.dumps(value)}) marks no nodes; drop the final to see them"
+        return Highlight(text, result.kind, value=value, note=note)
+    if result.kind == "paths":
+        paths = [tuple(p) for p in result.paths]
+        return Highlight(text, "paths", tuple(p[-1] for p in paths if p), tuple(paths))
+    ids = tuple(result.ids)
+    paths = [(i,) for i in ids]
+    stripped = text.strip()
+    for candidate in (stripped + ".paths()", "(" + stripped + ").paths()"):
+        try:
+            compile_(candidate)
+        except HGMError:
+            continue
+        walks = run(candidate).paths
+        if [w[-1] for w in walks if w] == list(ids):
+            paths = [tuple(w) for w in walks]
+        break
+    return Highlight(text, "nodes", ids, tuple(paths))
