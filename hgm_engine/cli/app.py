@@ -663,7 +663,7 @@ def _draw_tree(graph: MemoryGraph, source: str, args: argparse.Namespace, out: _
     if args.root is not None and args.root not in graph:
         return out.failure("unknown-node", f"no node {args.root!r} in {source}", where="--root")
     if args.format != "tree" or args.highlight is not None:
-        from hgm_engine.render.pictures import picture, render
+        from hgm_engine.render import picture, render
 
         options = {"root": args.root, "depth": args.depth, "highlight": args.highlight, "as_of": args.as_of}
         try:
