@@ -184,25 +184,7 @@ def test_origin_memory_node(client: TestClient, memory: Memory) -> None:
     assert memory.t == 2
 
 
-class _NoPaths(Memory):
-    """A memory without path localization (what an engine before hgm_engine.paths.localize has)."""
-
-    locate = None
-    rewrite_path = None
-
-
-def test_locate_and_rewrite_without_the_feature_are_501() -> None:
-    client = TestClient(create_app(_NoPaths()))
-    for path, body in [
-        ("/api/v1/locate", {"text": "check my order"}),
-        ("/api/v1/rewrite", {"path_id": "p1", "steps": ["a"], "reason": "user said so"}),
-        ("/api/v1/memory/path/retrieve", {"query": "what did we conclude?", "max_paths": 3, "max_hops": 6}),
-        ("/api/v1/memory/path/rewrite", {"path_id": "p1", "feedback": "choose B, not A", "steps": ["b"]}),
-    ]:
-        response = client.post(path, json=body)
-        assert response.status_code == 501, (path, response.text)
-        assert error_of(response) == "not-implemented"
-    # Input is still validated first.
+def test_locate_and_retrieve_validate_their_input(client: TestClient) -> None:
     assert client.post("/api/v1/locate", json={"text": ""}).status_code == 400
     assert client.post("/api/v1/memory/path/retrieve", json={"query": "x", "max_paths": 0}).status_code == 400
 

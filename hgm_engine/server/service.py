@@ -31,12 +31,11 @@ from typing import Any, Iterator, Mapping
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem, QueryExecutionError, ServiceError
-from hgm_engine.query import Limits
+from hgm_engine.errors import HGMError, Problem, QueryExecutionError, ServiceError, TransactionRefused
 from hgm_engine.memory import Memory
-from hgm_engine.txn import TransactionReport
-from hgm_engine.errors import TransactionRefused
+from hgm_engine.query import Limits
 from hgm_engine.query import syntax as S
+from hgm_engine.txn import TransactionReport
 
 __all__ = [
     "ServerLimits",
@@ -189,8 +188,8 @@ class _BudgetedLimits(Limits):
 
     def __init__(self, full: Limits):  # noqa: D107 - max_work and timeout are shadowed below
         self._full = full
-        for name in getattr(Limits, "__slots__", ()):  # any further limit the engine knows
-            if name not in ("max_work", "timeout") and hasattr(full, name):
+        for name in Limits.__slots__:  # any further limit the engine knows (regex_timeout)
+            if name not in ("max_work", "timeout"):
                 setattr(self, name, getattr(full, name))
 
     @property  # type: ignore[override]
@@ -204,14 +203,12 @@ class _BudgetedLimits(Limits):
 
 # -- regular expressions that cannot run away ------------------------------------------------
 
-try:  # Python >= 3.11
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
-    from re import _constants as _sre_constants  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _sre_constants  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+# The parse tree of Python's own regular-expression compiler (stable since 3.11, the oldest
+# Python hgm supports): the shapes that backtrack are visible there and nowhere else.
+from re import _constants as _sre_constants  # type: ignore[attr-defined]
+from re import _parser as _sre_parse  # type: ignore[attr-defined]
 
-_REPEATS = {_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT, getattr(_sre_constants, "POSSESSIVE_REPEAT", None)}
+_REPEATS = {_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT, _sre_constants.POSSESSIVE_REPEAT}
 _MAXREPEAT = _sre_constants.MAXREPEAT
 
 
@@ -257,13 +254,13 @@ def regex_hazard(pattern: str, max_unbounded: int = 4) -> str | None:
                     return "an alternation inside an unbounded quantifier"
                 for branch in arg[1]:
                     stack.append((branch, in_repeat, in_unbounded))
-            elif op in (_sre_constants.GROUPREF, getattr(_sre_constants, "GROUPREF_EXISTS", None)):
+            elif op in (_sre_constants.GROUPREF, _sre_constants.GROUPREF_EXISTS):
                 return "a back-reference"
             elif op is _sre_constants.SUBPATTERN:
                 stack.append((arg[-1], in_repeat, in_unbounded))
             elif op in (_sre_constants.ASSERT, _sre_constants.ASSERT_NOT):
                 stack.append((arg[1], in_repeat, in_unbounded))
-            elif op is getattr(_sre_constants, "ATOMIC_GROUP", None):
+            elif op is _sre_constants.ATOMIC_GROUP:
                 stack.append((arg, in_repeat, in_unbounded))
     return None
 
@@ -363,7 +360,7 @@ class MemoryService:
                 "limit-exceeded", f"the query is {len(expr)} characters long; this server takes at most {limits.max_query_length}"
             )
         try:
-            compiled = self._compile(expr)
+            compiled = self.memory.compile(expr)
         except RecursionError:
             raise _fail("limit-exceeded", "the query is nested too deeply") from None
         for node in _walk(compiled.ast):
@@ -389,14 +386,6 @@ class MemoryService:
             while len(self._known) > 256:
                 self._known.popitem(last=False)
         return compiled
-
-    def _compile(self, expr: str):
-        try:
-            return self.memory.compile(expr)
-        except KeyError:
-            # The compiled-query cache is an LRU without a lock: a concurrent eviction can
-            # remove an entry between lookup and move-to-end. The next lookup compiles it again.
-            return self.memory.compile(expr)
 
     def _check_regex(self, pattern: str, what: str = "regular expression") -> None:
         hazard = regex_hazard(pattern, self.limits.max_regex_repeats)
@@ -497,8 +486,6 @@ class MemoryService:
 
     def _run(self, expr, focus, params, as_of):
         try:
-            return self.memory.query(expr, focus=focus, params=params, as_of=as_of)
-        except KeyError:  # see _compile
             return self.memory.query(expr, focus=focus, params=params, as_of=as_of)
         except RecursionError:
             raise _fail("limit-exceeded", "the query is nested too deeply") from None
@@ -625,23 +612,61 @@ class MemoryService:
     def snapshot(self, name: str, t: int | str | None = None) -> dict[str, Any]:
         return {"name": name, "t": self.memory.snapshot(name, _json_t(t, "t"))}
 
-    # -- path localization (hgm_engine.paths.localize) -------------------------------------------
+    def add_memory_node(
+        self,
+        content: str,
+        node_type: str = "fact",
+        *,
+        level: str | None = None,
+        session_id: str | None = None,
+        parent: str | None = None,
+        node_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        author: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """The origin documents' memory node: free text stored as one ``add_node``.
+        ``content``, ``level``, ``session_id`` and the keys of ``metadata`` become attributes;
+        ``metadata`` cannot set what the op itself says (``id``, ``type``, ``parent``,
+        ``order``, ``op``). Returns what :meth:`add_node` returns.
 
-    def _feature(self, name: str):
-        method = getattr(self.memory, name, None)
-        if method is None:
-            raise _fail("not-implemented", f"this engine has no Memory.{name} yet (path localization is not built in)")
-        return method
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> s.add_memory_node("The user prefers trains", node_id="pref", level="global", metadata={"source": "chat"})["node"]
+        {'id': 'pref', 'type': 'fact', 'source': 'chat', 'content': 'The user prefers trains', 'level': 'global'}
+        >>> s.add_memory_node("x", metadata={"type": "goal"})
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.ServiceError: invalid-argument: metadata cannot set 'type'
+        """
+        attributes: dict[str, Any] = dict(metadata or {})
+        for key in ("id", "type", "parent", "order", "op"):
+            if key in attributes:
+                raise _fail("invalid-argument", f"metadata cannot set {key!r}")
+        attributes["content"] = content
+        if level is not None:
+            attributes["level"] = level
+        if session_id is not None:
+            attributes["session_id"] = session_id
+        return self.add_node(node_type, attributes, node_id=node_id, parent=parent, author=author, reason=reason)
+
+    # -- path localization (hgm_engine.paths.localize) ---------------------------------------
 
     def locate(self, text: str, tags: list[str] | None = None, k: int = 5) -> dict[str, Any]:
-        """Stored decision paths that fit ``text``: the localization result of formats.md."""
+        """Stored decision paths that fit ``text``: the localization result of formats.md.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.memory.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
+        >>> [match["path"] for match in s.locate("refund my order")["matches"]]
+        ['r1']
+        """
         if not isinstance(text, str) or not text.strip():
             raise _fail("invalid-argument", "'text' must be a non-empty string")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
         self.fresh()
-        result = self._feature("locate")(text, tags=tags, k=k)
-        return _to_json(result)
+        return self.memory.locate(text, tags=tags, k=k).to_json()
 
     def rewrite_path(
         self, path_id: str, steps: list[Any], reason: str | None = None, author: str | None = None
@@ -651,12 +676,22 @@ class MemoryService:
             raise _fail("invalid-argument", "'path_id' must be a non-empty string")
         if not isinstance(steps, list) or not steps:
             raise _fail("invalid-argument", "'steps' must be a non-empty list")
-        method = self._feature("rewrite_path")
-        extra = {"author": author} if author is not None else {}
-        result = method(path_id, steps, reason or "rewrite", **extra)
-        if isinstance(result, TransactionReport):
-            return self._report(result)
-        return _to_json(result)
+        return self._report(self.memory.rewrite_path(path_id, steps, reason or "rewrite", author=author))
+
+    def rewrite_path_from_feedback(
+        self, path_id: str, feedback: str, steps: list[Any], session_context: str | None = None
+    ) -> dict[str, Any]:
+        """The origin documents' path rewrite: :meth:`rewrite_path` with the user's
+        ``feedback`` as the recorded reason, followed by the ``session_context`` when given.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.memory.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
+        >>> s.rewrite_path_from_feedback("r1", "ask first", [{"keep": 0}, {"add": "ask_user", "after": 0}, {"keep": 1}], "chat 7")["reason"].splitlines()
+        ['ask first', 'context: chat 7']
+        """
+        reason = feedback if session_context is None else f"{feedback}\ncontext: {session_context}"
+        return self.rewrite_path(path_id, steps, reason)
 
 
 def node_document(node) -> dict[str, Any]:
@@ -669,10 +704,3 @@ def node_document(node) -> dict[str, Any]:
     """
     return {"id": node.id, "type": node.type, **node.attrs}
 
-
-def _to_json(result: Any) -> dict[str, Any]:
-    if hasattr(result, "to_json"):
-        return result.to_json()
-    if isinstance(result, Mapping):
-        return dict(result)
-    return {"result": result}

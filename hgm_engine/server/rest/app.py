@@ -1,0 +1,347 @@
+"""``create_app``: the REST routes over one memory (FastAPI).
+
+Each route hands its validated body to :class:`~hgm_engine.server.service.MemoryService` (the
+operations the MCP server runs too) and answers its JSON document; every
+:class:`~hgm_engine.errors.HGMError` becomes ``{"error": {...}}`` with the status of
+:func:`~hgm_engine.server.service.http_status`. The query route is also answered directly by
+the :class:`~hgm_engine.server.rest.guard.Guard`, past the framework's per-request layers.
+The OpenAPI document is FastAPI's, with the 400 error body in place of its 422 one.
+
+>>> from fastapi.testclient import TestClient
+>>> from hgm_engine import Memory
+>>> client = TestClient(create_app(Memory()))
+>>> client.post("/api/v1/memory/node", json={"content": "trains", "id": "pref"}).json()["node"]
+{'id': 'pref', 'type': 'fact', 'content': 'trains'}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hgm_engine import __version__
+from hgm_engine.errors import HGMError
+from hgm_engine.memory import Memory
+from hgm_engine.query import Limits
+from hgm_engine.server.rest.guard import BodyTooLarge, Guard
+from hgm_engine.server.rest.models import (
+    ConfirmRequest,
+    ExplainRequest,
+    LocateRequest,
+    MemoryNodeRequest,
+    PathRetrieveRequest,
+    PathRewriteRequest,
+    QueryRequest,
+    QueryResultModel,
+    ReportModel,
+    RevertRequest,
+    RewritePathRequest,
+    SnapshotRequest,
+    TransactionRequest,
+    error_responses,
+)
+from hgm_engine.server.rest.responses import (
+    NodeJsonCache,
+    error_response,
+    json_response,
+    query_response,
+    request_id_var,
+    validation_error_response,
+)
+from hgm_engine.server.service import BudgetExceeded, MemoryService, ServerLimits, error_document, http_status
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger("hgm.server")
+
+
+def create_app(
+    memory: Memory,
+    *,
+    token: str | None = None,
+    max_body: int | None = None,
+    limits: ServerLimits | Limits | None = None,
+) -> FastAPI:
+    """The REST app over ``memory`` (an ASGI app; run it with uvicorn or test it with
+    ``fastapi.testclient.TestClient``).
+
+    ``token``: when set, every request needs ``Authorization: Bearer TOKEN``. ``max_body``:
+    the largest request body in bytes (default ``limits.max_body``, 1 MiB). ``limits``: a
+    :class:`~hgm_engine.server.service.ServerLimits` (or an executor
+    :class:`~hgm_engine.query.executor.Limits` for work and time only).
+
+    >>> from fastapi.testclient import TestClient
+    >>> from hgm_engine import Memory
+    >>> client = TestClient(create_app(Memory(), token="s3cret"))
+    >>> client.get("/health").status_code
+    401
+    >>> client.get("/health", headers={"Authorization": "Bearer s3cret"}).json()["status"]
+    'ok'
+    """
+    if isinstance(limits, Limits):
+        limits = ServerLimits(max_work=limits.max_work, timeout=limits.timeout)
+    limits = limits or ServerLimits()
+    if max_body is not None:
+        limits = attrs.evolve(limits, max_body=max_body)
+    service = MemoryService(memory, limits)
+    inline_budget = limits.inline_budget()
+    node_json = NodeJsonCache()
+
+    app = FastAPI(
+        title="hgm",
+        version=__version__,
+        summary="Hierarchical graph memory for LLM agents",
+        description=(
+            "Path-expression queries, transactions, history and time travel over one hgm memory. "
+            "Documents follow spec/formats.md; every error is {\"error\": {\"category\", \"message\", ...}}."
+        ),
+    )
+    app.state.service = service
+    app.state.token_required = token is not None
+
+    @app.exception_handler(HGMError)
+    async def _hgm_error(request: Request, exc: HGMError) -> Response:
+        doc = error_document(exc)
+        doc["error"]["request_id"] = request_id_var.get()
+        status = http_status(exc.category)
+        if status >= 500 and status != 501:
+            logger.error("%s %s: %s", request_id_var.get(), exc.category, exc.message)
+        return json_response(doc, status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        return validation_error_response(exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 413:
+            return error_response("request-too-large", f"the request body is over this server's limit of {limits.max_body} bytes", 413)
+        if exc.status_code == 404:
+            return error_response("not-found", f"no route {request.method} {request.url.path}", 404)
+        if exc.status_code == 405:
+            return error_response("method-not-allowed", f"{request.method} is not allowed on {request.url.path}", 405)
+        category = "invalid-argument" if exc.status_code < 500 else "internal"
+        return error_response(category, str(exc.detail), exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> Response:
+        logger.exception("%s internal error on %s %s", request_id_var.get(), request.method, request.url.path)
+        return error_response("internal", f"internal error (request id {request_id_var.get()})", 500)
+
+    direct: dict[tuple[str, str], Any] = {}  # filled below, once the handlers exist
+    # The guard goes outside the framework's own middleware (error pages, telemetry, body
+    # limit): a direct route then passes no other layer; the rest go through all of them.
+    build_stack = app.build_middleware_stack
+    app.build_middleware_stack = lambda: Guard(  # type: ignore[method-assign]
+        build_stack(), token=token, max_body=limits.max_body, direct=direct
+    )
+
+    # -- operations --------------------------------------------------------------------
+
+    @app.get("/health", tags=["service"], summary="Liveness and the memory's current t")
+    async def health() -> Response:
+        return json_response(service.health())
+
+    @app.post(
+        "/api/v1/query",
+        tags=["read"],
+        summary="Evaluate a path expression",
+        response_model=QueryResultModel,
+        responses=error_responses(400, 401, 404, 413),
+    )
+    async def query(body: QueryRequest) -> Response:
+        """The query document of spec §6 (`kind` nodes/count/exists/paths) plus `t`, the state
+        it read; `as_of` reads an earlier state (a t or a snapshot name). Limits: query length,
+        repetition bounds, hostile regular expressions, work and time (`limit-exceeded`)."""
+        args = (body.expr, body.focus, body.params, body.as_of)
+        if inline_budget is not None:
+            # A query seen before gets a small budget on the event loop (no thread hand-off);
+            # one that needs more, or is new, runs in the thread pool with the full limits.
+            try:
+                doc, payloads = service.query_payloads(*args, nodes=body.nodes, budget=inline_budget)
+                return query_response(doc, payloads, node_json)
+            except BudgetExceeded:
+                pass
+
+        def run() -> Response:
+            return query_response(*service.query_payloads(*args, nodes=body.nodes), node_json)
+
+        return await run_in_threadpool(run)
+
+    @app.post("/api/v1/explain", tags=["read"], summary="The optimized plan of a query", responses=error_responses(400, 401))
+    def explain(body: ExplainRequest) -> Response:
+        return json_response(service.explain(body.expr))
+
+    @app.post(
+        "/api/v1/transactions",
+        tags=["write"],
+        summary="Apply a transaction file",
+        response_model=ReportModel,
+        responses=error_responses(400, 401, 404, 409, 413, 422),
+    )
+    def transact(body: TransactionRequest, dry_run: bool = Query(False, description="Same as dry_run in the body.")) -> Response:
+        """All ops or none. 200 with the transaction report when committed (or for a clean dry
+        run); 422 with the report and every violation when constraints refuse it; 409 when
+        something it touches changed after `base_t`; 404 when an op names a missing node."""
+        doc = body.model_dump(exclude_none=True)
+        doc.pop("dry_run", None)
+        return json_response(service.transact(doc, dry_run=dry_run or body.dry_run))
+
+    @app.get("/api/v1/nodes/{node_id:path}", tags=["read"], summary="One node", responses=error_responses(401, 404))
+    def get_node(node_id: str, as_of: str | None = Query(None, description="A t or a snapshot name.")) -> Response:
+        return json_response(service.node(node_id, as_of))
+
+    @app.get("/api/v1/history", tags=["history"], summary="Every commit that touched a node", responses=error_responses(401, 404))
+    def history(node: str = Query(min_length=1, description="The node id.")) -> Response:
+        return json_response(service.history(node))
+
+    @app.get("/api/v1/diff", tags=["history"], summary="What changed between two states", responses=error_responses(400, 401, 404))
+    def diff(
+        t_from: str = Query(alias="from", description="A t or a snapshot name."),
+        t_to: str | None = Query(None, alias="to", description="A t or a snapshot name (default: now)."),
+    ) -> Response:
+        return json_response(service.diff(t_from, t_to))
+
+    @app.get("/api/v1/changes", tags=["history"], summary="Commits and net changes since a t", responses=error_responses(400, 401, 404))
+    def changes(since: str = Query(description="A t or a snapshot name.")) -> Response:
+        return json_response(service.changes_since(since))
+
+    @app.get("/api/v1/stale", tags=["planner"], summary="Nodes marked needs_review or blocked", responses=error_responses(401, 404))
+    def stale(as_of: str | None = Query(None)) -> Response:
+        return json_response(service.stale(as_of))
+
+    @app.get("/api/v1/frontier", tags=["planner"], summary="Actions under a goal that can run now", responses=error_responses(401, 404))
+    def frontier(goal: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
+        return json_response(service.frontier(goal, as_of))
+
+    @app.get("/api/v1/focus-path", tags=["planner"], summary="The path from a root to a node", responses=error_responses(401, 404))
+    def focus_path(node: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
+        return json_response(service.focus_path(node, as_of))
+
+    @app.post("/api/v1/confirm", tags=["planner"], summary="Clear a node's staleness marks", response_model=ReportModel, responses=error_responses(400, 401, 404))
+    def confirm(body: ConfirmRequest) -> Response:
+        return json_response(service.confirm(body.id, body.author, body.reason))
+
+    @app.post("/api/v1/revert", tags=["history"], summary="Undo a commit with a new commit", response_model=ReportModel, responses=error_responses(400, 401, 409, 422))
+    def revert(body: RevertRequest) -> Response:
+        return json_response(service.revert(body.t, body.author, body.reason))
+
+    @app.get("/api/v1/snapshots", tags=["history"], summary="Named states")
+    def snapshots() -> Response:
+        return json_response(service.snapshots())
+
+    @app.post("/api/v1/snapshots", tags=["history"], summary="Name a state", responses=error_responses(400, 401))
+    def snapshot(body: SnapshotRequest) -> Response:
+        return json_response(service.snapshot(body.name, body.t), 201)
+
+    @app.get("/api/v1/export", tags=["read"], summary="The whole memory as a graph file", responses=error_responses(400, 401, 404))
+    def export(as_of: str | None = Query(None)) -> Response:
+        return json_response(service.export(as_of))
+
+    @app.post("/api/v1/locate", tags=["paths"], summary="Stored decision paths that fit a request", responses=error_responses(400, 401, 501))
+    def locate(body: LocateRequest) -> Response:
+        """The localization result of formats.md (`matches`, best first)."""
+        return json_response(service.locate(body.text, body.tags, body.k))
+
+    @app.post("/api/v1/rewrite", tags=["paths"], summary="Replace a stored path's steps", responses=error_responses(400, 401, 404, 409, 422, 501))
+    def rewrite(body: RewritePathRequest) -> Response:
+        return json_response(service.rewrite_path(body.path_id, body.steps, body.reason, body.author))
+
+    # -- the resource style of the origin documents ------------------------------------
+
+    @app.post(
+        "/api/v1/memory/node",
+        tags=["origin"],
+        summary="Add one node from free text",
+        status_code=201,
+        responses=error_responses(400, 401, 404, 409, 422),
+    )
+    def memory_node(body: MemoryNodeRequest) -> Response:
+        """One `add_node` transaction. `content`, `level`, `session_id` and the keys of
+        `metadata` become attributes; `parent_id` puts the node under that node."""
+        doc = service.add_memory_node(
+            body.content,
+            body.type,
+            level=body.level,
+            session_id=body.session_id,
+            parent=body.parent_id,
+            node_id=body.id,
+            metadata=body.metadata,
+            author=body.author,
+            reason=body.reason,
+        )
+        return json_response(doc, 201)
+
+    @app.post("/api/v1/memory/path/retrieve", tags=["origin"], summary="Locate paths for a question", responses=error_responses(400, 401, 501))
+    def memory_path_retrieve(body: PathRetrieveRequest) -> Response:
+        return json_response(service.locate(body.query, body.tags, body.max_paths))
+
+    @app.post("/api/v1/memory/path/rewrite", tags=["origin"], summary="Rewrite a path after feedback", responses=error_responses(400, 401, 404, 409, 422, 501))
+    def memory_path_rewrite(body: PathRewriteRequest) -> Response:
+        return json_response(service.rewrite_path_from_feedback(body.path_id, body.feedback, body.steps, body.session_context))
+
+    async def query_direct(scope, receive, send) -> None:
+        # The same operation as the documented route above, answered by the guard without the
+        # framework's per-request layers (most of the server's CPU for a small query): the
+        # body is validated against the same strict model; errors get the same documents.
+        try:
+            chunks = []
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+            try:
+                body = QueryRequest.model_validate_json(b"".join(chunks))
+            except ValidationError as exc:
+                response = validation_error_response(exc)
+            else:
+                response = await query(body)
+        except HGMError as exc:
+            response = await _hgm_error(None, exc)
+        except BodyTooLarge as exc:
+            response = await _http_error(Request(scope), exc)
+        except Exception as exc:  # noqa: BLE001 - the same 500 document as every route
+            response = await _internal(Request(scope), exc)
+        await response(scope, receive, send)
+
+    direct[("POST", "/api/v1/query")] = query_direct
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with our 400 error body in place of its default 422 validation one."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title, version=app.version, summary=app.summary, description=app.description, routes=app.routes
+    )
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            responses = operation.get("responses", {})
+            default = responses.get("422")
+            if default and default.get("description") == "Validation Error":
+                del responses["422"]
+                responses.setdefault(
+                    "400", {"description": "Bad input", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+                )
+    components = schema.setdefault("components", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.get("schemas", {}).pop(name, None)
+    if app.state.token_required:
+        components.setdefault("securitySchemes", {})["bearer"] = {"type": "http", "scheme": "bearer"}
+        schema["security"] = [{"bearer": []}]
+    app.openapi_schema = schema
+    return schema

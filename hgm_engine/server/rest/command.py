@@ -1,0 +1,260 @@
+"""``hgm serve``'s command line: its options, :func:`run` and :func:`main`.
+
+:func:`add_arguments` puts the options on any parser and :func:`add_parser` adds ``serve`` to
+a subparsers object, so another command line can offer the server; :func:`run` opens the
+memory, binds the port and serves (one process, or a supervisor and workers:
+:mod:`hgm_engine.server.rest.workers`) until SIGINT/SIGTERM.
+
+>>> build_parser().parse_args(["--db", "m.db"]).max_concurrency
+64
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import socket
+import sys
+from typing import Any
+
+from hgm_engine.errors import HGMError
+from hgm_engine.memory import Memory
+from hgm_engine.server.rest.guard import access_logger
+from hgm_engine.server.rest.workers import ServeOptions, serve, supervise
+from hgm_engine.server.service import ServerLimits
+
+__all__ = [
+    "DEFAULT_PORT",
+    "TOKEN_ENV",
+    "DESCRIPTION",
+    "add_arguments",
+    "add_parser",
+    "build_parser",
+    "resolve_token",
+    "is_loopback",
+    "configure_logging",
+    "run",
+    "main",
+]
+
+DEFAULT_PORT = 8765
+TOKEN_ENV = "HGM_TOKEN"
+# What ``hgm serve --help`` says the command is (under ``hgm``'s subcommands).
+DESCRIPTION = "``hgm serve``: the REST server (FastAPI on uvicorn) over one memory."
+
+logger = logging.getLogger("hgm.server")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of ``hgm serve`` on ``parser`` (so the ``hgm`` command can reuse them).
+
+    >>> args = add_arguments(argparse.ArgumentParser()).parse_args(["--db", "m.db"])
+    >>> args.host, args.port
+    ('127.0.0.1', 8765)
+    """
+    defaults = ServerLimits()
+    parser.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--token", default=None, help=f"require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV})")
+    parser.add_argument("--token-file", default=None, metavar="PATH", help="read the token from a file")
+    parser.add_argument("--max-body", type=int, default=defaults.max_body, metavar="BYTES", help="largest request body (default 1 MiB)")
+    parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length, metavar="CHARS")
+    parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
+    parser.add_argument("--query-timeout", type=float, default=defaults.timeout, metavar="SECONDS", help="time one query may run")
+    parser.add_argument(
+        "--inline-budget-ms",
+        type=float,
+        default=defaults.inline_timeout * 1000,
+        metavar="MS",
+        help="a repeated query first runs on the event loop for at most this long (0: always in the thread pool)",
+    )
+    parser.add_argument(
+        "--switch-interval-ms",
+        type=float,
+        default=0,
+        metavar="MS",
+        help="Python's thread switch interval (default: Python's, 5 ms)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes on the one port, each with the memory in RAM, kept in step through the store (default 1)",
+    )
+    parser.add_argument("--max-concurrency", type=int, default=64, metavar="N", help="connections served at once; more get 503")
+    parser.add_argument("--graceful-timeout", type=float, default=10.0, metavar="SECONDS", help="how long shutdown waits for requests in flight")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--no-access-log", action="store_true", help="no log line per request")
+    return parser
+
+
+def add_parser(subparsers: Any, name: str = "serve") -> argparse.ArgumentParser:
+    """Add ``hgm serve`` to an argparse subparsers object; its ``func`` default is :func:`run`.
+
+    >>> parser = argparse.ArgumentParser(prog="hgm")
+    >>> sub = add_parser(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["serve", "--db", "m.db", "--port", "9000"]).port
+    9000
+    """
+    parser = subparsers.add_parser(name, help="serve a memory over REST (FastAPI/uvicorn)", description=DESCRIPTION)
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``hgm serve`` on its own (what :func:`main` parses).
+
+    >>> build_parser().parse_args(["--db", "m.db", "--workers", "2"]).workers
+    2
+    """
+    return add_arguments(argparse.ArgumentParser(prog="hgm serve", description="Serve an hgm memory over REST."))
+
+
+def resolve_token(args: argparse.Namespace) -> str | None:
+    """The bearer token: ``--token``, else the first line of ``--token-file``, else
+    ``$HGM_TOKEN`` (None: no token required).
+
+    >>> resolve_token(argparse.Namespace(token="s3cret", token_file=None))
+    's3cret'
+    """
+    if args.token:
+        return args.token
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as handle:
+            token = handle.read().strip()
+        if not token:
+            raise SystemExit(f"hgm serve: {args.token_file} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def configure_logging(level: str) -> None:
+    """Log lines on stderr with time, level and logger (request ids are in the messages).
+
+    Example (not run here: it replaces the handlers of the ``hgm`` loggers)::
+
+        configure_logging("warning")
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    for name in ("hgm", "uvicorn.error"):
+        named = logging.getLogger(name)
+        named.handlers[:] = [handler]
+        named.setLevel(level.upper())
+        named.propagate = False
+
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT/SIGTERM (requests in flight finish, then the memory is closed).
+
+    With ``--workers N`` (N > 1) this process binds the port, forks N workers that each open
+    the store, accepts connections and hands them to the workers in turn, forwards
+    SIGINT/SIGTERM to them, and starts a worker again if one dies.
+
+    Example (not run here: it serves until stopped)::
+
+        run(build_parser().parse_args(["--db", "memory.db", "--workers", "2"]))
+    """
+    configure_logging(args.log_level)
+    if args.workers < 1:
+        print("hgm serve: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers > 1 and not hasattr(os, "fork"):  # pragma: no cover - Windows
+        print("hgm serve: --workers needs fork (POSIX)", file=sys.stderr)
+        return 2
+    if args.no_access_log:
+        access_logger.setLevel(logging.WARNING)
+    token = resolve_token(args)
+    if not is_loopback(args.host):
+        logger.warning(
+            "binding to %s: the memory is reachable from other machines%s",
+            args.host,
+            "" if token else " WITHOUT a token (set --token or HGM_TOKEN)",
+        )
+    limits = ServerLimits(
+        max_body=args.max_body,
+        max_query_length=args.max_query_length,
+        max_work=args.max_work,
+        timeout=args.query_timeout,
+        inline_timeout=args.inline_budget_ms / 1000,
+    )
+    options = ServeOptions(
+        db=args.db,
+        token=token,
+        limits=limits,
+        workers=args.workers,
+        log_level=args.log_level,
+        max_concurrency=args.max_concurrency,
+        graceful_timeout=args.graceful_timeout,
+        switch_interval_ms=args.switch_interval_ms,
+    )
+    try:
+        memory = Memory.open(args.db)
+    except (HGMError, OSError) as exc:
+        print(f"hgm serve: cannot open {args.db}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP proto: asyncio sets TCP_NODELAY
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((args.host, args.port))
+        except OSError as exc:
+            sock.close()
+            print(f"hgm serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        port = sock.getsockname()[1]
+        host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+        logger.info(
+            "serving %s (t=%d, %d nodes) on http://%s:%d%s%s",
+            args.db,
+            memory.t,
+            len(memory),
+            host,
+            port,
+            " (bearer token required)" if token else "",
+            f" with {args.workers} workers" if args.workers > 1 else "",
+        )
+        sock.listen(2048)  # before "listening" is printed: connections queue from here on
+        if args.workers > 1:
+            # Each worker opens the store itself: no connection or thread crosses a fork.
+            memory.close()
+            memory = None
+            print(f"hgm serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+            return supervise(sock, options)
+        print(f"hgm serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+        serve(memory, sock, options)
+    finally:
+        if memory is not None:
+            memory.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``hgm serve`` as a function: parse ``argv`` and serve until stopped; returns the exit code.
+
+    Example (not run here: it serves until interrupted)::
+
+        main(["--db", "memory.db", "--port", "8765"])
+    """
+    return run(build_parser().parse_args(argv))
