@@ -15,6 +15,7 @@ from hgm_engine.paths.pathmemory import (
     SCENARIO_KIND,
     INDEX_META_KEY,
     REFUSALS,
+    resolve_steps,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "SCENARIO_KIND",
     "INDEX_META_KEY",
     "REFUSALS",
+    "resolve_steps",
 ]

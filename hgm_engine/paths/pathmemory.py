@@ -74,6 +74,7 @@ __all__ = [
     "SCENARIO_KIND",
     "INDEX_META_KEY",
     "REFUSALS",
+    "resolve_steps",
 ]
 
 PATH_KIND = "path"
