@@ -374,7 +374,7 @@ def test_real_memory_three_invalid_answers_change_nothing(openai_stub):
 
 
 def test_real_memory_a_guard_refuses_before_the_model_is_asked(openai_stub):
-    from hgm_engine.paths.pathmemory import PathGuards
+    from hgm_engine.paths import PathGuards
 
     memory = _memory()
     memory.path_guards = PathGuards(max_rewrites=0)
