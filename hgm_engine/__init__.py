@@ -65,9 +65,49 @@ __all__ = [
     "RewriteProposalError",
     "ServiceError",
     "parse_rules",
+    # paths and the LLM rewrite (loaded on first use, see __getattr__)
+    "PathGuards",
+    "read_jsonl",
+    "propose_rewrite",
+    "rewrite_with_llm",
+    "build_prompt",
+    "parse_answer",
+    "retry_message",
+    "ScriptedClient",
 ]
 
 __version__ = "0.1.0"
+
+# Names whose packages cost start-up time that a memory never using paths or a model should
+# not pay (the path index, the LLM loop): each is imported on first use, as Memory.path_memory is.
+_ON_FIRST_USE = {
+    "PathGuards": "hgm_engine.paths",
+    "read_jsonl": "hgm_engine.paths",
+    "propose_rewrite": "hgm_engine.llm",
+    "rewrite_with_llm": "hgm_engine.llm",
+    "build_prompt": "hgm_engine.llm",
+    "parse_answer": "hgm_engine.llm",
+    "retry_message": "hgm_engine.llm",
+    "ScriptedClient": "hgm_engine.llm",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``hgm_engine.PathGuards`` and the other names of ``_ON_FIRST_USE``, imported when first
+    asked for (PEP 562).
+
+    >>> from hgm_engine import PathGuards
+    >>> PathGuards().max_versions
+    10
+    """
+    package = _ON_FIRST_USE.get(name)
+    if package is None:
+        raise AttributeError(f"module 'hgm_engine' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(package), name)
+    globals()[name] = value
+    return value
 
 
 def search(

@@ -63,7 +63,8 @@ import attrs
 
 from hgm_engine import HGMError
 
-from planners.protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
+from planners.protocol import MemoryView, Observation, StepPlan, ToolCall
+from planners.protocol import json_copy as _json_copy
 
 __all__ = [
     "HTNPlanner",
@@ -654,7 +655,7 @@ class HTNPlanner:
         """A method made of the steps of a stored path that fits ``text`` (path tasks with
         ``reuse``): the best located match that is current, did not fail and needs no human."""
         spec = self.domain.path_spec(task)
-        if spec is None or not spec.reuse or not hasattr(view, "has") or not view.has("locate"):
+        if spec is None or not spec.reuse or not isinstance(view, MemoryView):  # a preview cannot locate
             return None
         found = view.locate(text, tags=list(spec.tags) or None, k=spec.k)
         for match, path_id in ((m, p) for m in found.matches for p in dict.fromkeys((m.path, *m.supporting))):

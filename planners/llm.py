@@ -18,7 +18,7 @@ repair (``max_repairs``). When the repair fails too, the step is an invalid answ
 committed, and the loop records why.
 
 >>> from hgm_engine import Memory
->>> from hgm_engine.llm.rewrite import ScriptedClient
+>>> from hgm_engine.llm import ScriptedClient
 >>> from planners.loop import run
 >>> memory = Memory()
 >>> client = ScriptedClient([
@@ -40,18 +40,27 @@ Answer again with one corrected JSON object.
 from __future__ import annotations
 
 import json
-import os
-import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import attrs
 
-from hgm_engine import HGMError
+from hgm_engine import HGMError, RewriteProposalError, TransactionError
+from hgm_engine.llm import (
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT,
+    ECHO_LIMIT,
+    MODEL_ENV,
+    AnswerSchema,
+    converse,
+    json_path,
+    model_name,
+    open_client,
+    read_json,
+)
 from hgm_engine.model import Schema
 from hgm_engine.txn import parse_transaction
-from hgm_engine.errors import TransactionError
 
-from planners.protocol import MemoryView, Observation, StepPlan, ToolCall, _json_copy
+from planners.protocol import MemoryView, Observation, StepPlan, ToolCall, json_copy
 
 __all__ = [
     "LLMPlanner",
@@ -67,9 +76,6 @@ __all__ = [
     "DEFAULT_MODEL",
 ]
 
-MODEL_ENV = "HGM_LLM_MODEL"
-DEFAULT_MODEL = "gpt-4o-mini"
-_ECHO_LIMIT = 6000
 _RESULT_LIMIT = 20  # nodes shown per query result
 
 RESPONSE_SCHEMA: dict[str, Any] = {
@@ -249,21 +255,7 @@ def repair_prompt(problems: Sequence[str]) -> str:
 
 # -- checking answers ----------------------------------------------------------------------------
 
-_VALIDATOR: Any = None
-
-
-def _validator() -> Any:
-    global _VALIDATOR
-    if _VALIDATOR is None:
-        import jsonschema
-
-        _VALIDATOR = jsonschema.Draft202012Validator(RESPONSE_SCHEMA)
-    return _VALIDATOR
-
-
-def _strip_fence(text: str) -> str:
-    match = re.match(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", text, re.DOTALL)
-    return match.group(1) if match else text
+_RESPONSE_SCHEMA = AnswerSchema(RESPONSE_SCHEMA)
 
 
 def check_answer(text: str | None) -> tuple[dict[str, Any] | None, list[str]]:
@@ -276,15 +268,12 @@ def check_answer(text: str | None) -> tuple[dict[str, Any] | None, list[str]]:
     >>> check_answer("Sure! Here is my plan.")[1]
     ['not valid JSON: Expecting value at line 1, column 1']
     """
-    if text is None or not text.strip():
-        return None, ["the answer is empty"]
-    try:
-        doc = json.loads(_strip_fence(text))
-    except json.JSONDecodeError as exc:
-        return None, [f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"]
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: (list(e.absolute_path), e.message))
+    doc, problems = read_json(text)
+    if problems:
+        return None, problems
+    errors = sorted(_RESPONSE_SCHEMA.errors(doc), key=lambda e: (list(e.absolute_path), e.message))
     if errors:
-        return None, [f"${''.join(f'.{p}' if isinstance(p, str) else f'[{p}]' for p in e.absolute_path)}: {e.message}" for e in errors]
+        return None, [f"{json_path(e.absolute_path)}: {e.message}" for e in errors]
     return doc, []
 
 
@@ -314,13 +303,13 @@ class LLMPlanner:
         tools: Sequence[ToolSpec | str] = (),
         max_repairs: int = 1,
         max_reads: int = 2,
-        timeout: float = 60.0,
+        timeout: float = DEFAULT_TIMEOUT,
         json_mode: bool = True,
         temperature: float | None = 0.0,
         name: str = "llm",
     ):
         self.client = client
-        self.model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+        self.model = model_name(model)
         self.tools = tuple(t if isinstance(t, ToolSpec) else ToolSpec(str(t)) for t in tools)
         self.max_repairs = max_repairs
         self.max_reads = max_reads
@@ -332,41 +321,6 @@ class LLMPlanner:
         self.focus: str | None = None
         self.last_t: int | None = None
         self.last_messages: list[dict[str, str]] = []
-
-    # -- talking to the model --------------------------------------------------------------------
-
-    def _client(self) -> Any:
-        if self.client is None:
-            import openai  # optional dependency: pip install 'hgm[llm]'
-
-            self.client = openai.OpenAI(
-                base_url=os.environ.get("OPENAI_BASE_URL") or None,
-                api_key=os.environ.get("OPENAI_API_KEY") or "unused",
-                timeout=self.timeout,
-                max_retries=0,
-            )
-        return self.client
-
-    def _complete(self, messages: list[dict[str, str]]) -> str | None:
-        options: dict[str, Any] = {}
-        if self.temperature is not None:
-            options["temperature"] = self.temperature
-        if self.json_mode:
-            options["response_format"] = {"type": "json_object"}
-        while True:
-            try:
-                response = self._client().chat.completions.create(model=self.model, messages=list(messages), **options)
-                break
-            except Exception as exc:
-                status = getattr(exc, "status_code", None)
-                refused = [k for k in options if status in (400, 422) and k.split("_")[0] in str(exc).lower()]
-                if not refused:
-                    raise
-                del options[refused[0]]  # a server that does not take the option: ask without it
-        try:
-            return response.choices[0].message.content
-        except (AttributeError, IndexError, TypeError):
-            return None
 
     # -- a step ----------------------------------------------------------------------------------
 
@@ -391,6 +345,10 @@ class LLMPlanner:
                            focus_path, frontier, stale, changes)
 
     def step(self, view: MemoryView, observation: Observation) -> StepPlan:
+        """One step: read turns (at most ``max_reads``), then the act; each turn is one
+        :func:`hgm_engine.llm.converse` with ``1 + max_repairs`` attempts. A request that gets
+        no answer fails the step at once (``model-unavailable``), an answer still refused after
+        the repairs fails it as ``invalid-answer``; memory is untouched either way."""
         if observation.kind == "task":
             self.task = observation.text
             self.focus = observation.data.get("focus")
@@ -402,45 +360,62 @@ class LLMPlanner:
         calls = 0
         reads = 0
         notes: list[str] = []
+        if self.client is None:
+            try:
+                self.client = open_client(self.timeout)
+            except RewriteProposalError as err:
+                return StepPlan.invalid("model-unavailable", err.message, calls=1, notes=notes)
         while True:
-            repairs = 0
-            while True:
-                try:
-                    text = self._complete(messages)
-                except Exception as exc:  # transport: the step fails, memory is untouched
-                    return StepPlan.invalid("model-unavailable", f"{type(exc).__name__}: {exc}", calls=calls + 1, notes=notes)
-                calls += 1
-                doc, problems = check_answer(text)
-                results: list[tuple[str, Any]] = []
-                reading = doc is not None and bool(doc["queries"])
-                if doc is not None and reading:
-                    if reads >= self.max_reads:
-                        problems = [f"no more reads in this step ({self.max_reads} done): answer with \"queries\": [] and the ops"]
-                    else:
-                        results, problems = self._run_queries(view, doc["queries"])
-                elif doc is not None:
-                    problems = self._check_act(view, doc)
-                if not problems:
-                    break
-                if repairs >= self.max_repairs:
-                    return StepPlan.invalid(
-                        "invalid-answer",
-                        f"the model's answer was refused after {repairs} repair{'s' if repairs != 1 else ''}: " + "; ".join(problems),
-                        calls=calls,
-                        notes=notes,
-                    )
-                repairs += 1
-                notes.append(f"answer refused, sent back once: {problems[0].splitlines()[0]}")
-                messages = messages + [{"role": "assistant", "content": (text or "")[:_ECHO_LIMIT]},
-                                       {"role": "user", "content": repair_prompt(problems)}]
-                self.last_messages = messages
-            if not reading:
-                break
+            exchange = converse(
+                self.client,
+                messages,
+                lambda text: self._checked(view, text, reads),
+                model=self.model,
+                max_attempts=1 + self.max_repairs,
+                correction=lambda problems: {"role": "user", "content": repair_prompt(problems)},
+                json_mode=self.json_mode,
+                temperature=self.temperature,
+                retry_unavailable=False,  # a step that gets no answer fails: the loop goes on
+            )
+            calls += len(exchange.attempts)
+            self.last_messages = list(exchange.messages)
+            notes.extend(f"answer refused, sent back once: {a.problems[0].splitlines()[0]}"
+                         for a in exchange.attempts[:-1])
+            if exchange.category == "model-unavailable":
+                error = exchange.error
+                return StepPlan.invalid("model-unavailable", f"{type(error).__name__}: {error}", calls=calls, notes=notes)
+            if not exchange.ok:
+                repairs = len(exchange.attempts) - 1
+                return StepPlan.invalid(
+                    "invalid-answer",
+                    f"the model's answer was refused after {repairs} repair{'s' if repairs != 1 else ''}: "
+                    + "; ".join(exchange.attempts[-1].problems),
+                    calls=calls,
+                    notes=notes,
+                )
+            doc, results = exchange.value
+            if not doc["queries"]:
+                return self._plan(view, doc, calls, notes)
             reads += 1
-            messages = messages + [{"role": "assistant", "content": (text or "")[:_ECHO_LIMIT]},
-                                   {"role": "user", "content": results_prompt(results)}]
+            messages = [*exchange.messages,
+                        {"role": "assistant", "content": (exchange.answer or "")[:ECHO_LIMIT]},
+                        {"role": "user", "content": results_prompt(results)}]
             self.last_messages = messages
-        return self._plan(view, doc, calls, notes)
+
+    def _checked(self, view: MemoryView, text: str | None, reads: int) -> tuple[Any, list[str]]:
+        """``((doc, query results), problems)`` for one answer: the schema, then the queries
+        (run, when reads are left) or the act (ops dry-run, tool, outcome)."""
+        doc, problems = check_answer(text)
+        if doc is None:
+            return None, problems
+        results: list[tuple[str, Any]] = []
+        if not doc["queries"]:
+            problems = self._check_act(view, doc)
+        elif reads >= self.max_reads:
+            problems = [f"no more reads in this step ({self.max_reads} done): answer with \"queries\": [] and the ops"]
+        else:
+            results, problems = self._run_queries(view, doc["queries"])
+        return (None if problems else (doc, results)), problems
 
     def _run_queries(self, view: MemoryView, queries: Sequence[str]) -> tuple[list[tuple[str, Any]], list[str]]:
         results, problems = [], []
@@ -480,7 +455,7 @@ class LLMPlanner:
             self.focus = doc["focus"]
         self.last_t = view.t + (1 if doc["ops"] else 0)
         return StepPlan(
-            ops=_json_copy(doc["ops"]),
+            ops=json_copy(doc["ops"]),
             reason=doc["reason"] or None,
             tool=call,
             done=bool(doc["done"]),

@@ -46,7 +46,8 @@ from hgm_engine import HGMError, Memory
 from hgm_engine.txn import TransactionReport
 from hgm_engine.errors import ConflictError
 
-from planners.protocol import MemoryView, Observation, Planner, QueryRecord, StepPlan, ToolCall, _json_copy, freeze_json
+from planners.protocol import MemoryView, Observation, Planner, QueryRecord, StepPlan, ToolCall, freeze_json
+from planners.protocol import json_copy as _json_copy
 
 __all__ = ["run", "replay", "StepRecord", "RunRecord", "ReplayResult", "RUN_FORMAT", "FAILED_STATUSES"]
 

@@ -40,6 +40,7 @@ __all__ = [
     "MemoryView",
     "PreviewView",
     "freeze_json",
+    "json_copy",
 ]
 
 
@@ -57,12 +58,16 @@ def freeze_json(value: Any) -> Any:
     return value
 
 
-def _json_copy(value: Any) -> Any:
-    """A plain JSON copy (dicts and lists) of ``value``; tuples become lists."""
+def json_copy(value: Any) -> Any:
+    """A plain JSON copy (dicts and lists) of ``value``; tuples become lists.
+
+    >>> json_copy({"ops": ({"op": "confirm", "id": 1},)})
+    {'ops': [{'op': 'confirm', 'id': 1}]}
+    """
     if isinstance(value, Mapping):
-        return {str(k): _json_copy(v) for k, v in value.items()}
+        return {str(k): json_copy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_copy(v) for v in value]
+        return [json_copy(v) for v in value]
     return value
 
 
@@ -79,11 +84,11 @@ class ToolCall:
     """
 
     name: str
-    args: Mapping[str, Any] = attrs.field(factory=dict, converter=_json_copy)
+    args: Mapping[str, Any] = attrs.field(factory=dict, converter=json_copy)
     action: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "args": _json_copy(self.args), "action": self.action}
+        return {"name": self.name, "args": json_copy(self.args), "action": self.action}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> "ToolCall":
@@ -116,10 +121,10 @@ class Observation:
 
     kind: str
     text: str = ""
-    data: Mapping[str, Any] = attrs.field(factory=dict, converter=_json_copy)
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=json_copy)
     call: ToolCall | None = None
     ok: bool = True
-    value: Any = attrs.field(default=None, converter=_json_copy)
+    value: Any = attrs.field(default=None, converter=json_copy)
     error: Mapping[str, Any] | None = None
 
     @classmethod
@@ -157,15 +162,15 @@ class Observation:
         if self.text:
             doc["text"] = self.text
         if self.data:
-            doc["data"] = _json_copy(self.data)
+            doc["data"] = json_copy(self.data)
         if self.call is not None:
             doc["call"] = self.call.to_json()
         if self.kind != "task":
             doc["ok"] = self.ok
         if self.value is not None:
-            doc["value"] = _json_copy(self.value)
+            doc["value"] = json_copy(self.value)
         if self.error is not None:
-            doc["error"] = _json_copy(self.error)
+            doc["error"] = json_copy(self.error)
         return doc
 
     @classmethod
@@ -210,10 +215,10 @@ class QueryRecord:
     """
 
     expr: str
-    params: Mapping[str, Any] | None = attrs.field(default=None, converter=lambda v: None if v is None else _json_copy(v))
+    params: Mapping[str, Any] | None = attrs.field(default=None, converter=lambda v: None if v is None else json_copy(v))
     focus: str | None = None
     kind: str | None = None
-    value: Any = attrs.field(default=None, converter=_json_copy)
+    value: Any = attrs.field(default=None, converter=json_copy)
     error: Mapping[str, Any] | None = None
     source: str = "memory"  # memory | preview | locate
     label: str | None = None  # a short name for logs (e.g. "frontier")
@@ -243,14 +248,14 @@ class QueryRecord:
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"expr": self.expr, "source": self.source}
         if self.params:
-            doc["params"] = _json_copy(self.params)
+            doc["params"] = json_copy(self.params)
         if self.focus is not None:
             doc["focus"] = self.focus
         if self.kind is not None:
             doc["kind"] = self.kind
-            doc["value"] = _json_copy(self.value)
+            doc["value"] = json_copy(self.value)
         if self.error is not None:
-            doc["error"] = _json_copy(self.error)
+            doc["error"] = json_copy(self.error)
         if self.label is not None:
             doc["label"] = self.label
         return doc
@@ -371,20 +376,14 @@ class MemoryView(_Reader):
         """A read-only view of the state ``ops`` would leave (rules and constraints not run)."""
         return PreviewView(self._memory, ops, self.log)
 
-    # -- paths (when the memory has them) ----------------------------------------------------
-
-    def has(self, feature: str) -> bool:
-        """Whether the memory offers ``feature`` (e.g. ``locate``, ``path_metrics``).
-
-        >>> MemoryView(Memory()).has("query"), MemoryView(Memory()).has("no_such_thing")
-        (True, False)
-        """
-        return callable(getattr(self._memory, feature, None))
+    # -- paths ----------------------------------------------------------------------------------
 
     def locate(self, text: str, tags: Sequence[str] | None = None, k: int = 5):
-        """Stored decision paths that fit ``text`` (``Memory.locate``), logged."""
+        """Stored decision paths that fit ``text`` (``Memory.locate``), logged. Only the view
+        of memory locates: a :class:`PreviewView` reads a transaction that was never
+        committed, which the path index has not seen."""
         result = self._memory.locate(text, tags=list(tags) if tags else None, k=k)
-        matches = [m.path for m in getattr(result, "matches", ())]
+        matches = [m.path for m in result.matches]
         self.log.append(QueryRecord(f"locate {text!r}", {"tags": list(tags or []), "k": k}, None, "locate", matches, None, "locate"))
         return result
 
@@ -446,7 +445,7 @@ class PreviewView(_Reader):
 
 
 def _ops(value: Any) -> tuple:
-    return tuple(_json_copy(op) for op in value)
+    return tuple(json_copy(op) for op in value)
 
 
 @attrs.frozen
@@ -495,9 +494,9 @@ class StepPlan:
         return self.error is not None
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"ops": _json_copy(self.ops), "reason": self.reason, "calls": self.calls}
+        doc: dict[str, Any] = {"ops": json_copy(self.ops), "reason": self.reason, "calls": self.calls}
         if self.requests:
-            doc["requests"] = _json_copy(self.requests)
+            doc["requests"] = json_copy(self.requests)
         if self.tool is not None:
             doc["tool"] = self.tool.to_json()
         if self.done:

@@ -10,7 +10,7 @@ import pytest
 
 from hgm_engine.cli.app import main
 from hgm_engine.memory import Memory
-from hgm_engine.paths.pathmemory import INDEX_META_KEY
+from hgm_engine.paths import INDEX_META_KEY
 
 TASKPLAN = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "taskplan"
 

@@ -21,14 +21,16 @@ sys.path.insert(0, os.path.dirname(__file__))
 from openai_stub import Scripted, openai_stub, stub_vector  # noqa: E402,F401 (openai_stub: the fixture)
 
 from hgm_engine.errors import HGMError, Problem  # noqa: E402
-from hgm_engine.llm.rewrite import (
+from hgm_engine.llm import (  # noqa: E402
     REWRITE_ANSWER_SCHEMA,
     build_prompt,
     parse_answer,
+    preview_steps,
     propose_rewrite,
     retry_message,
     rewrite_with_llm,
 )
+from hgm_engine.paths import resolve_steps  # noqa: E402
 from hgm_engine.errors import RewriteProposalError
 from hgm_engine.memory import Memory  # noqa: E402
 from hgm_engine.txn.ops import TransactionReport  # noqa: E402
@@ -75,8 +77,6 @@ class FakePathMemory:
         return copy.deepcopy(self.paths[path_id])
 
     def rewrite_path(self, path_id, steps_or_ops, reason, *, author=None):
-        from hgm_engine.llm.rewrite import preview_steps
-
         self.calls.append((path_id, steps_or_ops, reason, author))
         old = self.paths[path_id]
         self.t += 1
@@ -267,12 +267,36 @@ def test_a_change_to_the_same_step_is_no_change():
         parse_answer(json.dumps(answer), PATH)
 
 
+# -- the preview is what commits (one interpreter of edit ops) -------------------------------------
+
+OUT_OF_ORDER = [{"add": {"name": "c"}, "after": 0}, {"keep": 0}, {"keep": 1}]
+
+
+@pytest.mark.parametrize(
+    ("ops", "names"),
+    [(OUT_OF_ORDER, ["a", "c", "b"]), ([{"keep": 0}], ["a", "b"])],
+    ids=["an add listed before the step it follows", "an old step no op names is kept"],
+)
+def test_the_preview_of_edit_ops_is_what_resolve_steps_makes(ops, names):
+    old = [{"name": "a"}, {"name": "b"}]
+    assert [s["name"] for s in preview_steps({"steps": old}, ops)] == names
+    assert [s["name"] for s in resolve_steps(old, ops)[0]] == names
+
+
+def test_the_preview_of_out_of_order_ops_is_the_committed_version():
+    memory = Memory()
+    memory.ingest([{"id": "p", "goal": "g", "steps": ["a", "b"]}])
+    preview = preview_steps(memory.path("p"), OUT_OF_ORDER)
+    assert memory.rewrite_path("p", OUT_OF_ORDER, "c goes after a").committed
+    assert [s["name"] for s in memory.path("p")["steps"]] == [s["name"] for s in preview] == ["a", "c", "b"]
+
+
 def test_the_example_in_the_prompt_is_a_valid_answer():
-    from hgm_engine.llm.rewrite import _EXAMPLE
+    from hgm_engine.llm import EXAMPLE_ANSWER
 
     three = {"steps": [{"name": "search"}, {"name": "book"}, {"name": "notify"}]}
-    assert parse_answer(json.dumps(_EXAMPLE), three)
-    assert json.dumps(_EXAMPLE, sort_keys=True) in build_prompt(PATH, FEEDBACK)[0]["content"]
+    assert parse_answer(json.dumps(EXAMPLE_ANSWER), three)
+    assert json.dumps(EXAMPLE_ANSWER, sort_keys=True) in build_prompt(PATH, FEEDBACK)[0]["content"]
 
 
 def test_empty_feedback_is_refused_before_any_request(openai_stub):
@@ -350,7 +374,7 @@ def test_real_memory_three_invalid_answers_change_nothing(openai_stub):
 
 
 def test_real_memory_a_guard_refuses_before_the_model_is_asked(openai_stub):
-    from hgm_engine.paths.pathmemory import PathGuards
+    from hgm_engine.paths import PathGuards
 
     memory = _memory()
     memory.path_guards = PathGuards(max_rewrites=0)

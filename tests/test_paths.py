@@ -10,7 +10,7 @@ import pytest
 
 from hgm_engine.paths.localize import ScoreConfig
 from hgm_engine.memory import Memory
-from hgm_engine.paths.pathmemory import INDEX_META_KEY, PathGuards, read_jsonl, resolve_steps
+from hgm_engine.paths import INDEX_META_KEY, PathGuards, read_jsonl, resolve_steps
 from hgm_engine.errors import PathError
 
 TASKPLAN = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "taskplan"

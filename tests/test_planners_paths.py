@@ -55,7 +55,7 @@ def test_path_requests_are_made_after_the_transaction_and_recorded():
 
 
 def test_a_guard_refusal_fails_the_step_and_skips_the_tool_call():
-    from hgm_engine.paths.pathmemory import PathGuards
+    from hgm_engine.paths import PathGuards
 
     memory = Memory()
     stored_path(memory)
@@ -130,7 +130,7 @@ def test_an_htn_plan_kept_as_a_path_is_located_and_reused():
 
 
 def test_a_path_that_keeps_failing_is_stopped_by_the_guard_and_handed_to_a_person():
-    from hgm_engine.paths.pathmemory import PathGuards
+    from hgm_engine.paths import PathGuards
 
     memory = Memory()
     memory.path_guards = PathGuards(max_failed_rewrites=2)

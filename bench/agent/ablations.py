@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from hgm_engine.paths.localize import HashedTfidfEmbedder
-from planners import Domain, HTNPlanner, StepPlan
+from planners import Domain, HTNPlanner, MemoryView, StepPlan
 from planners.htn import Method, TaskContext, _Ids
 
 __all__ = ["CONDITIONS", "make_planner", "AppendOnlyHTN", "NodeRecallHTN", "FlatHTN"]
@@ -58,7 +58,7 @@ class AppendOnlyHTN(HTNPlanner):
 
     def _reuse(self, view, task, text, notes):
         spec = self.domain.path_spec(task)
-        if spec is None or not spec.reuse or not view.has("locate"):
+        if spec is None or not spec.reuse or not isinstance(view, MemoryView):  # a preview cannot locate
             return None
         for match in view.locate(text, tags=list(spec.tags) or None, k=spec.k).matches:
             if match.score < spec.min_score:

@@ -1,28 +1,45 @@
-"""LLM calls: proposing a path rewrite through any OpenAI-compatible endpoint.
+"""LLM calls: one chat-and-validate loop (:mod:`hgm_engine.llm.chat`) and, on top of it,
+proposing a path rewrite through any OpenAI-compatible endpoint (:mod:`hgm_engine.llm.rewrite`).
 """
 
 from __future__ import annotations
 
-from hgm_engine.llm.rewrite import (
-    REWRITE_ANSWER_SCHEMA,
+from hgm_engine.llm.chat import (
+    DEFAULT_ATTEMPTS,
     DEFAULT_MODEL,
+    DEFAULT_TIMEOUT,
+    ECHO_LIMIT,
     MODEL_ENV,
+    AnswerSchema,
+    Attempt,
+    Exchange,
+    ScriptedClient,
+    converse,
+    json_path,
+    model_name,
+    open_client,
+    read_json,
+    refused_option,
+    strip_fence,
+    transport_failure,
+)
+from hgm_engine.llm.rewrite import (
+    EXAMPLE_ANSWER,
+    REWRITE_ANSWER_SCHEMA,
+    Proposal,
     build_prompt,
-    retry_message,
+    guard_refusal,
     parse_answer,
     preview_steps,
     propose_rewrite,
+    retry_message,
     rewrite_with_llm,
-    guard_refusal,
-    Proposal,
-    Attempt,
-    ScriptedClient,
 )
 
 __all__ = [
+    # the path rewrite
     "REWRITE_ANSWER_SCHEMA",
-    "DEFAULT_MODEL",
-    "MODEL_ENV",
+    "EXAMPLE_ANSWER",
     "build_prompt",
     "retry_message",
     "parse_answer",
@@ -31,6 +48,22 @@ __all__ = [
     "rewrite_with_llm",
     "guard_refusal",
     "Proposal",
+    # the loop
+    "DEFAULT_MODEL",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_ATTEMPTS",
+    "MODEL_ENV",
+    "ECHO_LIMIT",
+    "model_name",
+    "open_client",
+    "converse",
+    "Exchange",
     "Attempt",
     "ScriptedClient",
+    "read_json",
+    "strip_fence",
+    "AnswerSchema",
+    "json_path",
+    "transport_failure",
+    "refused_option",
 ]

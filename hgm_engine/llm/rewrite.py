@@ -28,19 +28,31 @@ version of the path, the old one superseded); nothing is written when no valid a
 from __future__ import annotations
 
 import json
-import os
 import re
-import time
 from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem, RewriteProposalError
+from hgm_engine.errors import HGMError, PathError, Problem, RewriteProposalError
+from hgm_engine.llm.chat import (
+    DEFAULT_ATTEMPTS,
+    DEFAULT_MODEL,
+    DEFAULT_TIMEOUT,
+    MODEL_ENV,
+    AnswerSchema,
+    Attempt,
+    ScriptedClient,
+    converse,
+    json_path,
+    model_name,
+    open_client,
+    read_json,
+)
+from hgm_engine.paths import resolve_steps
 
 __all__ = [
     "REWRITE_ANSWER_SCHEMA",
-    "DEFAULT_MODEL",
-    "MODEL_ENV",
+    "EXAMPLE_ANSWER",
     "build_prompt",
     "retry_message",
     "parse_answer",
@@ -49,22 +61,20 @@ __all__ = [
     "rewrite_with_llm",
     "guard_refusal",
     "Proposal",
+    # the loop's names, still importable from here (hgm_engine.llm exports them too)
+    "DEFAULT_MODEL",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_ATTEMPTS",
+    "MODEL_ENV",
     "Attempt",
     "ScriptedClient",
 ]
-
-MODEL_ENV = "HGM_LLM_MODEL"
-DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_ATTEMPTS = 3
 
 # A step's node id: hgm owns ids, so it is neither shown to the model nor taken from its answer.
 _IDENTITY_KEYS = ("id",)
 # Set by hgm, never by an answer: the node id, staleness marks (rules set them) and the status
 # (a new version's steps start pending).
 _ENGINE_KEYS = ("id", "dirty", "dirty_marks", "status")
-# An answer is echoed back to the model at most this long when asking for a correction.
-_ECHO_LIMIT = 6000
 _STEP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name"],
@@ -110,18 +120,7 @@ REWRITE_ANSWER_SCHEMA: dict[str, Any] = {
     },
 }
 
-_VALIDATOR: Any = None
-
-
-def _validator() -> Any:
-    """The answer schema's validator, made on first use (importing jsonschema costs start-up
-    time that ``hgm`` commands other than ``rewrite`` should not pay)."""
-    global _VALIDATOR
-    if _VALIDATOR is None:
-        import jsonschema
-
-        _VALIDATOR = jsonschema.Draft202012Validator(REWRITE_ANSWER_SCHEMA)
-    return _VALIDATOR
+_ANSWER_SCHEMA = AnswerSchema(REWRITE_ANSWER_SCHEMA)
 
 _SYSTEM = """\
 You revise the stored decision paths of an agent's task memory. A path is a goal and an \
@@ -149,7 +148,8 @@ Example, for a path with steps [0] search, [1] book, [2] notify: keep the search
 price before booking, book with a retry, drop the notification:
 {example}"""
 
-_EXAMPLE = {
+# The worked example in the system prompt (a valid answer for a path of three steps).
+EXAMPLE_ANSWER = {
     "kept": [0],
     "changed": [{"index": 1, "step": {"name": "book", "content": "book, retrying once on a timeout"}}],
     "added": [{"after": 0, "step": {"name": "check_price", "content": "compare the price with the budget"}}],
@@ -200,7 +200,7 @@ def build_prompt(path: Mapping[str, Any], feedback: str) -> list[dict[str, str]]
     >>> build_prompt(path, "x") == build_prompt(dict(path), "x")
     True
     """
-    system = _SYSTEM.format(schema=_dumps(REWRITE_ANSWER_SCHEMA), example=_dumps(_EXAMPLE))
+    system = _SYSTEM.format(schema=_dumps(REWRITE_ANSWER_SCHEMA), example=_dumps(EXAMPLE_ANSWER))
     header = f"Old path {path.get('id', '?')}"
     if path.get("version") is not None:
         header += f" (version {path['version']})"
@@ -247,19 +247,12 @@ def retry_message(problems: Sequence[str]) -> dict[str, str]:
 # -- the answer ------------------------------------------------------------------------------
 
 
-def _json_path(parts: Iterable[Any]) -> str:
-    text = "$"
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text
-
-
 def _schema_problems(errors: Iterable[Any]) -> list[str]:
     """One line per place: the required properties missing there together, no repeats."""
     problems: list[str] = []
     missing: dict[str, list[str]] = {}
     for error in errors:
-        where = _json_path(error.absolute_path)
+        where = json_path(error.absolute_path)
         if error.validator == "required":
             names = re.findall(r"'([^']+)' is a required property", error.message)
             if where not in missing:
@@ -279,24 +272,14 @@ def _schema_problems(errors: Iterable[Any]) -> list[str]:
     ]
 
 
-def _strip_fence(text: str) -> str:
-    """An answer wrapped in one Markdown code fence, unwrapped (models do this in spite of
-    being told not to); anything else is returned as it is."""
-    match = re.fullmatch(r"\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*", text, re.DOTALL)
-    return match.group(1) if match else text
-
-
-def _answer_problems(text: str | None, steps: Sequence[Any]) -> tuple[list[str], dict[str, Any] | None]:
-    """Everything wrong with ``text`` as a rewrite of ``steps`` (empty when it is usable)."""
-    if text is None or not text.strip():
-        return ["the answer is empty"], None
-    try:
-        doc = json.loads(_strip_fence(text))
-    except json.JSONDecodeError as exc:
-        return [f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"], None
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+def _checked(text: str | None, steps: Sequence[Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """``(answer, problems)``: ``text`` as a rewrite of ``steps``, or everything wrong with it."""
+    doc, problems = read_json(text)
+    if problems:
+        return None, problems
+    errors = sorted(_ANSWER_SCHEMA.errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        return _schema_problems(errors), None
+        return None, _schema_problems(errors)
     count = len(steps)
     span = f"the path has {count} step{'s' if count != 1 else ''}" + (f", numbered 0 to {count - 1}" if count else "")
     problems: list[str] = []
@@ -327,7 +310,7 @@ def _answer_problems(text: str | None, steps: Sequence[Any]) -> tuple[list[str],
             problems.append("$: the answer changes nothing; a rewrite must change, add or remove a step")
         elif len(doc["removed"]) == count and not doc["added"]:
             problems.append("$: the rewritten path would have no steps")
-    return problems, (None if problems else doc)
+    return (None if problems else doc), problems
 
 
 def _clean_step(step: Mapping[str, Any]) -> dict[str, Any]:
@@ -400,7 +383,7 @@ def parse_answer(text: str | None, path: Mapping[str, Any]) -> list[dict[str, An
     hgm_engine.errors.RewriteProposalError: invalid-model-answer: not valid JSON: Expecting ':' delimiter at line 1, column 27
     """
     steps = list(path.get("steps") or [])
-    problems, doc = _answer_problems(text, steps)
+    doc, problems = _checked(text, steps)
     if problems:
         raise RewriteProposalError([_problem("invalid-model-answer", p) for p in problems], source=text)
     assert doc is not None
@@ -417,63 +400,36 @@ def _problem(category: str, text: str) -> Problem:
 
 def preview_steps(path: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The steps ``path`` would have after ``ops`` (what :func:`parse_answer` returns), as
-    ``rewrite_path`` makes them: a ``change`` updates the old step's attributes (None removes
-    one); ids, statuses and staleness marks are left to hgm.
+    ``rewrite_path`` makes them: the ops go through :func:`hgm_engine.paths.resolve_steps`,
+    the interpreter the commit uses, so the preview is what commits. A ``change`` updates the
+    old step's attributes (None removes one); an old step no op names is kept; steps added
+    after the same old step keep their order. Ids, statuses and staleness marks are left to
+    hgm. Ops that ``rewrite_path`` would refuse raise its ``PathError`` (``bad-steps``).
 
     >>> path = {"steps": [{"name": "a", "status": "done"}, {"name": "b", "args": {"x": 1}}]}
     >>> preview_steps(path, [{"add": {"name": "z"}, "after": -1}, {"keep": 0},
     ...                      {"change": 1, "step": {"name": "b2", "args": None}}, {"add": {"name": "c"}, "after": 1}])
     [{'name': 'z'}, {'name': 'a'}, {'name': 'b2'}, {'name': 'c'}]
+    >>> [s["name"] for s in preview_steps(path, [{"add": {"name": "c"}, "after": 0}, {"keep": 0}, {"keep": 1}])]
+    ['a', 'c', 'b']
     """
     old = [_comparable(step) for step in path.get("steps") or []]
-    new: list[dict[str, Any]] = []
-    for op in ops:
-        if "keep" in op:
-            new.append(dict(old[op["keep"]]))
-        elif "change" in op:
-            step = dict(old[op["change"]])
-            for key, value in op["step"].items():
-                if value is None:
-                    step.pop(key, None)
-                else:
-                    step[key] = value
-            new.append(step)
-        elif "add" in op:
-            new.append(_clean_step(op["add"]))
-    return new
+    steps, _, _ = resolve_steps(old, [dict(op) for op in ops])
+    return [_clean_step(step) for step in steps]
 
 
 # -- asking the model --------------------------------------------------------------------------
 
 
 @attrs.frozen
-class Attempt:
-    """One request to the model: its problems (none: the answer was used) and the raw answer."""
-
-    number: int
-    problems: tuple[str, ...] = ()
-    answer: str | None = None
-    seconds: float = 0.0
-    category: str | None = None  # invalid-model-answer or model-unavailable when it failed
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "attempt": self.number,
-            "ok": self.ok,
-            "category": self.category,
-            "problems": list(self.problems),
-            "answer": self.answer,
-            "seconds": round(self.seconds, 3),
-        }
-
-
-@attrs.frozen
 class Proposal:
-    """A validated rewrite: the edit ops, the reason, the resulting steps and how it was got."""
+    """A validated rewrite: the edit ops, the reason, the resulting steps and how it was got.
+
+    >>> proposal = propose_rewrite({"id": "p", "steps": [{"name": "a"}, {"name": "b"}]}, "b is useless",
+    ...     client=ScriptedClient(['{"kept": [0], "changed": [], "added": [], "removed": [1], "reason": "r"}']), model="m")
+    >>> proposal.to_json()["ops"], [a.ok for a in proposal.attempts]
+    ([{'keep': 0}, {'remove': 1}], [True])
+    """
 
     path_id: str
     feedback: str
@@ -497,95 +453,6 @@ class Proposal:
         }
 
 
-class ScriptedClient:
-    """An offline stand-in for ``openai.OpenAI`` answering chat requests from a list (for
-    examples, tests and dry runs). ``requests`` records the keyword arguments of every call.
-
-    >>> client = ScriptedClient(["{}"])
-    >>> client.chat.completions.create(model="m", messages=[]).choices[0].message.content
-    '{}'
-    >>> len(client.requests)
-    1
-    """
-
-    def __init__(self, answers: Iterable[str | None]):
-        self.answers = list(answers)
-        self.requests: list[dict[str, Any]] = []
-        self.chat = self  # client.chat.completions.create(...)
-        self.completions = self
-
-    def create(self, **kwargs: Any) -> Any:
-        import types
-
-        self.requests.append(kwargs)
-        if not self.answers:
-            raise RuntimeError("ScriptedClient: no answer left")
-        message = types.SimpleNamespace(content=self.answers.pop(0), role="assistant")
-        choice = types.SimpleNamespace(message=message, finish_reason="stop", index=0)
-        return types.SimpleNamespace(choices=[choice])
-
-
-def _default_client(timeout: float) -> Any:
-    base_url = os.environ.get("OPENAI_BASE_URL")
-    api_key = os.environ.get("OPENAI_API_KEY")
-    if not base_url and not api_key:
-        raise RewriteProposalError.single(
-            "model-unavailable",
-            "no model endpoint configured: set OPENAI_BASE_URL (an OpenAI-compatible server) "
-            "and/or OPENAI_API_KEY",
-        )
-    try:
-        import openai  # optional dependency (pip install 'hgm[llm]')
-    except ImportError as exc:
-        raise RewriteProposalError.single(
-            "model-unavailable", f"the openai package is not installed (pip install 'hgm[llm]'): {exc}"
-        ) from None
-    # Local servers rarely need a key, but the client refuses to start without one. Retries
-    # are ours (bounded by max_attempts), so the client makes none of its own.
-    return openai.OpenAI(base_url=base_url or None, api_key=api_key or "unused", timeout=timeout, max_retries=0)
-
-
-def _transport_failure(exc: Exception) -> tuple[str, bool]:
-    """(message, worth retrying) for an exception raised by the client."""
-    name = type(exc).__name__
-    status = getattr(exc, "status_code", None)
-    if "Timeout" in name or isinstance(exc, TimeoutError):
-        return f"no answer within the timeout ({name})", True
-    if status is not None:
-        detail = re.sub(r"^Error code: \d+ - ", "", getattr(exc, "message", None) or str(exc))
-        body = getattr(exc, "body", None)
-        if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-            detail = body["message"]  # the server's own words, without the client's wrapping
-        retry = status >= 500 or status in (408, 409, 429)
-        return f"the server answered HTTP {status}: {detail}", retry
-    if "Connection" in name or isinstance(exc, OSError):
-        return f"cannot reach the model endpoint: {exc}", True
-    return f"{name}: {exc}", False
-
-
-# Request options a server may refuse (HTTP 400/422 naming them): the request is sent again
-# without the option, and that does not count as an attempt.
-_OPTIONAL = {"response_format": r"response_format|json_object|json mode", "temperature": r"temperature"}
-
-
-def _refused_option(exc: Exception, request: Mapping[str, Any]) -> str | None:
-    """The optional request key a 400/422 answer complains about, if any.
-
-    >>> class Refused(Exception):
-    ...     status_code = 400
-    >>> _refused_option(Refused("'response_format' is not supported"), {"response_format": {}})
-    'response_format'
-    >>> _refused_option(Refused("bad messages"), {"response_format": {}}) is None
-    True
-    """
-    if getattr(exc, "status_code", None) not in (400, 422):
-        return None
-    for key, pattern in _OPTIONAL.items():
-        if key in request and re.search(pattern, str(exc), re.IGNORECASE):
-            return key
-    return None
-
-
 def propose_rewrite(
     path: Mapping[str, Any],
     feedback: str,
@@ -607,11 +474,12 @@ def propose_rewrite(
     asked again without it, which does not count as an attempt. The answer is validated
     whatever the server promised.
 
-    At most ``max_attempts`` requests are made. An invalid answer is sent back with what is
-    wrong with it (:func:`retry_message`); a timeout, a connection failure or a server error
-    (HTTP 5xx, 429) costs an attempt and the same conversation is sent again; any other HTTP
-    error stops at once. Returns a :class:`Proposal`, or raises
-    :class:`RewriteProposalError` listing every attempt's problems.
+    At most ``max_attempts`` requests are made (through :func:`hgm_engine.llm.converse`). An
+    invalid answer is sent back with what is wrong with it (:func:`retry_message`); a timeout,
+    a connection failure or a server error (HTTP 5xx, 429) costs an attempt and the same
+    conversation is sent again; any other HTTP error stops at once. Returns a
+    :class:`Proposal`, or raises :class:`RewriteProposalError` listing every attempt's
+    problems.
 
     >>> path = {"id": "p", "goal": "g", "steps": [{"name": "a"}]}
     >>> bad = ScriptedClient(["not json", '{"kept": [3]}'])
@@ -629,69 +497,35 @@ def propose_rewrite(
         raise RewriteProposalError.single("invalid-argument", f"max_attempts must be 1 or more, not {max_attempts}")
     if not str(feedback).strip():
         raise RewriteProposalError.single("invalid-argument", "the feedback is empty: say what went wrong")
-    model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+    model = model_name(model)
     if client is None:
-        client = _default_client(timeout)
+        client = open_client(timeout)
     steps = list(path.get("steps") or [])
-    messages = build_prompt(path, feedback)
-    options: dict[str, Any] = {}
-    if temperature is not None:
-        options["temperature"] = temperature
-    if json_mode:
-        options["response_format"] = {"type": "json_object"}
-    attempts: list[Attempt] = []
-    while len(attempts) < max_attempts:
-        number = len(attempts) + 1
-        request: dict[str, Any] = {"model": model, "messages": list(messages), "timeout": timeout, **options}
-        started = time.monotonic()
-        try:
-            response = client.chat.completions.create(**request)
-        except Exception as exc:  # the client raises many kinds; each is one failed attempt
-            refused = _refused_option(exc, options)
-            if refused is not None:  # at most once per option: the loop stays bounded
-                del options[refused]
-                continue
-            message, retry = _transport_failure(exc)
-            attempts.append(Attempt(number, (message,), None, time.monotonic() - started, "model-unavailable"))
-            if not retry:
-                break
-            continue
-        seconds = time.monotonic() - started
-        text, cut = _content(response)
-        problems, doc = _answer_problems(text, steps)
-        if problems:
-            if cut:
-                problems = [*problems, "the answer was cut off (finish_reason=length)"]
-            attempts.append(Attempt(number, tuple(problems), text, seconds, "invalid-model-answer"))
-            messages = [
-                *messages,
-                {"role": "assistant", "content": (text or "")[:_ECHO_LIMIT]},
-                retry_message(problems),
-            ]
-            continue
-        assert doc is not None
-        attempts.append(Attempt(number, (), text, seconds))
-        ops = _ops_from(doc, steps)
-        return Proposal(
-            path_id=str(path.get("id", "")),
-            feedback=str(feedback),
-            ops=tuple(ops),
-            reason=doc["reason"].strip(),
-            steps=tuple(preview_steps(path, ops)),
-            answer=doc,
-            model=model,
-            attempts=tuple(attempts),
-        )
-    raise _failure(attempts)
-
-
-def _content(response: Any) -> tuple[str | None, bool]:
-    try:
-        choice = response.choices[0]
-    except (AttributeError, IndexError, TypeError):
-        return None, False
-    message = getattr(choice, "message", None)
-    return getattr(message, "content", None), getattr(choice, "finish_reason", None) == "length"
+    exchange = converse(
+        client,
+        build_prompt(path, feedback),
+        lambda text: _checked(text, steps),
+        model=model,
+        max_attempts=max_attempts,
+        correction=retry_message,
+        timeout=timeout,
+        json_mode=json_mode,
+        temperature=temperature,
+    )
+    if not exchange.ok:
+        raise _failure(exchange.attempts)
+    doc = exchange.value
+    ops = _ops_from(doc, steps)
+    return Proposal(
+        path_id=str(path.get("id", "")),
+        feedback=str(feedback),
+        ops=tuple(ops),
+        reason=doc["reason"].strip(),
+        steps=tuple(preview_steps(path, ops)),
+        answer=doc,
+        model=model,
+        attempts=exchange.attempts,
+    )
 
 
 def _failure(attempts: Sequence[Attempt]) -> RewriteProposalError:
@@ -719,14 +553,10 @@ def guard_refusal(memory: Any, path: Mapping[str, Any]) -> HGMError | None:
     >>> guard_refusal(None, {"id": "p", "current": True}) is None
     True
     """
-    try:
-        from hgm_engine.errors import PathError as error_class
-    except ImportError:  # pragma: no cover - the path memory ships with hgm
-        error_class = RewriteProposalError
     root = str(path.get("root") or path.get("id"))
 
     def refuse(category: str, message: str) -> HGMError:
-        return error_class([Problem(category, message + " (nothing was sent to the model)", where=root)])
+        return PathError([Problem(category, message + " (nothing was sent to the model)", where=root)])
 
     if path.get("current") is False:
         return refuse("stale-version", f"{path.get('id')!r} is not the current version of {root!r} "

@@ -25,10 +25,10 @@ from hgm_engine.paths.localize.embedders import (
     SentenceTransformerEmbedder,
     embedder_from_name,
 )
-from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.localize.index import INDEX_STATE_FORMAT, Expander, LocateResult, Match, PathIndex
 from hgm_engine.paths.localize.records import PATH_RESULTS, PATH_STATUSES, PathRecord, Step
 from hgm_engine.paths.localize.scoring import COMPONENTS, DENSE_SCORE_CONFIG, ScoreConfig
+from hgm_engine.paths.localize.taskplan import request_to_trajectory
 
 __all__ = [
     "PathIndex",
@@ -48,4 +48,5 @@ __all__ = [
     "PATH_STATUSES",
     "PATH_RESULTS",
     "INDEX_STATE_FORMAT",
+    "request_to_trajectory",
 ]

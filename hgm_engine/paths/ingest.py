@@ -1,0 +1,431 @@
+"""Ingest: trajectories (JSON Lines, formats.md) checked, planned and stored as paths.
+
+A trajectory is checked on its own first (its shape, its id, its steps), then against the
+graph inside the commit (an id that exists, a scenario that is not a scenario goal, a
+``replaces`` that names no path), then by the schema and constraints. All valid
+trajectories go into **one** transaction; with ``skip_invalid`` the others are listed
+in the :class:`IngestReport`, otherwise nothing is stored and a ``PathError`` lists every
+problem with its line. :func:`ingest_taskplan` reads a GNN4TaskPlan data set folder.
+
+>>> from hgm_engine import Memory
+>>> docs, lines = read_jsonl('{"id": "p", "goal": "g", "steps": ["a", "b"]}\\n')
+>>> report = ingest_trajectories(Memory(), docs, lines=lines)
+>>> report.ingested, report.t
+(['p'], 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import re
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import attrs
+
+from hgm_engine.errors import LocalizationError, PathError, Problem
+from hgm_engine.paths.edits import STEP_RENAMED
+from hgm_engine.paths.localize import PathRecord, request_to_trajectory
+from hgm_engine.paths.records import MARKS, PATH_KIND, SCENARIO_KIND, is_path
+from hgm_engine.txn import AddEdge, AddNode, OpContext, apply_op
+
+__all__ = [
+    "IngestProblem",
+    "IngestReport",
+    "InvalidLine",
+    "read_jsonl",
+    "ingest_trajectories",
+    "ingest_taskplan",
+]
+
+_VERSION_ID = re.compile(r"@v\d+$")
+_TRAJECTORY_KEYS = frozenset(
+    {"id", "goal", "steps", "edges", "tags", "result", "reward", "status", "version", "replaces", "scenario",
+     "lineage", "template"}
+)
+_RENAMED = {"type": "trajectory_type"}              # node keys that cannot be attributes
+_FORBIDDEN = {"kind": "'kind' is set by hgm ('path')", "content": "the goal text is 'goal', not 'content'",
+              "dirty": "'dirty' holds staleness marks set by rules", "dirty_marks": "'dirty_marks' is set by rules"}
+
+
+@attrs.frozen
+class IngestProblem:
+    """One input line that cannot be ingested: its 1-based line number, its id when known."""
+
+    line: int | None
+    id: str | None
+    category: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "id": self.id, "category": self.category, "message": self.message}
+
+    def to_problem(self) -> Problem:
+        where = f"line {self.line}" if self.line is not None else self.id
+        text = f"path {self.id!r}: {self.message}" if self.id is not None else self.message
+        return Problem(self.category, text, where=where)
+
+
+@attrs.frozen
+class IngestReport:
+    """What an ingest did: the path ids it stored, the ``t`` of its transaction (None when it
+    stored nothing), and the lines it left out, each with its problem.
+
+    >>> IngestReport(("a",), 3, ()).to_json()
+    {'ingested': ['a'], 'count': 1, 't': 3, 'ts': [3], 'problems': [], 'skipped': []}
+    """
+
+    ingested: list[str] = attrs.field(converter=list)
+    t: int | None = None
+    problems: list[IngestProblem] = attrs.field(converter=list, factory=list)
+
+    @property
+    def committed(self) -> bool:
+        return self.t is not None
+
+    @property
+    def ts(self) -> list[int]:
+        """The ``t`` of each transaction (an ingest is one transaction)."""
+        return [] if self.t is None else [self.t]
+
+    @property
+    def skipped(self) -> list[int]:
+        return sorted({p.line for p in self.problems if p.line is not None})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ingested": list(self.ingested),
+            "count": len(self.ingested),
+            "t": self.t,
+            "ts": self.ts,
+            "problems": [p.to_json() for p in self.problems],
+            "skipped": self.skipped,
+        }
+
+
+@attrs.frozen
+class InvalidLine:
+    """An input line that is not a trajectory: not JSON (what :func:`read_jsonl` puts in its
+    place) or, with another ``category``, a task-plan request that cannot be read."""
+
+    message: str
+    column: int | None = None
+    category: str = "invalid-json"
+
+
+def read_jsonl(text: str) -> tuple[list[Any], list[int]]:
+    """The documents of a JSON Lines text and their 1-based line numbers; blank lines are
+    skipped and a line that is not JSON becomes an :class:`InvalidLine`.
+
+    >>> docs, lines = read_jsonl('{"id": "a", "steps": ["x"]}\\n\\n{oops\\n')
+    >>> lines, type(docs[1]).__name__
+    ([1, 3], 'InvalidLine')
+    """
+    docs: list[Any] = []
+    numbers: list[int] = []
+    if text.startswith("\ufeff"):  # a byte-order mark is not part of the first line
+        text = text[1:]
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        try:
+            docs.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            docs.append(InvalidLine(f"not JSON: {exc.msg} (column {exc.colno})", exc.colno))
+        numbers.append(number)
+    return docs, numbers
+
+
+# -- one trajectory on its own -------------------------------------------------------------------
+
+
+@attrs.define
+class _Planned:
+    """A trajectory checked on its own: the nodes and edges it will add."""
+
+    line: int
+    id: str
+    goal_attrs: dict[str, Any]
+    steps: list[dict[str, Any]]
+    edges: list[tuple[int, int]]
+    scenario: str | None
+    replaces: str | None
+
+
+def _step_attrs(step: Any, default_status: str) -> dict[str, Any]:
+    if isinstance(step, str):
+        doc: dict[str, Any] = {"name": step}
+    else:
+        doc = {STEP_RENAMED.get(k, k): v for k, v in step.items() if k not in MARKS}
+    doc.setdefault("status", default_status)
+    return doc
+
+
+def _plan(doc: Any, line: int, default_scenario: str | None) -> _Planned | IngestProblem:
+    """A trajectory checked on its own (no graph): planned nodes, or the line's problem."""
+    if isinstance(doc, InvalidLine):
+        return IngestProblem(line, None, doc.category, doc.message)
+    if not isinstance(doc, Mapping):
+        return IngestProblem(line, None, "bad-trajectory", f"a trajectory is a JSON object, not {type(doc).__name__}")
+    raw_id = doc.get("id")
+    if raw_id is None:
+        canonical = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)
+        path_id = "path-" + hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:12]
+    elif isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or raw_id == "":
+        return IngestProblem(line, None, "bad-trajectory", f"'id' must be a non-empty string, not {raw_id!r}")
+    else:
+        path_id = str(raw_id)
+
+    def bad(message: str, category: str = "bad-trajectory") -> IngestProblem:
+        return IngestProblem(line, path_id, category, message)
+
+    if _VERSION_ID.search(path_id):
+        return bad("ids ending in '@v<n>' name rewritten versions; choose another id")
+    goal = doc.get("goal", "")
+    if not isinstance(goal, str):
+        return bad("'goal' must be a string")
+    tags = doc.get("tags")
+    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+        return bad("'tags' must be a list of strings")
+    for key, message in _FORBIDDEN.items():
+        if key in doc:
+            return bad(message)
+    try:
+        record = PathRecord.from_trajectory({**doc, "id": path_id, "goal": goal})
+    except LocalizationError as err:
+        return bad(err.message)
+    except (TypeError, ValueError) as exc:
+        return bad(str(exc))
+    for i, step in enumerate(doc["steps"]):
+        if isinstance(step, Mapping) and any(k in step for k in MARKS):
+            return bad(f"steps[{i}]: 'dirty' and 'dirty_marks' are staleness marks set by rules")
+    version = doc.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        return bad("'version' must be a positive integer")
+    scenario = doc.get("scenario", default_scenario)
+    if scenario is not None and (not isinstance(scenario, str) or not scenario):
+        return bad("'scenario' must be a non-empty string")
+    replaces = doc.get("replaces")
+    if replaces is not None and (not isinstance(replaces, str) or not replaces):
+        return bad("'replaces' must be a path id")
+    lineage = doc.get("lineage", [path_id])
+    if not isinstance(lineage, list) or not all(isinstance(i, str) for i in lineage):
+        return bad("'lineage' must be a list of path ids")
+    attributes: dict[str, Any] = {
+        _RENAMED.get(k, k): v for k, v in doc.items() if k not in _TRAJECTORY_KEYS
+    }
+    attributes.update(content=goal, kind=PATH_KIND, version=version, lineage=lineage)
+    status = record.status
+    attributes["status"] = "active" if status == "template" else status
+    if status == "template" or doc.get("template") is True:
+        attributes["template"] = True
+    if tags:
+        attributes["tags"] = list(dict.fromkeys(tags))
+    if record.result is not None:
+        attributes["result"] = record.result
+    if record.reward is not None:
+        attributes["reward"] = doc["reward"]
+    if scenario is not None:
+        attributes["scenario"] = scenario
+    default_status = "pending" if record.result == "pending" else "done"
+    steps = [_step_attrs(step, default_status) for step in doc["steps"]]
+    return _Planned(line, path_id, attributes, steps, list(record.edges), scenario, replaces)
+
+
+# -- into the graph ------------------------------------------------------------------------------
+
+
+def ingest_trajectories(memory: Any, trajectories: Iterable[Any], *, skip_invalid: bool = False,
+                        author: str | None = None, scenario: str | None = None,
+                        lines: Sequence[int] | None = None, reason: str | None = None) -> IngestReport:
+    """Store trajectories (formats.md) as paths of ``memory`` in one transaction; see
+    ``Memory.ingest``.
+
+    >>> from hgm_engine import Memory
+    >>> m = Memory()
+    >>> ingest_trajectories(m, [{"id": "p", "goal": "g", "steps": ["a"]}, {"id": "q"}], skip_invalid=True).to_json()["problems"]
+    [{'line': 2, 'id': 'q', 'category': 'bad-trajectory', 'message': "a trajectory needs a 'steps' list"}]
+    """
+    items = list(trajectories)
+    numbers = list(lines) if lines is not None else list(range(1, len(items) + 1))
+    if len(numbers) != len(items):
+        raise ValueError("lines must give one line number per trajectory")
+    problems: list[IngestProblem] = []
+    plans: list[_Planned] = []
+    for doc, line in zip(items, numbers):
+        planned = _plan(doc, line, scenario)
+        (problems if isinstance(planned, IngestProblem) else plans).append(planned)
+    if problems and not skip_invalid:
+        raise _ingest_error(problems)
+    excluded: set[int] = set()
+    while True:
+        todo = [p for p in plans if p.line not in excluded]
+        if not todo:
+            return IngestReport((), None, tuple(sorted(problems, key=_line_key)))
+        found: list[IngestProblem] = []
+        owner: dict[str, int] = {}
+        build = _builder(todo, found, owner, skip_invalid)
+        try:
+            report = memory.commit_built(
+                build, author=author, reason=reason or f"ingest {len(todo)} trajectories", kind="ingest"
+            )
+        except _NothingToIngest:
+            problems.extend(found)
+            return IngestReport((), None, tuple(sorted(problems, key=_line_key)))
+        problems.extend(found)
+        excluded.update(p.line for p in found)
+        if report.committed:
+            ingested = tuple(p.id for p in todo if p.line not in excluded)
+            return IngestReport(ingested, report.t, tuple(sorted(problems, key=_line_key)))
+        blamed: dict[int, list[str]] = {}
+        general = []
+        for violation in report.violations:
+            line = owner.get(violation.node) if violation.node is not None else None
+            text = f"{violation.constraint}: {violation.message}"
+            if line is None:
+                general.append(text)
+            else:
+                blamed.setdefault(line, []).append(text)
+        by_line = {p.line: p for p in todo}
+        for line, texts in blamed.items():
+            problems.append(IngestProblem(line, by_line[line].id, "constraint-violation", "; ".join(texts)))
+        if general:
+            problems.extend(IngestProblem(None, None, "constraint-violation", t) for t in general)
+        if not skip_invalid or general or not blamed:
+            raise _ingest_error(problems)
+        excluded.update(blamed)
+
+
+def _ingest_error(problems: list[IngestProblem]) -> PathError:
+    ordered = sorted(problems, key=_line_key)
+    err = PathError([p.to_problem() for p in ordered])
+    err.report = IngestReport((), None, tuple(ordered))
+    return err
+
+
+def _builder(plans: list[_Planned], found: list[IngestProblem], owner: dict[str, int],
+             skip_invalid: bool) -> Callable:
+    def build(overlay, ctx: OpContext) -> list[str]:
+        found.clear()
+        owner.clear()
+        created: list[str] = []
+        scenarios_made: set[str] = set()
+        for plan in plans:
+            problem = _graph_problem(overlay, plan, scenarios_made)
+            if problem is not None:
+                found.append(problem)
+                continue
+            if plan.scenario is not None and overlay.node(plan.scenario) is None:
+                attributes = {"kind": SCENARIO_KIND, "content": plan.scenario, "status": "active"}
+                apply_op(overlay, AddNode(plan.scenario, "goal", attributes), ctx, f"line {plan.line}")
+                scenarios_made.add(plan.scenario)
+                owner.setdefault(plan.scenario, plan.line)
+            where = f"line {plan.line}"
+            created.extend(apply_op(overlay, AddNode(plan.id, "goal", plan.goal_attrs, plan.scenario), ctx, where))
+            owner[plan.id] = plan.line
+            for i, step in enumerate(plan.steps):
+                step_id = f"{plan.id}/{i}"
+                apply_op(overlay, AddNode(step_id, "action", step, plan.id, i), ctx, where)
+                owner[step_id] = plan.line
+            for i, j in plan.edges:
+                apply_op(overlay, AddEdge(f"{plan.id}/{i}", f"{plan.id}/{j}", "before", {}), ctx, where)
+            if plan.replaces is not None:
+                apply_op(overlay, AddEdge(plan.id, plan.replaces, "replaces", {}), ctx, where)
+        if found and not skip_invalid:
+            raise _ingest_error(found)
+        if not created:
+            raise _NothingToIngest()
+        return created
+
+    return build
+
+
+def _graph_problem(overlay, plan: _Planned, scenarios_made: set[str]) -> IngestProblem | None:
+    ids = [plan.id] + [f"{plan.id}/{i}" for i in range(len(plan.steps))]
+    for node_id in ids:
+        if node_id in overlay:
+            what = "path" if node_id == plan.id else "node"
+            return IngestProblem(plan.line, plan.id, "duplicate-id", f"a {what} {node_id!r} already exists")
+    if plan.scenario is not None and plan.scenario not in scenarios_made:
+        node = overlay.node(plan.scenario)
+        if node is not None and (node.type != "goal" or is_path(node)):
+            what = "a path" if is_path(node) else f"a {node.type}"
+            return IngestProblem(plan.line, plan.id, "bad-scenario",
+                                 f"scenario {plan.scenario!r} is {what}, not a scenario goal")
+    if plan.replaces is not None and not is_path(overlay.node(plan.replaces)):
+        return IngestProblem(plan.line, plan.id, "unknown-node", f"'replaces' names no path {plan.replaces!r}")
+    return None
+
+
+def ingest_taskplan(memory: Any, directory: str | os.PathLike, *, ids: Iterable[str] | str | None = None,
+                    skip_invalid: bool = False, author: str | None = None, scenario: str | None = None,
+                    prefix: str | None = None) -> IngestReport:
+    """Ingest a task-plan data set folder (see Memory.ingest_taskplan)."""
+    root = pathlib.Path(directory)
+    try:
+        text = (root / "data.json").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PathError.single("io", f"cannot read {root / 'data.json'}: {getattr(exc, 'strerror', None) or exc}") from None
+    domains = _taskplan_domains(root)
+    wanted = _taskplan_ids(root, ids)
+    prefix = f"{root.name}-" if prefix is None else prefix
+    docs, numbers = read_jsonl(text)
+    trajectories, lines = [], []
+    for doc, line in zip(docs, numbers):
+        if isinstance(doc, Mapping) and wanted is not None and str(doc.get("id")) not in wanted:
+            continue
+        if isinstance(doc, Mapping):
+            try:
+                trajectory = request_to_trajectory(doc, domains)
+                trajectory["id"] = f"{prefix}{trajectory['id']}"
+                trajectory["request_id"] = str(doc["id"])
+                trajectory["source"] = root.name
+                doc = trajectory
+            except LocalizationError as err:
+                doc = InvalidLine(f"request {doc.get('id')!r}: {err.message}", category="bad-trajectory")
+            except (KeyError, TypeError, AttributeError) as exc:
+                doc = InvalidLine(f"request {doc.get('id')!r} is malformed: {exc!r}", category="bad-trajectory")
+        trajectories.append(doc)
+        lines.append(line)
+    return ingest_trajectories(memory, trajectories, skip_invalid=skip_invalid, author=author, scenario=scenario, lines=lines,
+                       reason=f"ingest task plans from {root.name}")
+
+
+class _NothingToIngest(Exception):
+    """Every planned trajectory turned out to clash with the graph (skip_invalid): no commit."""
+
+
+def _line_key(problem: IngestProblem) -> tuple:
+    return (problem.line is None, problem.line or 0)
+
+
+def _taskplan_domains(root: pathlib.Path) -> dict[str, tuple[str, ...]]:
+    path = root / "graph_desc.json"
+    if not path.exists():
+        return {}
+    try:
+        graph = json.loads(path.read_text(encoding="utf-8"))
+        return {str(n["id"]): tuple(str(d) for d in n["domain"]) for n in graph.get("nodes", []) if n.get("domain")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise PathError.single("bad-data", f"cannot read {path}: {exc}") from None
+
+
+def _taskplan_ids(root: pathlib.Path, ids: Iterable[str] | str | None) -> set[str] | None:
+    if ids is None:
+        return None
+    if isinstance(ids, str):
+        if ids not in ("memory", "test"):
+            raise PathError.single("invalid-argument", f"ids is a list of request ids, 'memory' or 'test', not {ids!r}")
+        try:
+            split = json.loads((root / "split_ids.json").read_text(encoding="utf-8"))
+            test = {str(i) for i in split.get("test_ids", {}).get("chain", [])}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise PathError.single("bad-data", f"cannot read {root / 'split_ids.json'}: {exc}") from None
+        if ids == "test":
+            return test
+        docs, _ = read_jsonl((root / "data.json").read_text(encoding="utf-8"))
+        return {str(d.get("id")) for d in docs if isinstance(d, Mapping) and str(d.get("id")) not in test}
+    return {str(i) for i in ids}
