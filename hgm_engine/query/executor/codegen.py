@@ -127,7 +127,11 @@ class ConditionWriter:
         )
 
     def fallback(self, cond) -> str:
-        """A call of the closure the fallback compiles for ``cond``."""
+        """A call of the closure the fallback compiles for ``cond``.
+
+        >>> ConditionWriter(fallback=lambda cond: (lambda node, ctx: True)).fallback("anything")
+        '_k1(n, ctx)'
+        """
         name = self.constant(self._fallback(cond))
         return f"{name}(n, ctx)"
 

@@ -140,10 +140,16 @@ def _hop(relation: Hop) -> Callable:
         return expand
     if edge_types is not None and len(edge_types) == 1 and direction != "both":
         edge_type = edge_types[0]
-        adjacency_of = "out_adj" if direction == "out" else "in_adj"
+        # the adjacency remembers its targets of that type
+        if direction == "out":
 
-        def single_typed(node_id, ctx):  # the adjacency remembers its targets of that type
-            return getattr(ctx, adjacency_of)(node_id).of_type(edge_type, node_type, ctx.nodes)
+            def single_typed(node_id, ctx):
+                return ctx.out_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
+
+        else:
+
+            def single_typed(node_id, ctx):
+                return ctx.in_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
 
         return single_typed
 

@@ -223,16 +223,44 @@ class Program:
         return lambda start_ids, ctx: program.run_fast(ctx, start_ids)
 
     def count(self, ctx) -> int:
+        """The number of nodes the query gives in ``ctx`` (an index's size when that is it).
+
+        >>> from hgm_engine.model import MemoryGraph
+        >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+        >>> from hgm_engine.query.pipeline import compile
+        >>> g = MemoryGraph(); _ = g.add_node("f", "fact", {})
+        >>> compile("nodes.where(type = 'fact')").program.count(Context(g, {}, None, DEFAULT_LIMITS))
+        1
+        """
         if len(self._paths) == 1:
             return self._paths[0].count(ctx)
         return len(self.fast(ctx))
 
     def fast(self, ctx) -> list:
+        """The ids the query gives in ``ctx``, each once, in order (the union of its branches).
+
+        >>> from hgm_engine.model import MemoryGraph
+        >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+        >>> from hgm_engine.query.pipeline import compile
+        >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {}); _ = g.add_node("b", "fact", {})
+        >>> compile("#b | #a | #b").program.fast(Context(g, {}, None, DEFAULT_LIMITS))
+        ['b', 'a']
+        """
         if len(self._paths) == 1:
             return self._paths[0].run_fast(ctx)
         return list(dict.fromkeys(itertools.chain.from_iterable(p.run_fast(ctx) for p in self._paths)))
 
     def traced(self, ctx) -> list:
+        """``(id, walk)`` for each node the query gives in ``ctx``, the first walk that got there.
+
+        >>> from hgm_engine.model import MemoryGraph
+        >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+        >>> from hgm_engine.query.pipeline import compile
+        >>> g = MemoryGraph(); _ = g.add_node("g", "goal", {}); _ = g.add_node("a", "action", {})
+        >>> _ = g.add_edge("g", "a", "parent_of")
+        >>> compile("root.actions").program.traced(Context(g, {}, None, DEFAULT_LIMITS))
+        [('a', ('g', 'a'))]
+        """
         out: dict[str, tuple] = {}
         for path in self._paths:
             for node_id, walk in path.run_traced(ctx):
