@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
+from hgm_engine.model.generated import compile_function
+
 __all__ = ["compile_schema"]
 
 _IGNORED = {"$schema", "$id", "title", "description", "default", "examples", "$comment"}
@@ -47,11 +49,8 @@ def compile_schema(spec: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     except _Unsupported:
         return None
     source = "def check(v):\n" + "".join(body) + "    return True\n"
-    namespace: dict[str, Any] = dict(generator.constants)
-    exec(compile(source, "<hgm schema check>", "exec"), namespace)  # noqa: S102 - our own source
-    check = namespace["check"]
-    check.source = source  # type: ignore[attr-defined]  # for reading and debugging
-    return check
+    # (``inspect.getsource(check)`` reads the source back; a traceback shows its lines)
+    return compile_function(source, "check", generator.constants, kind="schema check")
 
 
 class _Unsupported(Exception):

@@ -30,7 +30,7 @@ import attrs
 from hgm_engine.query.analyze import Analysis, analyze
 from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, line_column
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
-from hgm_engine.model import Node, freeze
+from hgm_engine.model import freeze
 from hgm_engine.query.optimizer import optimize
 from hgm_engine.query.parser import parse
 from hgm_engine.query.plan import QueryPlan, describe, plan
@@ -118,13 +118,29 @@ class CompiledQuery:
     def kind(self) -> str:
         return self.optimized_plan.final or "nodes"
 
-    def explain(self) -> str:
-        """The optimized plan, as text people read."""
+    def explain(self, *, physical: bool = False) -> str:
+        """The optimized plan, as text people read.
+
+        With ``physical=True``, a ``physical:`` line under each navigation step (and under a
+        scan's fused filter or an index count) says how the compiled program runs it: which
+        strategy, and the names of the functions generated for it (the file names a traceback
+        through them shows).
+
+        >>> print(compile("root.subgoals.where(status = 'done')").explain(physical=True))  # doctest: +ELLIPSIS
+        query: root.subgoals.where(status = 'done')
+        rules applied: none
+        plan:
+          roots (goals without a parent)
+            navigate subgoals: out(parent_of) to type 'goal'
+              per source: filter status = 'done'
+              physical: one-type hop, then filters over the whole list <hgm filter ...>: one loop over out(parent_of) of all sources, to type 'goal' (cached per adjacency)
+        """
         lines = [f"query: {self.text}"]
         rules = ", ".join(self.optimized_plan.rules) or "none"
         lines.append(f"rules applied: {rules}")
         lines.append("plan:")
-        lines.extend("  " + line for line in describe(self.optimized_plan))
+        annotate = self.program.strategy if physical else None
+        lines.extend("  " + line for line in describe(self.optimized_plan, physical=annotate))
         return "\n".join(lines)
 
     def bind(self, focus: str | None, params: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ final count
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 import attrs
 
@@ -395,34 +395,52 @@ def _list_value(expr: S.ListLiteral) -> list:
 # -- describing -------------------------------------------------------------------------
 
 
-def describe(query_plan: QueryPlan, indent: str = "") -> list[str]:
-    """The plan as indented lines, one operator each."""
+def describe(query_plan: QueryPlan, indent: str = "", *, physical: Callable[[Any], object] | None = None) -> list[str]:
+    """The plan as indented lines, one operator each.
+
+    ``physical(node)``, when given, says how a source or operator runs (the executor's
+    :meth:`~hgm_engine.query.executor.Program.strategy`), or None; each answer is printed
+    as a ``physical:`` line under its node.
+
+    >>> p = QueryPlan((PathPlan(Roots(), (Navigate("subgoals", Hop("out", ("parent_of",), "goal")),)),))
+    >>> print("\\n".join(describe(p, physical=lambda node: "one loop" if isinstance(node, Navigate) else None)))
+    roots (goals without a parent)
+      navigate subgoals: out(parent_of) to type 'goal'
+        physical: one loop
+    """
     lines: list[str] = []
     for number, branch in enumerate(query_plan.branches):
         if len(query_plan.branches) > 1:
             lines.append(f"{indent}branch {number + 1} of {len(query_plan.branches)} (union, first occurrence wins)")
-            lines.extend(_describe_path(branch, indent + "  "))
+            lines.extend(_describe_path(branch, indent + "  ", physical))
         else:
-            lines.extend(_describe_path(branch, indent))
+            lines.extend(_describe_path(branch, indent, physical))
     if query_plan.final:
         lines.append(f"{indent}final {query_plan.final}")
     return lines
 
 
-def _describe_path(path: PathPlan, indent: str) -> list[str]:
+def _describe_path(path: PathPlan, indent: str, physical) -> list[str]:
     lines = []
     source = path.source
     if isinstance(source, SubPlan):
         lines.append(f"{indent}subquery")
-        lines.extend(describe(source.plan, indent + "    "))
+        lines.extend(describe(source.plan, indent + "    ", physical=physical))
         lines.append(f"{indent}then")
     elif source is not None:
         lines.append(indent + _describe_source(source))
+        lines.extend(_describe_physical(source, indent + "  ", physical))
     else:
         lines.append(indent + "from the node under test")
     for op in path.ops:
         lines.extend(_describe_op(op, indent + "  "))
+        lines.extend(_describe_physical(op, indent + "    ", physical))
     return lines
+
+
+def _describe_physical(node, indent: str, physical) -> list[str]:
+    how = None if physical is None else physical(node)
+    return [] if how is None else [f"{indent}physical: {how}"]
 
 
 def _describe_source(source: Source) -> str:

@@ -1,0 +1,285 @@
+"""Code generation: the parts of a plan that run per node, written as Python source.
+
+A conjunction of attribute tests as closures costs a call per test per node; written as the
+source of one function it costs one call per node, or none when the test is inlined in the
+loop over a hop's targets. :class:`ConditionWriter` writes conditions (as a test, as a loop
+that keeps ids, as a loop over payloads) and :func:`per_source_step` writes a whole one-type
+hop with its per-source filters and pick. Constants are passed in as names, never pasted as
+text; the parts of a condition the writer does not handle are closures it calls by name.
+
+Every function is compiled by :func:`hgm_engine.model.compile_function`, which names it
+``<hgm KIND N>`` and registers its source with :mod:`linecache`, so a traceback shows the
+generated line.
+
+>>> from hgm_engine.query.plan import Attr, Cmp, Const
+>>> writer = ConditionWriter(fallback=None)
+>>> writer.expression(Cmp(">=", Attr("priority"), Const(4)))
+'(type(_v1 := a.get(_k1)) in _NUM and _v1 >= _k2)'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from hgm_engine.model import Hop, compile_function
+from hgm_engine.query.executor.values import NUMBER_TYPES
+from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Truthy
+
+__all__ = ["ConditionWriter", "per_source_step"]
+
+
+class ConditionWriter:
+    """Writes conditions as Python expressions over ``n`` (the node) and ``a`` (its attributes).
+
+    ``fallback(cond)`` compiles a condition the writer does not handle (a path count, a
+    regular expression, a comparison of two attributes...) into a closure ``(node, ctx) ->
+    bool``, which the generated source calls. One writer serves one generated function: the
+    names it hands out are that function's globals.
+
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const
+    >>> test = ConditionWriter(fallback=None).function(Cmp("=", Attr("status"), Const("done")))
+    >>> from hgm_engine.model import Node, freeze
+    >>> test(Node("a", "action", freeze({"status": "done"}), 1), None)
+    True
+    >>> test.__code__.co_filename.startswith("<hgm condition ")
+    True
+    """
+
+    def __init__(self, fallback: Callable[[Any], Callable] | None):
+        self._fallback = fallback
+        self.names: dict[str, Any] = {"_NUM": NUMBER_TYPES}
+        self.temps = 0
+
+    def constant(self, value: Any) -> str:
+        """The name under which the generated source reads ``value``.
+
+        >>> ConditionWriter(fallback=None).constant("done")
+        '_k1'
+        """
+        name = f"_k{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def temp(self) -> str:
+        """A fresh local name for an assignment expression.
+
+        >>> ConditionWriter(fallback=None).temp()
+        '_v1'
+        """
+        self.temps += 1
+        return f"_v{self.temps}"
+
+    def define(self, source: str, name: str, kind: str) -> Callable:
+        """Compile ``source`` with this writer's names and return its function ``name``.
+
+        >>> writer = ConditionWriter(fallback=None)
+        >>> writer.define(f"def _one():\\n    return {writer.constant(1)}\\n", "_one", "example")()
+        1
+        """
+        return compile_function(source, name, self.names, kind=kind)
+
+    def function(self, cond) -> Callable:
+        """``test(node, ctx) -> bool``.
+
+        >>> from hgm_engine.query.plan import HasAttr, Truthy
+        >>> from hgm_engine.model import Node, freeze
+        >>> ConditionWriter(fallback=None).function(Truthy(HasAttr("cost")))(Node("a", "action", freeze({}), 1), None)
+        False
+        """
+        body = self.expression(cond)
+        return self.define(f"def _test(n, ctx):\n    a = n.attrs\n    return {body}\n", "_test", "condition")
+
+    def id_filter(self, cond) -> Callable:
+        """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
+
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const
+        >>> from hgm_engine.model import MemoryGraph
+        >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+        >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {"n": 1}); _ = g.add_node("b", "fact", {"n": 2})
+        >>> keep = ConditionWriter(fallback=None).id_filter(Cmp(">", Attr("n"), Const(1)))
+        >>> keep(["a", "b"], Context(g, {}, None, DEFAULT_LIMITS))
+        ['b']
+        """
+        body = self.expression(cond)
+        return self.define(
+            "def _keep(ids, ctx):\n"
+            "    nodes = ctx.nodes\n"
+            f"    return [i for i in ids if (a := (n := nodes[i]).attrs) is not None and {body}]\n",
+            "_keep",
+            "filter",
+        )
+
+    def payload_scan(self, cond) -> Callable:
+        """``scan(payloads, ctx) -> ids`` of the payloads passing the condition.
+
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const
+        >>> from hgm_engine.model import Node, freeze
+        >>> scan = ConditionWriter(fallback=None).payload_scan(Cmp("=", Attr("n"), Const(2)))
+        >>> scan([Node("a", "fact", freeze({"n": 1}), 1), Node("b", "fact", freeze({"n": 2.0}), 2)], None)
+        ['b']
+        """
+        body = self.expression(cond)
+        return self.define(
+            "def _scan(payloads, ctx):\n"
+            f"    return [n.id for n in payloads if (a := n.attrs) is not None and {body}]\n",
+            "_scan",
+            "scan",
+        )
+
+    def fallback(self, cond) -> str:
+        """A call of the closure the fallback compiles for ``cond``.
+
+        >>> ConditionWriter(fallback=lambda cond: (lambda node, ctx: True)).fallback("anything")
+        '_k1(n, ctx)'
+        """
+        name = self.constant(self._fallback(cond))
+        return f"{name}(n, ctx)"
+
+    def attribute(self, name: str) -> str:
+        """The expression that reads attribute ``name`` (``id`` and ``type`` are the node's).
+
+        >>> ConditionWriter(fallback=None).attribute("type")
+        'n.type'
+        """
+        if name == "id":
+            return "n.id"
+        if name == "type":
+            return "n.type"
+        return f"a.get({self.constant(name)})"
+
+    def expression(self, cond) -> str:
+        """``cond`` as a Python expression (connectives, truth tests and attribute-versus-
+        constant comparisons inline; anything else through the fallback).
+
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const, Negate
+        >>> ConditionWriter(fallback=None).expression(Negate(Cmp("=", Attr("id"), Const("x"))))
+        '(not (n.id == _k1))'
+        """
+        if isinstance(cond, AllOf):
+            return "(" + " and ".join(self.expression(c) for c in cond.items) + ")"
+        if isinstance(cond, AnyOf):
+            return "(" + " or ".join(self.expression(c) for c in cond.items) + ")"
+        if isinstance(cond, Negate):
+            return f"(not {self.expression(cond.item)})"
+        if isinstance(cond, Truthy) and isinstance(cond.operand, Attr):
+            return f"({self.attribute(cond.operand.name)} is True)"
+        if isinstance(cond, Truthy) and isinstance(cond.operand, HasAttr):
+            return f"({self.attribute(cond.operand.name)} is not None)"
+        if isinstance(cond, Cmp) and isinstance(cond.left, Attr) and isinstance(cond.right, Const):
+            generated = self.comparison(cond.op, self.attribute(cond.left.name), cond.right.value)
+            if generated is not None:
+                return generated
+        return self.fallback(cond)
+
+    def comparison(self, op: str, value: str, constant: Any) -> str | None:
+        """``value op constant`` with the language's semantics, or None when the constant's
+        kind needs the general comparison.
+
+        >>> ConditionWriter(fallback=None).comparison("in", "n.type", ("goal", "action"))
+        '(n.type in _k1)'
+        """
+        kind = type(constant)
+        if op in ("=", "!="):
+            if kind is str:
+                test = f"({value} == {self.constant(constant)})"
+            elif constant is None or kind is bool:
+                test = f"({value} is {self.constant(constant)})"
+            elif kind in NUMBER_TYPES:
+                v = self.temp()
+                test = f"(type({v} := {value}) in _NUM and {v} == {self.constant(constant)})"
+            else:
+                return None
+            return test if op == "=" else f"(not {test})"
+        if op in ("<", "<=", ">", ">="):
+            v = self.temp()
+            if kind in NUMBER_TYPES:
+                return f"(type({v} := {value}) in _NUM and {v} {op} {self.constant(constant)})"
+            if kind is str:
+                return f"(type({v} := {value}) is str and {v} {op} {self.constant(constant)})"
+            return "False"
+        if op in ("in", "not in") and isinstance(constant, tuple) and all(type(c) is str for c in constant):
+            return f"({value} {op} {self.constant(frozenset(constant))})"
+        return None
+
+
+def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -> tuple[Callable, str] | None:
+    """A one-type hop whose per-source predicates are filters followed by at most one index or
+    slice, generated as one function: the type test, the conditions and the pick run inline
+    for each source's targets (no call per source beyond the adjacency lookup).
+
+    Returns ``(step(ids, ctx) -> ids, what was inlined)``, or None for other hops.
+
+    >>> from hgm_engine.query.plan import Index
+    >>> step, inlined = per_source_step(Hop("out", ("parent_of",), "goal"), (Index(0),), ConditionWriter(fallback=None))
+    >>> inlined
+    "out(parent_of) to type 'goal' (cached per adjacency), pick [0:1]"
+    """
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+        return None
+    filters = [p for p in predicates if isinstance(p, Filter)]
+    positional = [p for p in predicates if not isinstance(p, Filter)]
+    if len(positional) > 1 or (positional and predicates[-1] is not positional[0]):
+        return None
+    tests = [writer.expression(f.condition) for f in filters]
+    keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
+    pick, stop = "", None
+    if positional:
+        op = positional[0]
+        if isinstance(op, Index):
+            pick = "[-1:]" if op.index == -1 else f"[{op.index}:{op.index + 1}]"
+            stop = op.index + 1 if op.index >= 0 else None
+        else:
+            low = "" if op.lower is None else str(op.lower)
+            high = "" if op.upper is None else str(op.upper)
+            pick = f"[{low}:{high}]"
+            if op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
+                stop = op.upper
+    adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
+    edge_type = writer.constant(relation.edge_types[0])
+    if relation.node_type is None:
+        lookup = f"adjacency(s).by_type.get({edge_type}, ())"
+    else:  # the adjacency remembers its targets of that type
+        lookup = f"adjacency(s).of_type({edge_type}, {writer.constant(relation.node_type)}, nodes)"
+    if keep and stop is not None:
+        # A pick from the front after a filter (actions.where(...)[0]) stops at the last
+        # match it needs instead of testing every target.
+        body = (
+            "            picked = []\n"
+            "            for t in targets:\n"
+            "                scanned += 1\n"
+            f"                if {keep}:\n"
+            "                    picked.append(t)\n"
+            f"                    if len(picked) == {stop}:\n"
+            "                        break\n"
+            f"            extend(picked{pick})\n"
+        )
+    else:
+        chosen = f"[t for t in targets if {keep}]" if keep else "targets"
+        body = "            scanned += len(targets)\n" f"            extend({chosen}{pick})\n"
+    source = (
+        "def _step(ids, ctx):\n"
+        f"    adjacency = {adjacency}\n"
+        "    nodes = ctx.nodes\n"
+        "    out = []\n"
+        "    extend = out.extend\n"
+        "    scanned = 0\n"
+        "    for s in ids:\n"
+        f"        targets = {lookup}\n"
+        "        if targets:\n"
+        f"{body}"
+        "    if len(ids) > 1:\n"
+        "        out = list(dict.fromkeys(out))\n"
+        "    ctx.charge(scanned)\n"
+        "    return out\n"
+    )
+    hop = f"{relation.direction}({relation.edge_types[0]})"
+    if relation.node_type is not None:
+        hop += f" to type {relation.node_type!r} (cached per adjacency)"
+    inlined = [hop]
+    if filters:
+        inlined.append(f"{len(filters)} filter{'s' if len(filters) > 1 else ''} inline")
+    if pick:
+        inlined.append(f"pick {pick}")
+    if keep and stop is not None:
+        inlined.append(f"stops after {stop} match{'es' if stop != 1 else ''}")
+    return writer.define(source, "_step", "step"), ", ".join(inlined)

@@ -1,0 +1,137 @@
+"""Conditions compiled to functions ``(node, ctx) -> bool``.
+
+A condition is written as generated source (:class:`~hgm_engine.query.executor.codegen.ConditionWriter`);
+the parts the writer leaves out — comparisons of computed values, regular expressions, path
+counts and existence tests, parameters as truth values — become the closures here, which
+the generated function calls. Relative paths inside a condition (``count(children)``) are
+compiled by ``compile_path``, given by the program.
+
+>>> from hgm_engine.model import Node, freeze
+>>> from hgm_engine.query.plan import Attr, Cmp, Const
+>>> test = condition(Cmp("contains", Attr("tags"), Const("x")), compile_path=None)
+>>> test(Node("a", "fact", freeze({"tags": ["x", "y"]}), 1), None)
+True
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import regex
+
+from hgm_engine.query.executor.codegen import ConditionWriter
+from hgm_engine.query.executor.values import contains, member, ordered, values_equal
+from hgm_engine.query.plan import Attr, Cmp, Const, HasAttr, Param, PathCount, PathExists, Truthy
+
+__all__ = ["condition", "condition_writer", "attr_getter"]
+
+
+def condition_writer(compile_path) -> ConditionWriter:
+    """A writer whose fallback compiles what it does not handle as the closures here.
+
+    >>> from hgm_engine.query.plan import Attr, Cmp
+    >>> condition_writer(compile_path=None).expression(Cmp("=", Attr("a"), Attr("b")))
+    '_k1(n, ctx)'
+    """
+    return ConditionWriter(fallback=lambda cond: _closure(cond, compile_path))
+
+
+def condition(cond, compile_path) -> Callable:
+    """A function ``(node, ctx) -> bool`` for a condition, generated as one Python function.
+
+    >>> from hgm_engine.model import Node, freeze
+    >>> from hgm_engine.query.plan import AllOf, Attr, Cmp, Const
+    >>> test = condition(AllOf((Cmp("=", Attr("status"), Const("done")), Cmp("<", Attr("cost"), Const(3)))), None)
+    >>> test(Node("a", "action", freeze({"status": "done", "cost": 2}), 1), None)
+    True
+    """
+    return condition_writer(compile_path).function(cond)
+
+
+def attr_getter(name: str) -> Callable:
+    """``get(node, ctx)``: the attribute ``name``, or the node's ``id`` or ``type``.
+
+    >>> from hgm_engine.model import Node, freeze
+    >>> node = Node("a", "fact", freeze({"n": 1}), 1)
+    >>> attr_getter("id")(node, None), attr_getter("n")(node, None), attr_getter("m")(node, None)
+    ('a', 1, None)
+    """
+    if name == "id":
+        return lambda node, ctx: node.id
+    if name == "type":
+        return lambda node, ctx: node.type
+    return lambda node, ctx: node.attrs.get(name)
+
+
+def _operand(operand, compile_path) -> Callable:
+    if isinstance(operand, Attr):
+        return attr_getter(operand.name)
+    if isinstance(operand, Const):
+        value = operand.value
+        return lambda node, ctx: value
+    if isinstance(operand, Param):
+        name = operand.name
+        return lambda node, ctx: ctx.params[name]
+    if isinstance(operand, HasAttr):
+        get = attr_getter(operand.name)
+        return lambda node, ctx: get(node, ctx) is not None
+    if isinstance(operand, PathCount):
+        run = compile_path(operand.path)
+        return lambda node, ctx: len(run([node.id], ctx))
+    if isinstance(operand, PathExists):
+        run = compile_path(operand.path)
+        return lambda node, ctx: bool(run([node.id], ctx))
+    # a parenthesised condition used as a value
+    return condition(operand, compile_path)
+
+
+def _closure(cond, compile_path) -> Callable:
+    """The closure for a truth test or comparison the writer leaves out. (Connectives and
+    attribute-versus-constant comparisons never get here: the writer inlines them.)"""
+    if isinstance(cond, Truthy):
+        value = _operand(cond.operand, compile_path)
+        return lambda node, ctx: value(node, ctx) is True
+    if isinstance(cond, Cmp):
+        left = _operand(cond.left, compile_path)
+        right = _operand(cond.right, compile_path)
+        op = cond.op
+        if op == "=":
+            return lambda node, ctx: values_equal(left(node, ctx), right(node, ctx))
+        if op == "!=":
+            return lambda node, ctx: not values_equal(left(node, ctx), right(node, ctx))
+        if op in ("<", "<=", ">", ">="):
+            holds = ordered(op)
+            return lambda node, ctx: holds(left(node, ctx), right(node, ctx))
+        if op == "in":
+            return lambda node, ctx: member(left(node, ctx), right(node, ctx))
+        if op == "not in":
+            return lambda node, ctx: not member(left(node, ctx), right(node, ctx))
+        if op == "contains":
+            return lambda node, ctx: contains(left(node, ctx), right(node, ctx))
+        if op == "=~":
+            return _regex_condition(left, cond.right)
+        raise ValueError(f"unknown comparison {op!r}")
+    raise TypeError(cond)
+
+
+def _regex_condition(left: Callable, pattern_operand) -> Callable:
+    if isinstance(pattern_operand, Const):
+        pattern = regex.compile(pattern_operand.value)
+
+        def matches(node, ctx):
+            value = left(node, ctx)
+            return type(value) is str and ctx.search(pattern, value) is not None
+
+        return matches
+    name = pattern_operand.name
+
+    def matches_param(node, ctx):
+        value = left(node, ctx)
+        if type(value) is not str:
+            return False
+        pattern = ctx.regexes.get(name)
+        if pattern is None:
+            pattern = ctx.regexes[name] = regex.compile(ctx.params[name])
+        return ctx.search(pattern, value) is not None
+
+    return matches_param

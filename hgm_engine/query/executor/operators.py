@@ -1,0 +1,545 @@
+"""The runtime operators: the closures that navigation steps and list operators compile to.
+
+Every operator comes in two modes. The *fast* mode maps a list of ids (no duplicates, in
+order) to the next list. The *traced* mode, used when the query ends in ``.paths()``, maps
+``(id, walk)`` pairs, where the walk is the nodes passed through on the way. A compiled plan
+operator is a :class:`Step` holding both and the :class:`Strategy` that ``explain`` shows.
+
+Navigation has one general form — expand each source on its own, then apply its per-source
+predicates — and faster forms for one-type hops, which the program chooses between
+(:func:`~hgm_engine.query.executor.program.navigation_step`; the generated one is in
+:mod:`~hgm_engine.query.executor.codegen`).
+
+>>> from hgm_engine.model import Hop, MemoryGraph
+>>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+>>> g = MemoryGraph()
+>>> for i in ("g", "a", "b"): _ = g.add_node(i, "goal" if i == "g" else "action", {})
+>>> _ = g.add_edge("g", "a", "parent_of"); _ = g.add_edge("g", "b", "parent_of")
+>>> one_type_hop(Hop("out", ("parent_of",), "action"))(["g"], Context(g, {}, None, DEFAULT_LIMITS))
+['a', 'b']
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+import attrs
+
+from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
+from hgm_engine.query.executor.conditions import attr_getter, condition, condition_writer
+from hgm_engine.query.executor.values import sort_key
+from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Slice, SortBy
+
+__all__ = [
+    "Strategy",
+    "Step",
+    "generated_name",
+    "expanders",
+    "list_op",
+    "one_type_hop",
+    "hop_then_filters",
+    "per_source_loop",
+    "generic_hop",
+    "generic_per_source",
+    "traced_navigation",
+]
+
+
+@attrs.frozen
+class Strategy:
+    """How one operator of a compiled plan runs: the physical plan ``explain`` can show.
+
+    ``name`` says which code path runs; ``generated`` names the functions written for it
+    (the file names a traceback shows); ``detail`` says briefly what they do.
+
+    >>> str(Strategy("generated per source", "pick [0:1]", ("<hgm step 3>",)))
+    'generated per source <hgm step 3>: pick [0:1]'
+    """
+
+    name: str
+    detail: str = ""
+    generated: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        text = " ".join((self.name, *self.generated))
+        return f"{text}: {self.detail}" if self.detail else text
+
+
+@attrs.frozen
+class Step:
+    """One compiled plan operator: ``fast(ids, ctx) -> ids``, ``traced(items, ctx) -> items``
+    over ``(id, walk)`` pairs, and how the fast form runs.
+
+    >>> from hgm_engine.query.plan import Index
+    >>> list_op(Index(0), None).fast(["a", "b"], None)
+    ['a']
+    """
+
+    fast: Callable
+    traced: Callable
+    strategy: Strategy | None = None
+
+
+def generated_name(function: Callable) -> str:
+    """The file name under which a generated function's source is registered.
+
+    >>> from hgm_engine.model import compile_function
+    >>> generated_name(compile_function("def f():\\n    pass\\n", "f", {}, kind="example"))  # doctest: +ELLIPSIS
+    '<hgm example ...>'
+    """
+    return function.__code__.co_filename
+
+
+# -- navigation -------------------------------------------------------------------------------
+
+
+def _hop(relation: Hop) -> Callable:
+    """``expand(node_id, ctx) -> sequence of ids`` for one hop, in edge order, no duplicates."""
+    direction, edge_types, node_type = relation.direction, relation.edge_types, relation.node_type
+    if edge_types is not None and len(edge_types) == 1 and direction != "both":
+        edge_type = edge_types[0]
+        if direction == "out":
+
+            def single(node_id, ctx):
+                return ctx.out_adj(node_id).by_type.get(edge_type, ())
+
+        else:
+
+            def single(node_id, ctx):
+                return ctx.in_adj(node_id).by_type.get(edge_type, ())
+
+        expand = single
+    elif edge_types is not None and len(edge_types) == 1:
+        edge_type = edge_types[0]
+
+        def both_single(node_id, ctx):
+            outgoing = ctx.out_adj(node_id).by_type.get(edge_type, ())
+            incoming = ctx.in_adj(node_id).by_type.get(edge_type, ())
+            if not incoming:
+                return outgoing
+            if not outgoing:
+                return incoming
+            return list(dict.fromkeys((*outgoing, *incoming)))
+
+        expand = both_single
+    else:
+        wanted = None if edge_types is None else frozenset(edge_types)
+
+        def expand(node_id, ctx):
+            pairs = ()
+            if direction in ("out", "both"):
+                pairs = ctx.out_adj(node_id).pairs
+            if direction in ("in", "both"):
+                pairs = pairs + ctx.in_adj(node_id).pairs
+            if wanted is None:
+                return list(dict.fromkeys(other for _, other in pairs))
+            return list(dict.fromkeys(other for edge_type, other in pairs if edge_type in wanted))
+
+    if node_type is None:
+        return expand
+    if edge_types is not None and len(edge_types) == 1 and direction != "both":
+        edge_type = edge_types[0]
+        # the adjacency remembers its targets of that type
+        if direction == "out":
+
+            def single_typed(node_id, ctx):
+                return ctx.out_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
+
+        else:
+
+            def single_typed(node_id, ctx):
+                return ctx.in_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
+
+        return single_typed
+
+    def restricted(node_id, ctx):
+        nodes = ctx.nodes
+        return [other for other in expand(node_id, ctx) if nodes[other].type == node_type]
+
+    return restricted
+
+
+def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Callable]:
+    """Breadth-first repetition (spec §2.2), untraced and traced."""
+
+    def levels(source, ctx):
+        reached = {source}
+        level = [source]
+        out = [source] if low == 0 else []
+        depth = 0
+        while level and (high is None or depth < high):
+            depth += 1
+            following = []
+            for node_id in level:
+                for other in expand(node_id, ctx):
+                    if other not in reached:
+                        reached.add(other)
+                        following.append(other)
+            if depth >= low:
+                out.extend(following)
+            ctx.charge(len(following))
+            level = following
+        return out
+
+    def traced(source, ctx):
+        reached = {source: ()}
+        level = [source]
+        out = [(source, ())] if low == 0 else []
+        depth = 0
+        while level and (high is None or depth < high):
+            depth += 1
+            following = []
+            for node_id in level:
+                via = reached[node_id] + ((node_id,) if node_id != source else ())
+                for other in expand(node_id, ctx):
+                    if other not in reached:
+                        reached[other] = via
+                        following.append(other)
+            if depth >= low:
+                out.extend((other, reached[other]) for other in following)
+            ctx.charge(len(following))
+            level = following
+        return out
+
+    return levels, traced
+
+
+def _siblings() -> tuple[Callable, Callable]:
+    def traced(node_id, ctx):
+        out: dict[str, tuple] = {}
+        for parent in ctx.in_adj(node_id).by_type.get("parent_of", ()):
+            for child in ctx.out_adj(parent).by_type.get("parent_of", ()):
+                if child != node_id and child not in out:
+                    out[child] = (parent,)
+        return list(out.items())
+
+    return (lambda node_id, ctx: [child for child, _ in traced(node_id, ctx)]), traced
+
+
+def _newer_chain(node_id: str, ctx) -> list[str]:
+    """The replacers of ``node_id``, newest first at each step, until nothing replaces."""
+    chain = []
+    seen = {node_id}
+    current = node_id
+    nodes = ctx.nodes
+    while True:
+        replacers = ctx.in_adj(current).by_type.get("replaces", ())
+        if not replacers:
+            return chain
+        newest = max(replacers, key=lambda r: nodes[r].seq)
+        if newest in seen:  # a cycle; constraints forbid it, but never loop
+            return chain
+        seen.add(newest)
+        chain.append(newest)
+        current = newest
+
+
+def _older_chain(node_id: str, ctx) -> list[str]:
+    chain = []
+    seen = {node_id}
+    current = node_id
+    while True:
+        replaced = ctx.out_adj(current).by_type.get("replaces", ())
+        if not replaced or replaced[0] in seen:
+            return chain
+        current = replaced[0]
+        seen.add(current)
+        chain.append(current)
+
+
+def _latest() -> tuple[Callable, Callable]:
+    def plain(node_id, ctx):
+        chain = _newer_chain(node_id, ctx)
+        return [chain[-1] if chain else node_id]
+
+    def traced(node_id, ctx):
+        chain = _newer_chain(node_id, ctx)
+        if not chain:
+            return [(node_id, ())]
+        return [(chain[-1], tuple(chain[:-1]))]
+
+    return plain, traced
+
+
+def _versions() -> tuple[Callable, Callable]:
+    def traced(node_id, ctx):
+        older = _older_chain(node_id, ctx)
+        newer = _newer_chain(node_id, ctx)
+        out = []
+        for position in range(len(older) - 1, -1, -1):
+            out.append((older[position], tuple(older[:position])))
+        out.append((node_id, ()))
+        for position, other in enumerate(newer):
+            out.append((other, tuple(newer[:position])))
+        return out
+
+    return (lambda node_id, ctx: [other for other, _ in traced(node_id, ctx)]), traced
+
+
+def expanders(op: Navigate) -> tuple[Callable, Callable]:
+    """``(plain, traced)`` expansions of one source for a navigation step: ``plain(id, ctx)``
+    gives the ids reached, ``traced(id, ctx)`` the ``(id, via)`` pairs with the nodes passed
+    through on the way.
+
+    >>> from hgm_engine.model import MemoryGraph, Siblings
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> g = MemoryGraph()
+    >>> for i in ("g", "a", "b"): _ = g.add_node(i, "goal" if i == "g" else "action", {})
+    >>> _ = g.add_edge("g", "a", "parent_of"); _ = g.add_edge("g", "b", "parent_of")
+    >>> plain, traced = expanders(Navigate("siblings", Siblings()))
+    >>> ctx = Context(g, {}, None, DEFAULT_LIMITS)
+    >>> plain("a", ctx), traced("a", ctx)
+    (['b'], [('b', ('g',))])
+    """
+    relation = op.relation
+    if isinstance(relation, Hop):
+        expand = _hop(relation)
+        if op.repeat is not None:
+            return _repeat(expand, *op.repeat)
+        return expand, (lambda node_id, ctx: [(other, ()) for other in expand(node_id, ctx)])
+    if isinstance(relation, Closure):
+        return _repeat(_hop(relation.hop), 1, None)
+    if isinstance(relation, Siblings):
+        return _siblings()
+    if isinstance(relation, Latest):
+        return _latest()
+    if isinstance(relation, Versions):
+        return _versions()
+    raise TypeError(relation)
+
+
+# -- list operators ----------------------------------------------------------------------------
+
+
+def _positional(op) -> Callable[[list], list]:
+    if isinstance(op, Index):
+        i = op.index
+        if i == -1:
+            return lambda items: items[-1:]
+        return lambda items: items[i : i + 1]
+    if isinstance(op, Slice):
+        low, high = op.lower, op.upper
+        return lambda items: items[low:high]
+    raise TypeError(op)
+
+
+def list_op(op, compile_path) -> Step:
+    """The :class:`Step` of a whole-list operator (filter, index, slice, limit, sort).
+
+    >>> from hgm_engine.query.plan import Slice
+    >>> list_op(Slice(1, None), None).traced([("a", ()), ("b", ())], None)
+    [('b', ())]
+    """
+    if isinstance(op, Filter):
+        test = condition(op.condition, compile_path)
+        keep = condition_writer(compile_path).id_filter(op.condition)
+
+        def fast(ids, ctx):
+            ctx.charge(len(ids))
+            return keep(ids, ctx)
+
+        def traced(items, ctx):
+            nodes = ctx.nodes
+            return [item for item in items if test(nodes[item[0]], ctx)]
+
+        return Step(fast, traced, Strategy("generated filter", "", (generated_name(keep),)))
+    if isinstance(op, (Index, Slice)):
+        pick = _positional(op)
+        return Step(lambda ids, ctx: pick(ids), lambda items, ctx: pick(items))
+    if isinstance(op, Limit):
+        count, param = op.count, op.param
+
+        def limit(items, ctx):
+            return items[: ctx.params[param] if param is not None else count]
+
+        return Step(limit, limit)
+    if isinstance(op, SortBy):
+        name, descending = op.attr, op.descending
+        get = attr_getter(name)
+
+        def sort(items, ctx, key_of=lambda item: item):
+            nodes = ctx.nodes
+            present, missing = [], []
+            for item in items:
+                value = get(nodes[key_of(item)], ctx)
+                (missing if value is None else present).append((sort_key(value), item))
+            present.sort(key=lambda pair: pair[0], reverse=descending)
+            return [item for _, item in present] + [item for _, item in missing]
+
+        return Step(sort, lambda items, ctx: sort(items, ctx, key_of=lambda item: item[0]))
+    if isinstance(op, Navigate):
+        raise TypeError("navigation is not a list operator")
+    raise TypeError(op)
+
+
+# -- the ways a navigation step runs (fast mode) ------------------------------------------------
+
+
+def one_type_hop(relation: Hop) -> Callable | None:
+    """The whole-list step for a one-type hop: one loop, no call per node but the lookup
+    (None for other hops).
+
+    >>> one_type_hop(Hop("out", ("parent_of", "before"))) is None
+    True
+    """
+    if relation.edge_types is None or len(relation.edge_types) != 1:
+        return None
+    edge_type, node_type, direction = relation.edge_types[0], relation.node_type, relation.direction
+
+    key = (edge_type, node_type)
+
+    def step(ids, ctx):
+        out: list = []
+        extend = out.extend
+        adjacencies = (ctx.out_adj, ctx.in_adj) if direction == "both" else (ctx.out_adj if direction == "out" else ctx.in_adj,)
+        if node_type is None:
+            if direction == "both":  # per source: outgoing then incoming (spec §2.2)
+                out_adj, in_adj = adjacencies
+                for node_id in ids:
+                    extend(out_adj(node_id).by_type.get(edge_type, ()))
+                    extend(in_adj(node_id).by_type.get(edge_type, ()))
+            else:
+                (adjacency,) = adjacencies
+                for node_id in ids:
+                    extend(adjacency(node_id).by_type.get(edge_type, ()))
+        else:
+            # Each adjacency remembers its targets of one type: no type test per node after
+            # the first visit (the lookup of the remembered tuple is inlined).
+            nodes = ctx.nodes
+            for node_id in ids:
+                for adjacency in adjacencies:
+                    found = adjacency(node_id)
+                    targets = found.typed.get(key)
+                    extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
+        if len(ids) > 1 or direction == "both":
+            out = list(dict.fromkeys(out))
+        ctx.charge(len(out))
+        return out
+
+    return step
+
+
+def hop_then_filters(hop: Callable, filters: list[Callable]) -> Callable:
+    """A hop over the whole list, then each filter once over its result: filters alone keep
+    or drop a node whichever source reached it.
+
+    >>> hop_then_filters(lambda ids, ctx: ids + ["x"], [lambda ids, ctx: ids[1:]])(["a"], None)
+    ['x']
+    """
+
+    def fast(ids, ctx):
+        out = hop(ids, ctx)
+        for keep in filters:
+            if not out:
+                break
+            out = keep(out, ctx)
+        return out
+
+    return fast
+
+
+def per_source_loop(relation: Hop, predicates: list[Callable]) -> Callable | None:
+    """A one-type hop whose predicates apply to each source's targets, in one loop (None
+    for other hops).
+
+    >>> per_source_loop(Hop("both", ("related_to",)), []) is None
+    True
+    """
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+        return None
+    edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
+
+    def step(ids, ctx):
+        adjacency = ctx.out_adj if outgoing else ctx.in_adj
+        nodes = ctx.nodes
+        out: list[str] = []
+        extend = out.extend
+        for node_id in ids:
+            targets = adjacency(node_id).by_type.get(edge_type, ())
+            if node_type is not None:
+                targets = [other for other in targets if nodes[other].type == node_type]
+            for predicate in predicates:
+                if not targets:
+                    break
+                targets = predicate(targets, ctx)
+            extend(targets)
+        if len(ids) > 1:
+            out = list(dict.fromkeys(out))
+        ctx.charge(len(out))
+        return out
+
+    return step
+
+
+def generic_hop(plain: Callable) -> Callable:
+    """Any navigation without predicates: expand each source, keep the first occurrence.
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> generic_hop(lambda i, ctx: [i, "x"])(["a", "b"], Context(MemoryGraph(), {}, None, DEFAULT_LIMITS))
+    ['a', 'x', 'b']
+    """
+
+    def fast(ids, ctx):
+        if len(ids) == 1:
+            out = list(plain(ids[0], ctx))
+        else:
+            out = list(dict.fromkeys(itertools.chain.from_iterable(plain(i, ctx) for i in ids)))
+        ctx.charge(len(out))
+        return out
+
+    return fast
+
+
+def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
+    """Any navigation with predicates: expand each source and apply them to its outputs.
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> first = lambda ids, ctx: ids[:1]
+    >>> generic_per_source(lambda i, ctx: [i + "1", i + "2"], [first])(["a", "b"], Context(MemoryGraph(), {}, None, DEFAULT_LIMITS))
+    ['a1', 'b1']
+    """
+
+    def per_source(node_id, ctx):
+        outputs = plain(node_id, ctx)
+        for predicate in predicates:
+            outputs = predicate(outputs, ctx)
+        return outputs
+
+    def fast(ids, ctx):
+        out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
+        ctx.charge(len(out))
+        return out
+
+    return fast
+
+
+def traced_navigation(traced_expand: Callable, predicate_steps: Callable[[], list[Step]] | None) -> Callable:
+    """The traced form of a navigation step: each ``(id, walk)`` expanded on its own, its
+    per-source predicates applied, each reached node kept once with the walk that got there.
+    ``predicate_steps()`` gives the predicates' steps (built on first use).
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> traced = traced_navigation(lambda i, ctx: [(i + "1", ())], None)
+    >>> traced([("a", ("a",))], Context(MemoryGraph(), {}, None, DEFAULT_LIMITS))
+    [('a1', ('a', 'a1'))]
+    """
+
+    def traced(items, ctx):
+        traced_predicates = [step.traced for step in predicate_steps()] if predicate_steps is not None else []
+        out: dict[str, tuple] = {}
+        for node_id, walk in items:
+            outputs = traced_expand(node_id, ctx)
+            for predicate in traced_predicates:
+                outputs = predicate(outputs, ctx)
+            for other, via in outputs:
+                if other not in out:
+                    # A step that stays on its node ({0,..} level 0, latest of the newest) adds nothing.
+                    out[other] = walk if (other == node_id and not via) else walk + via + (other,)
+        ctx.charge(len(out))
+        return list(out.items())
+
+    return traced

@@ -1,0 +1,177 @@
+"""Sources: where a path starts — the roots, a scan of an index, an id, the focus — and the
+shortcuts that read an index directly (a scan fused with its first filter, a count that is
+the size of an index).
+
+>>> from hgm_engine.model import MemoryGraph
+>>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+>>> g = MemoryGraph(); _ = g.add_node("g", "goal", {}); _ = g.add_node("a", "action", {})
+>>> source(Roots())(Context(g, {}, None, DEFAULT_LIMITS))
+['g']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from hgm_engine.query.executor.conditions import condition_writer
+from hgm_engine.query.executor.operators import Strategy, generated_name
+from hgm_engine.query.plan import (
+    AllNodes,
+    CurrentGoal,
+    Filter,
+    FocusNode,
+    IdLookup,
+    ParamNodes,
+    PathPlan,
+    Roots,
+    TypeScan,
+    ValueScan,
+)
+
+__all__ = ["source", "charged", "scan_filter", "index_counter"]
+
+
+def _current_goal(ctx) -> list[str]:
+    nodes = ctx.nodes
+    focus = ctx.focus
+    node = nodes.get(focus)
+    if node is None:
+        return []
+    if node.type == "goal":
+        return [focus]
+    reached = {focus}
+    level = [focus]
+    while level:
+        following = []
+        for node_id in level:
+            for parent in ctx.in_adj(node_id).by_type.get("parent_of", ()):
+                if parent in reached:
+                    continue
+                if nodes[parent].type == "goal":
+                    return [parent]
+                reached.add(parent)
+                following.append(parent)
+        level = following
+    return []
+
+
+def source(plan_source) -> Callable[[Any], list]:
+    """``start(ctx) -> ids`` for a plan source other than a subquery.
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {})
+    >>> source(IdLookup("a", None, "fact"))(Context(g, {}, None, DEFAULT_LIMITS))
+    ['a']
+    """
+    if isinstance(plan_source, AllNodes):
+        return lambda ctx: list(ctx.nodes)
+    if isinstance(plan_source, TypeScan):
+        node_type = plan_source.node_type
+        return lambda ctx: list(ctx.view.ids_of_type(node_type))
+    if isinstance(plan_source, ValueScan):
+        node_type, attribute, value = plan_source.node_type, plan_source.attribute, plan_source.value
+        return lambda ctx: [node.id for node in ctx.view.nodes_with(node_type, attribute, value)]
+    if isinstance(plan_source, Roots):
+        return lambda ctx: list(ctx.view.roots())
+    if isinstance(plan_source, FocusNode):
+        return lambda ctx: [ctx.focus] if ctx.focus in ctx.nodes else []
+    if isinstance(plan_source, CurrentGoal):
+        return _current_goal
+    if isinstance(plan_source, IdLookup):
+        fixed, param, node_type = plan_source.node_id, plan_source.param, plan_source.node_type
+
+        def lookup(ctx):
+            node_id = fixed if param is None else ctx.params[param]
+            node = ctx.nodes.get(node_id)
+            if node is None or (node_type is not None and node.type != node_type):
+                return []
+            return [node_id]
+
+        return lookup
+    if isinstance(plan_source, ParamNodes):
+        param = plan_source.param
+
+        def named(ctx):
+            value = ctx.params[param]
+            ids = [value] if isinstance(value, str) else value
+            nodes = ctx.nodes
+            return list(dict.fromkeys(i for i in ids if i in nodes))
+
+        return named
+    raise TypeError(plan_source)  # a subquery is a program of its own (Program compiles it)
+
+
+def charged(start: Callable) -> Callable:
+    """``start`` that counts the ids it gives as work.
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> ctx = Context(MemoryGraph(), {}, None, DEFAULT_LIMITS)
+    >>> charged(lambda ctx: ["a", "b"])(ctx), ctx.work
+    (['a', 'b'], 2)
+    """
+
+    def counted(ctx):
+        ids = start(ctx)
+        ctx.charge(len(ids))
+        return ids
+
+    return counted
+
+
+def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | None:
+    """For ``scan → filter``: iterate the payloads and keep the ids that pass, the filter
+    generated into the loop. None unless the path starts that way.
+
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const
+    >>> start, strategy = scan_filter(PathPlan(TypeScan("fact"), (Filter(Cmp("=", Attr("n"), Const(1))),)), None)
+    >>> strategy.name
+    'generated payload scan'
+    """
+    if not path.ops or not isinstance(path.ops[0], Filter) or not isinstance(path.source, (TypeScan, ValueScan, AllNodes)):
+        return None
+    scan = condition_writer(compile_path).payload_scan(path.ops[0].condition)
+    strategy = Strategy("generated payload scan", "the index's payloads, the filter inline", (generated_name(scan),))
+    if isinstance(path.source, TypeScan):
+        node_type = path.source.node_type
+
+        def scan_type(ctx):
+            ctx.charge(ctx.view.count_of_type(node_type))
+            return scan(ctx.view.nodes_of_type(node_type), ctx)
+
+        return scan_type, strategy
+    if isinstance(path.source, ValueScan):
+        node_type, attribute, value = path.source.node_type, path.source.attribute, path.source.value
+
+        def scan_values(ctx):
+            payloads = ctx.view.nodes_with(node_type, attribute, value)
+            ctx.charge(len(payloads))
+            return scan(payloads, ctx)
+
+        return scan_values, strategy
+
+    def scan_all(ctx):
+        ctx.charge(len(ctx.nodes))
+        return scan(ctx.nodes.values(), ctx)
+
+    return scan_all, strategy
+
+
+def index_counter(path: PathPlan) -> Callable | None:
+    """``count()`` of a bare scan is the size of the index (None for other paths).
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {})
+    >>> index_counter(PathPlan(TypeScan("fact"), ()))(Context(g, {}, None, DEFAULT_LIMITS))
+    1
+    """
+    if path.ops:
+        return None
+    if isinstance(path.source, TypeScan):
+        node_type = path.source.node_type
+        return lambda ctx: ctx.view.count_of_type(node_type)
+    if isinstance(path.source, AllNodes):
+        return lambda ctx: len(ctx.nodes)
+    return None
