@@ -6,6 +6,8 @@ from __future__ import annotations
 from hgm_engine.llm.rewrite import (
     REWRITE_ANSWER_SCHEMA,
     DEFAULT_MODEL,
+    DEFAULT_ATTEMPTS,
+    DEFAULT_TIMEOUT,
     MODEL_ENV,
     build_prompt,
     retry_message,
@@ -22,6 +24,8 @@ from hgm_engine.llm.rewrite import (
 __all__ = [
     "REWRITE_ANSWER_SCHEMA",
     "DEFAULT_MODEL",
+    "DEFAULT_ATTEMPTS",
+    "DEFAULT_TIMEOUT",
     "MODEL_ENV",
     "build_prompt",
     "retry_message",
