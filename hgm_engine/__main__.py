@@ -1,6 +1,6 @@
 """``python -m hgm_engine``: the ``hgm`` command without the console script.
 
->>> from hgm_engine.cli.app import main
+>>> from hgm_engine.cli import main
 >>> main(["--version"])  # doctest: +ELLIPSIS
 hgm 0.1...
 0
@@ -8,7 +8,7 @@ hgm 0.1...
 
 import sys
 
-from hgm_engine.cli.app import main
+from hgm_engine.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -80,22 +80,45 @@ def line_column(text: str, offset: int) -> tuple[int, int]:
     return line, offset - last_newline
 
 
-def caret_excerpt(text: str, line: int | None, column: int | None) -> str:
+def caret_excerpt(text: str, line: int | None, column: int | None, *, width: int | None = None) -> str:
     """The line of ``text`` at ``line`` with a caret under ``column``.
 
     >>> print(caret_excerpt("root.subgoals[", 1, 15))
     root.subgoals[
                   ^
+
+    With ``width``, a line longer than that is cut to a window of ``width`` characters around
+    the column, with ``...`` where it was cut (a terminal shows a one-line query of 400
+    characters that way):
+
+    >>> text = "root." + "subgoals." * 6 + "nope." + "subgoals." * 6 + "actions"
+    >>> for shown in caret_excerpt(text, 1, text.index("nope") + 1, width=40).split("\\n"):
+    ...     print(f"|{shown}")
+    |...s.subgoals.subgoals.nope.subgoals.subgoa...
+    |                       ^
+
+    An empty string when there is no such line. A line's carriage return (CRLF files) is not
+    part of it.
     """
     if line is None or column is None:
         return ""
     lines = text.split("\n")
     if not 1 <= line <= len(lines):
         return ""
-    source_line = lines[line - 1]
+    source_line = lines[line - 1].rstrip("\r")
+    index = max(0, min(column - 1, len(source_line)))
+    start = lead = 0
+    shown = source_line
+    if width is not None and len(source_line) > width:
+        start = max(0, min(index - width // 2, len(source_line) - width))
+        shown = source_line[start : start + width]
+        if start > 0:
+            shown, lead = "..." + shown, 3
+        if start + width < len(source_line):
+            shown += "..."
     # Tabs keep their width so the caret stays under the right character.
-    pad = "".join("\t" if ch == "\t" else " " for ch in source_line[: column - 1])
-    return f"{source_line}\n{pad}^"
+    pad = " " * lead + "".join("\t" if ch == "\t" else " " for ch in source_line[start:index])
+    return f"{shown}\n{pad}^"
 
 
 @attrs.frozen

@@ -20,8 +20,9 @@ import zipfile
 import pytest
 
 from hgm_engine import __version__
-from hgm_engine.cli.app import main, sample_document, tree_lines
+from hgm_engine.cli import main, sample_document
 from hgm_engine.model.graph import MemoryGraph
+from hgm_engine.render.text import tree_lines
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 COMPLIANCE = (REPO / ".." / "shared" / "spec" / "compliance").resolve()
@@ -554,6 +555,25 @@ def test_demo_ends_with_an_error_shown_with_its_caret(capsys):
 def test_demo_output_is_deterministic(capsys):
     first = run_main(capsys, "demo")
     assert run_main(capsys, "demo") == first
+
+
+def test_demo_scenario_without_the_entry_points_says_what_is_missing(capsys, monkeypatch, tmp_path):
+    from hgm_engine.cli import demo
+
+    monkeypatch.setattr(demo, "entry_points", lambda group: [])
+    code, out, err = run_main(capsys, "demo", "travel", "--db", str(tmp_path / "trip.db"))
+    assert code == 1 and out == ""  # the exit code of an unknown scenario
+    assert err.startswith("error: missing-package: hgm demo travel needs the planner scenarios")
+    assert "entry point group 'hgm.demos'" in err and "none is installed" in err
+    assert not (tmp_path / "trip.db").exists()
+
+
+def test_demo_scenarios_come_from_the_hgm_demos_entry_points(capsys):
+    from importlib.metadata import entry_points
+
+    assert [entry.value for entry in entry_points(group="hgm.demos")] == ["planners.scenarios"]
+    code, _, err = run_main(capsys, "demo", "nowhere")
+    assert code == 1 and err == "hgm demo: unknown scenario 'nowhere'; known: travel, orders, research\n"
 
 
 def test_demo_sample_prints_a_valid_graph_file(capsys, tmp_path):

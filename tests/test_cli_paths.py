@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from hgm_engine.cli.app import main
+from hgm_engine.cli import main
 from hgm_engine.memory import Memory
 from hgm_engine.paths import INDEX_META_KEY
 

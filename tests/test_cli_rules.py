@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hgm_engine.cli.app import main
+from hgm_engine.cli import main
 
 RULES = """
 propagate derived_from backward depth 3

@@ -13,7 +13,7 @@ refused by constraints (the violations are listed) or by a storm guard (``rewrit
 ``version-cap``, ``needs-human``; checked before the model is asked). Nothing is written
 unless the exit code is 0 without ``--dry-run``.
 
->>> from hgm_engine.cli.app import build_parser
+>>> from hgm_engine.cli import build_parser
 >>> args = build_parser().parse_args(["rewrite", "p1", "--feedback", "too slow", "--db", "m.db", "--attempts", "2"])
 >>> args.path_id, args.feedback, args.attempts, args.dry_run
 ('p1', 'too slow', 2, False)
@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Callable
+from typing import Any
 
-from hgm_engine.errors import HGMError
-from hgm_engine.llm.rewrite import (
+from hgm_engine.cli.arguments import DB_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, Output, on_db
+from hgm_engine.errors import HGMError, RewriteProposalError, TransactionRefused
+from hgm_engine.memory import Memory
+from hgm_engine.llm import (
     DEFAULT_ATTEMPTS,
     DEFAULT_TIMEOUT,
     MODEL_ENV,
@@ -35,8 +38,7 @@ from hgm_engine.llm.rewrite import (
     propose_rewrite,
     rewrite_with_llm,
 )
-from hgm_engine.errors import RewriteProposalError
-from hgm_engine.errors import TransactionRefused
+from hgm_engine.paths import REFUSALS
 
 __all__ = ["register", "proposal_lines"]
 
@@ -44,7 +46,7 @@ __all__ = ["register", "proposal_lines"]
 def proposal_lines(proposal: Proposal, path: dict[str, Any], *, arrow: str = " → ") -> list[str]:
     """A proposal as people read it: each old step's fate, the added steps, the reason.
 
-    >>> from hgm_engine.llm.rewrite import ScriptedClient, propose_rewrite
+    >>> from hgm_engine.llm import ScriptedClient, propose_rewrite
     >>> path = {"id": "p1", "steps": [{"name": "a"}, {"name": "b"}]}
     >>> answer = ('{"kept": [0], "changed": [{"index": 1, "step": {"name": "b2", "content": "b, politely"}}],'
     ...           ' "added": [{"after": -1, "step": {"name": "login"}}], "removed": [], "reason": "log in first"}')
@@ -100,26 +102,24 @@ def _changes(old: Any, update: dict[str, Any], arrow: str) -> str:
     return "; ".join(parts) or "unchanged"
 
 
-def _rewrite(cli, args, out) -> int:
+def _rewrite(args: argparse.Namespace, out: Output) -> int:
     arrow = " → " if out.unicode else " -> "
 
     def failed(err: HGMError, proposal: Proposal | None = None) -> int:
-        from hgm_engine.paths import REFUSALS  # the storm guards refuse like constraints do (exit 3)
-
-        code = cli.EXIT_REFUSED if err.category in REFUSALS else cli.EXIT_FAILURE
+        # The storm guards refuse like constraints do (exit 3).
+        code = EXIT_REFUSED if err.category in REFUSALS else EXIT_FAILURE
         if out.as_json:
             doc = err.to_json()
             doc["committed"] = False
-            attempts = getattr(err, "attempts", None)
-            if attempts is not None:
-                doc["attempts"] = [a.to_json() for a in attempts]
+            if isinstance(err, RewriteProposalError):
+                doc["attempts"] = [a.to_json() for a in err.attempts]
             if proposal is not None:
                 doc["proposal"] = proposal.to_json()
             out.document(doc)
             return code
         return out.error(err, code)
 
-    def run(memory) -> int:
+    def run(memory: Memory) -> int:
         try:
             path = memory.path(args.path_id)
         except HGMError as err:
@@ -139,7 +139,7 @@ def _rewrite(cli, args, out) -> int:
             else:
                 out.lines(proposal_lines(proposal, path, arrow=arrow))
                 out.line("(dry run: nothing was committed)")
-            return cli.EXIT_OK
+            return EXIT_OK
         try:
             report = rewrite_with_llm(memory, args.path_id, args.feedback, author=args.author, proposal=proposal)
         except TransactionRefused as refusal:
@@ -155,13 +155,13 @@ def _rewrite(cli, args, out) -> int:
                 print("refused: the rewrite breaks constraints; nothing was committed", file=out.err)
                 for v in report.violations:
                     print(f"  {v.constraint} at {v.node}: {v.message}", file=out.err)
-            return cli.EXIT_REFUSED
+            return EXIT_REFUSED
         if not out.as_json:
             created = f" (new nodes: {', '.join(report.created)})" if report.created else ""
             out.line(f"committed t={report.t}: {args.path_id} rewritten{created}")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
 def _attempts(text: str) -> int:
@@ -184,9 +184,10 @@ def _seconds(text: str) -> float:
     return value
 
 
-def register(cli, commands, command: Callable, json_flag: Callable) -> None:
-    """Add ``hgm rewrite`` to the ``hgm`` parser (``cli`` is the :mod:`hgm_engine.cli.app` module)."""
-    rewrite = command(
+def register(commands: Commands) -> None:
+    """Add ``hgm rewrite`` to the ``hgm`` parser (the module's example parses one)."""
+    rewrite = add_command(
+        commands,
         "rewrite",
         "let a model propose a rewrite of a stored path, validate it and commit it",
         "Send the path PATH_ID and the feedback to an OpenAI-compatible chat endpoint "
@@ -198,7 +199,7 @@ def register(cli, commands, command: Callable, json_flag: Callable) -> None:
         "attempt's problem is listed (exit 1). A path the storm guards stop (rewrite-cap, "
         "version-cap, needs-human) is refused before the model is asked (exit 3), as is a "
         "rewrite that breaks constraints. docs/llm.md explains the prompt and the schema.",
-        cli._examples(
+        examples(
             "hgm rewrite order-17 --feedback 'the order API now needs a login first' --db memory.db",
             "hgm rewrite order-17 --feedback 'skip the SMS step' --db memory.db --dry-run",
             "hgm rewrite order-17 --feedback '...' --db memory.db --model qwen2.5-7b-instruct --attempts 5 --json",
@@ -206,11 +207,11 @@ def register(cli, commands, command: Callable, json_flag: Callable) -> None:
             "attempts); on failure {\"error\": {..., \"problems\": [...]}, \"committed\": false, \"attempts\": [...]};\n"
             "with --dry-run {\"committed\": false, \"dry_run\": true, \"proposal\": {...}}.",
         ),
-        lambda args, out: _rewrite(cli, args, out),
+        _rewrite,
     )
     rewrite.add_argument("path_id", metavar="PATH_ID", help="the stored path to rewrite")
     rewrite.add_argument("--feedback", required=True, metavar="TEXT", help="what went wrong or changed")
-    rewrite.add_argument("--db", required=True, metavar="PATH", help=cli._DB_HELP)
+    rewrite.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     rewrite.add_argument("--model", metavar="M", help=f"the model name (default: ${MODEL_ENV} or gpt-4o-mini)")
     rewrite.add_argument(
         "--attempts", type=_attempts, default=DEFAULT_ATTEMPTS, metavar="N",
@@ -222,4 +223,4 @@ def register(cli, commands, command: Callable, json_flag: Callable) -> None:
     )
     rewrite.add_argument("--author", metavar="A", help="who rewrites (default llm:MODEL)")
     rewrite.add_argument("--dry-run", action="store_true", help="show the validated proposal, commit nothing")
-    json_flag(rewrite, "print one JSON document (see below)")
+    add_json_flag(rewrite, "print one JSON document (see below)")

@@ -3,7 +3,7 @@ and ``path-reset``: stored paths from the command line (docs/paths.md). Register
 ``hgm`` parser by :func:`register`.
 
 >>> import json, os, tempfile
->>> from hgm_engine.cli.app import main
+>>> from hgm_engine.cli import main
 >>> folder = tempfile.mkdtemp()
 >>> db, trajectories = os.path.join(folder, "m.db"), os.path.join(folder, "t.jsonl")
 >>> _ = open(trajectories, "w").write(json.dumps({"id": "order-17", "goal": "Check order A1001",
@@ -20,29 +20,19 @@ ingested 1 path at t=1
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any, Callable
 
-from hgm_engine.errors import HGMError, Problem
+from hgm_engine.cli.arguments import DB_HELP, NEW_DB_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, Output, input_name, on_db, read_text
+from hgm_engine.errors import HGMError, PathError, Problem, TransactionError
 from hgm_engine.memory import Memory
-from hgm_engine.paths import REFUSALS
-from hgm_engine.errors import PathError
+from hgm_engine.paths import REFUSALS, read_jsonl
+from hgm_engine.render.text import plural, shorten
 from hgm_engine.txn import TransactionReport
-from hgm_engine.errors import TransactionError
 
 __all__ = ["register"]
-
-
-def _on_paths_db(cli, path: str, out, run: Callable[[Memory], int], *, create: bool = False) -> int:
-    """``cli._on_db``, saving the path index before the memory closes when it changed."""
-
-    def command(memory: Memory) -> int:
-        try:
-            return run(memory)
-        finally:
-            memory._close_paths()
-
-    return cli._on_db(path, out, command, create=create)
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -51,29 +41,27 @@ def _split(text: str | None) -> list[str] | None:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _exit_for(cli, err: HGMError) -> int:
-    return cli.EXIT_REFUSED if err.category in REFUSALS else cli.EXIT_FAILURE
+def _exit_for(err: HGMError) -> int:
+    return EXIT_REFUSED if err.category in REFUSALS else EXIT_FAILURE
 
 
 # -- ingest --------------------------------------------------------------------------------------
 
 
-def _ingest(cli, args, out) -> int:
+def _ingest(args: argparse.Namespace, out: Output) -> int:
     if (args.file is None) == (args.taskplan is None):
         return out.failure("invalid-argument", "give a trajectory file (FILE.jsonl or -) or --taskplan DIR, not both")
     text = None
     if args.file is not None:
         try:
-            text = cli._read_text(args.file)
+            text = read_text(args.file)
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
-    source = args.taskplan if args.taskplan is not None else cli._input_name(args.file)
+            return out.error(err, EXIT_FAILURE)
+    source = args.taskplan if args.taskplan is not None else input_name(args.file)
 
     def run(memory: Memory) -> int:
         try:
             if text is not None:
-                from hgm_engine.paths import read_jsonl
-
                 docs, lines = read_jsonl(text)
                 report = memory.path_memory.ingest(
                     docs, skip_invalid=args.skip_invalid, author=args.author, scenario=args.scenario,
@@ -89,31 +77,31 @@ def _ingest(cli, args, out) -> int:
                 )
         except PathError as err:
             if err.report is None:
-                return out.error(err, cli.EXIT_FAILURE)
+                return out.error(err, EXIT_FAILURE)
             if out.as_json:
                 doc = err.report.to_json()
                 doc["error"] = err.to_json()["error"]
                 out.document(doc)
             else:
                 count = len(err.report.problems)
-                print(f"error: {source}: {cli._plural(count, 'problem')}; nothing was ingested", file=out.err)
+                print(f"error: {source}: {plural(count, 'problem')}; nothing was ingested", file=out.err)
                 for problem in err.report.problems:
                     print("  " + _problem_line(problem), file=out.err)
-            return cli.EXIT_FAILURE
+            return EXIT_FAILURE
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
+            return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document(report.to_json())
         else:
             where = f" at t={report.t}" if report.t is not None else ""
-            out.line(f"ingested {cli._plural(len(report.ingested), 'path')}{where}")
+            out.line(f"ingested {plural(len(report.ingested), 'path')}{where}")
             if report.problems:
-                print(f"skipped {cli._plural(len(report.problems), 'line')}:", file=out.err)
+                print(f"skipped {plural(len(report.problems), 'line')}:", file=out.err)
                 for problem in report.problems:
                     print("  " + _problem_line(problem), file=out.err)
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return _on_paths_db(cli, args.db, out, run, create=True)
+    return on_db(args.db, out, run, create=True)
 
 
 def _problem_line(problem) -> str:
@@ -125,7 +113,7 @@ def _problem_line(problem) -> str:
 # -- locate and reading ----------------------------------------------------------------------------
 
 
-def _locate(cli, args, out) -> int:
+def _locate(args: argparse.Namespace, out: Output) -> int:
     if args.k < 1:
         return out.failure("invalid-argument", f"--k must be at least 1, not {args.k}", where="--k")
 
@@ -136,10 +124,10 @@ def _locate(cli, args, out) -> int:
                 cross_scenario=args.cross_scenario, steps=_split(args.steps), hops=args.hops,
             )
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
+            return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document(result.to_json())
-            return cli.EXIT_OK
+            return EXIT_OK
         if not result.matches:
             out.line("(no path matches)")
         ellipsis = "…" if out.unicode else "..."
@@ -147,18 +135,18 @@ def _locate(cli, args, out) -> int:
             arrow = " > "
             status = "" if match.status == "active" else f"  [{match.status}]"
             out.line(f"{rank}. {match.path}  score {match.score:.3f}  {arrow.join(match.steps)}{status}")
-            out.line(f"   {cli._shorten(match.goal, 84, ellipsis)}")
+            out.line(f"   {shorten(match.goal, 84, ellipsis)}")
             out.line("   " + "  ".join(f"{k} {v:.2f}" for k, v in match.breakdown.items()))
             others = [p for p in match.supporting if p != match.path]
             if others:
                 shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "")
                 out.line(f"   also: {shown} ({match.paths_with_structure} paths with this structure)")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return _on_paths_db(cli, args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _paths(cli, args, out) -> int:
+def _paths(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         listing = memory.paths(all_versions=args.all)
         metrics = memory.path_metrics() if args.metrics else None
@@ -167,7 +155,7 @@ def _paths(cli, args, out) -> int:
             if metrics is not None:
                 doc["metrics"] = metrics
             out.document(doc)
-            return cli.EXIT_OK
+            return EXIT_OK
         if not listing:
             out.line("(no paths)")
         ellipsis = "…" if out.unicode else "..."
@@ -178,7 +166,7 @@ def _paths(cli, args, out) -> int:
             reward = "-" if entry["reward"] is None else f"{entry['reward']:.2f}"
             out.line(
                 f"{entry['id']}  v{entry['version']}/{entry['versions']}  {','.join(flags)}  reward {reward}  "
-                f"{' > '.join(entry['steps'])}  {cli._shorten(entry['goal'], 60, ellipsis)}"
+                f"{' > '.join(entry['steps'])}  {shorten(entry['goal'], 60, ellipsis)}"
             )
         if metrics is not None:
             out.line("")
@@ -188,20 +176,20 @@ def _paths(cli, args, out) -> int:
             streaks = ", ".join(f"{k} {v}" for k, v in metrics["consecutive_failures"].items()) or "(none)"
             out.line(f"consecutive failures: {streaks}")
             out.line(f"refusals: {json.dumps(metrics['refusals'])}")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return _on_paths_db(cli, args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _path(cli, args, out) -> int:
+def _path(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         try:
             doc = memory.path(args.id)
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
+            return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document(doc)
-            return cli.EXIT_OK
+            return EXIT_OK
         head = "" if doc["current"] else f" (not current: {doc['head']} is)"
         out.line(f"{doc['id']}  version {doc['version']}  {doc['status']}{head}")
         out.line(f"goal: {doc['goal']}")
@@ -225,15 +213,15 @@ def _path(cli, args, out) -> int:
             why = f"  {version['reason']}" if version["reason"] else ""
             reward = "-" if version["reward"] is None else f"{version['reward']:.3f}"
             out.line(f" {mark} v{version['version']} {version['id']}  {version['status']}  reward {reward}{why}")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return _on_paths_db(cli, args.db, out, run)
+    return on_db(args.db, out, run)
 
 
 # -- changing paths ----------------------------------------------------------------------------------
 
 
-def _report_out(cli, out, report: TransactionReport, what: str) -> int:
+def _report_out(out: Output, report: TransactionReport, what: str) -> int:
     if out.as_json:
         doc = report.to_json()
         if report.created:
@@ -245,11 +233,11 @@ def _report_out(cli, out, report: TransactionReport, what: str) -> int:
         print("refused: the change breaks constraints; nothing changed", file=out.err)
         for v in report.violations:
             print(f"  {v.constraint} at {v.node}: {v.message}", file=out.err)
-    return cli.EXIT_OK if report.committed else cli.EXIT_REFUSED
+    return EXIT_OK if report.committed else EXIT_REFUSED
 
 
-def _failed(cli, out, err: HGMError, reason: str | None) -> int:
-    code = _exit_for(cli, err)
+def _failed(out: Output, err: HGMError, reason: str | None) -> int:
+    code = _exit_for(err)
     if out.as_json:
         doc = TransactionReport(False, None, None, None, reason).to_json()
         doc["error"] = err.to_json()["error"]
@@ -258,56 +246,62 @@ def _failed(cli, out, err: HGMError, reason: str | None) -> int:
     return out.error(err, code)
 
 
-def _change(cli, args, out, action: Callable[[Memory], TransactionReport], describe: Callable, reason: str | None) -> int:
+def _change(
+    args: argparse.Namespace,
+    out: Output,
+    action: Callable[[Memory], TransactionReport],
+    describe: Callable[[Memory, TransactionReport], str],
+    reason: str | None,
+) -> int:
     def run(memory: Memory) -> int:
         try:
             report = action(memory)
         except (PathError, TransactionError) as err:
-            return _failed(cli, out, err, reason)
-        return _report_out(cli, out, report, describe(memory, report))
+            return _failed(out, err, reason)
+        return _report_out(out, report, describe(memory, report))
 
-    return _on_paths_db(cli, args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _outcome(cli, args, out) -> int:
+def _outcome(args: argparse.Namespace, out: Output) -> int:
     return _change(
-        cli, args, out,
+        args, out,
         lambda m: m.record_outcome(args.id, args.outcome, reward=args.reward, author=args.author),
         lambda m, r: f"{args.outcome} recorded on {args.id}",
         f"{args.outcome} of {args.id}",
     )
 
 
-def _rollback(cli, args, out) -> int:
+def _rollback(args: argparse.Namespace, out: Output) -> int:
     version: Any = int(args.version) if args.version.isdigit() else args.version
     return _change(
-        cli, args, out,
+        args, out,
         lambda m: m.rollback_path(args.id, version, author=args.author, reason=args.reason),
         lambda m, r: f"{r.created[0]} restores {args.id} version {args.version}",
         args.reason,
     )
 
 
-def _rewrite_path(cli, args, out) -> int:
+def _rewrite_path(args: argparse.Namespace, out: Output) -> int:
     try:
-        text = cli._read_text(args.steps)
+        text = read_text(args.steps)
         spec = json.loads(text)
     except HGMError as err:
-        return _failed(cli, out, err, args.reason)
+        return _failed(out, err, args.reason)
     except json.JSONDecodeError as exc:
         err = HGMError([Problem("invalid-json", f"{args.steps} is not JSON: {exc.msg}", exc.lineno, exc.colno)], text)
-        return _failed(cli, out, err, args.reason)
+        return _failed(out, err, args.reason)
     return _change(
-        cli, args, out,
+        args, out,
         lambda m: m.rewrite_path(args.id, spec, args.reason, author=args.author),
         lambda m, r: f"{r.created[0]} replaces {m.path(r.created[0])['replaces']}",
         args.reason,
     )
 
 
-def _path_reset(cli, args, out) -> int:
+def _path_reset(args: argparse.Namespace, out: Output) -> int:
     return _change(
-        cli, args, out,
+        args, out,
         lambda m: m.reset_path(args.id, author=args.author, reason=args.reason),
         lambda m, r: f"{args.id} reset (needs_human cleared, failure streak 0)",
         args.reason,
@@ -317,142 +311,156 @@ def _path_reset(cli, args, out) -> int:
 # -- the parser ------------------------------------------------------------------------------------
 
 
-def register(cli, commands, command: Callable, json_flag: Callable) -> None:
-    """Add the path subcommands to the ``hgm`` parser."""
-    db_help = cli._DB_HELP
-    bind = lambda function: (lambda args, out: function(cli, args, out))  # noqa: E731
+def register(commands: Commands) -> None:
+    """Add the path subcommands to the ``hgm`` parser.
+
+    >>> from hgm_engine.cli.arguments import ArgumentParser
+    >>> parser = ArgumentParser(prog="hgm")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["locate", "where is my order", "--db", "m.db", "--k", "3"])
+    >>> args.text, args.k, args.tags
+    ('where is my order', 3, None)
+    """
     refusals = "exit 3: refused by constraints or a guard (rewrite-cap, version-cap, needs-human)"
 
-    ingest = command(
+    ingest = add_command(
+        commands,
         "ingest",
         "store trajectories (JSON Lines) or task plans as paths",
         "Store each trajectory of FILE (JSON Lines, formats.md; - for standard input) or each request "
         "of a task-plan data set (--taskplan DIR) as a path: a goal with ordered action nodes, all in "
         "one transaction. Malformed lines are reported with their line numbers and nothing is "
         "ingested, unless --skip-invalid, which ingests the valid lines and reports the rest.",
-        cli._examples(
+        examples(
             "hgm ingest trajectories.jsonl --db memory.db",
             "hgm ingest --taskplan ../shared/data/taskplan/tmdb --db memory.db --json",
             "hgm ingest runs.jsonl --db memory.db --skip-invalid --scenario orders",
         ),
-        bind(_ingest),
+        _ingest,
     )
     ingest.add_argument("file", nargs="?", metavar="FILE.jsonl", help="trajectories, one a line (- for stdin)")
     ingest.add_argument("--taskplan", metavar="DIR", help="a task-plan data set folder (data.json, graph_desc.json)")
-    ingest.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    ingest.add_argument("--db", required=True, metavar="PATH", help=NEW_DB_HELP)
     ingest.add_argument("--skip-invalid", action="store_true", help="ingest the valid lines, report the others")
     ingest.add_argument("--scenario", metavar="NAME", help="put the paths under this scenario goal (created if missing)")
     ingest.add_argument("--ids", metavar="IDS", help="--taskplan only: request ids a,b,c, or 'memory' / 'test'")
     ingest.add_argument("--prefix", metavar="P", help="--taskplan only: path id prefix (default 'FOLDER-')")
     ingest.add_argument("--author")
-    json_flag(ingest, 'print {"ingested", "count", "t", "problems": [{"line", "id", "category", "message"}], ...}')
+    add_json_flag(ingest, 'print {"ingested", "count", "t", "problems": [{"line", "id", "category", "message"}], ...}')
 
-    locate = command(
+    locate = add_command(
+        commands,
         "locate",
         "find the stored paths that fit a request",
         "Path-level localization: the K stored paths (merged by structure) that best fit TEXT, best "
         "first, with every component of their score. Makes no network call with the default embedder.",
-        cli._examples(
+        examples(
             "hgm locate 'where is my order A1001' --db memory.db",
             "hgm locate 'refund a damaged item' --db memory.db --tags order,refund --k 3 --json",
         ),
-        bind(_locate),
+        _locate,
     )
     locate.add_argument("text", metavar="TEXT")
-    locate.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    locate.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     locate.add_argument("--tags", metavar="a,b", help="the request's tags, comma-separated")
     locate.add_argument("--k", type=int, default=5, metavar="K", help="how many results (default 5)")
     locate.add_argument("--scenario", metavar="NAME", help="keep to this scenario's paths (and paths without one)")
     locate.add_argument("--cross-scenario", action="store_true", help="let graph expansion cross scenario boundaries")
     locate.add_argument("--steps", metavar="a,b", help="the step names you expect (decides 'structure')")
     locate.add_argument("--hops", type=int, metavar="N", help="hop limit of the graph expansion (default 4)")
-    json_flag(locate, 'print {"matches": [{"path", "score", "goal", "steps", "breakdown", ...}]} (formats.md)')
+    add_json_flag(locate, 'print {"matches": [{"path", "score", "goal", "steps", "breakdown", ...}]} (formats.md)')
 
-    paths = command(
+    paths = add_command(
+        commands,
         "paths",
         "list the stored paths (one per lineage)",
         "Every stored path: its current version, how many versions its lineage has, status, reward "
         "and steps. --all lists every version; --metrics adds the rewrite counters.",
-        cli._examples("hgm paths --db memory.db", "hgm paths --db memory.db --all --metrics --json"),
-        bind(_paths),
+        examples("hgm paths --db memory.db", "hgm paths --db memory.db --all --metrics --json"),
+        _paths,
     )
-    paths.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    paths.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     paths.add_argument("--all", action="store_true", help="every version, not only the current ones")
     paths.add_argument("--metrics", action="store_true", help="rewrites, versions, failure streaks, needs_human")
-    json_flag(paths, 'print {"paths": [...], "metrics": {...}}')
+    add_json_flag(paths, 'print {"paths": [...], "metrics": {...}}')
 
-    path = command(
+    path = add_command(
+        commands,
         "path",
         "one path with its steps and versions",
         "A path's goal, steps, reward, counters and every version of its lineage. A lineage's first "
         "id names its current version; ID@v1 the first version itself.",
-        cli._examples("hgm path order-17 --db memory.db", "hgm path order-17@v1 --db memory.db --json"),
-        bind(_path),
+        examples("hgm path order-17 --db memory.db", "hgm path order-17@v1 --db memory.db --json"),
+        _path,
     )
     path.add_argument("id", metavar="ID")
-    path.add_argument("--db", required=True, metavar="PATH", help=db_help)
-    json_flag(path, "print the path as JSON")
+    path.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    add_json_flag(path, "print the path as JSON")
 
-    outcome = command(
+    outcome = add_command(
+        commands,
         "outcome",
         "record a run's outcome on a path",
         "Record success or failure of a run of path ID: updates its reward (moving average), result "
         "and counters; failures of rewritten versions count towards needs_human.",
-        cli._examples("hgm outcome order-17 success --db memory.db", "hgm outcome order-17 failure --db memory.db --reward 0.2"),
-        bind(_outcome),
+        examples("hgm outcome order-17 success --db memory.db", "hgm outcome order-17 failure --db memory.db --reward 0.2"),
+        _outcome,
     )
     outcome.add_argument("id", metavar="ID")
     outcome.add_argument("outcome", choices=("success", "failure"))
-    outcome.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    outcome.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     outcome.add_argument("--reward", type=float, metavar="R", help="this run's reward in [0, 1] (default 1 or 0)")
     outcome.add_argument("--author")
-    json_flag(outcome, "print the transaction report")
+    add_json_flag(outcome, "print the transaction report")
 
-    rollback = command(
+    rollback = add_command(
+        commands,
         "rollback",
         "make an older version of a path current again (as a new version)",
         "Restore version VERSION (a number, vN or a version id) of path ID as a new version that "
         "replaces the current one. " + refusals + ".",
-        cli._examples("hgm rollback order-17 1 --db memory.db --reason 'v2 kept failing'"),
-        bind(_rollback),
+        examples("hgm rollback order-17 1 --db memory.db --reason 'v2 kept failing'"),
+        _rollback,
     )
     rollback.add_argument("id", metavar="ID")
     rollback.add_argument("version", metavar="VERSION")
-    rollback.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    rollback.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     rollback.add_argument("--reason")
     rollback.add_argument("--author")
-    json_flag(rollback, "print the transaction report")
+    add_json_flag(rollback, "print the transaction report")
 
-    rewrite = command(
+    rewrite = add_command(
+        commands,
         "rewrite-path",
         "rewrite a path as a new version from a steps file",
         "Create a new version of path ID from --steps FILE.json: a list of steps, {\"steps\", "
         "\"edges\", \"tags\", \"goal\"}, or a list of edit ops (keep/change/add/remove; docs/paths.md). "
         "The old version is superseded and down-weighted, in one transaction. " + refusals + ".",
-        cli._examples(
+        examples(
             "hgm rewrite-path order-17 --steps new_steps.json --reason 'check the cache first' --db memory.db",
             "echo '[{\"keep\": 0}, {\"add\": {\"name\": \"check_cache\"}, \"after\": 0}]' | "
             "hgm rewrite-path order-17 --steps - --reason cache --db memory.db --json",
         ),
-        bind(_rewrite_path),
+        _rewrite_path,
     )
     rewrite.add_argument("id", metavar="ID")
     rewrite.add_argument("--steps", required=True, metavar="FILE.json", help="the new steps or edit ops (- for stdin)")
     rewrite.add_argument("--reason", required=True, help="why (recorded as rewrite_reason)")
-    rewrite.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    rewrite.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     rewrite.add_argument("--author")
-    json_flag(rewrite, 'print the transaction report with "path": the new version')
+    add_json_flag(rewrite, 'print the transaction report with "path": the new version')
 
-    reset = command(
+    reset = add_command(
+        commands,
         "path-reset",
         "clear a path's needs_human flag and failure streak",
         "A human has looked at path ID: clear needs_human and the failure streak so it may be "
         "rewritten again.",
-        cli._examples("hgm path-reset order-17 --db memory.db --reason 'fixed the API key'"),
-        bind(_path_reset),
+        examples("hgm path-reset order-17 --db memory.db --reason 'fixed the API key'"),
+        _path_reset,
     )
     reset.add_argument("id", metavar="ID")
-    reset.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    reset.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     reset.add_argument("--reason")
     reset.add_argument("--author")
-    json_flag(reset, "print the transaction report")
+    add_json_flag(reset, "print the transaction report")

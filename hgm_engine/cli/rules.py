@@ -2,7 +2,7 @@
 ``confirm``. Registered into the ``hgm`` parser by :func:`register`.
 
 >>> import os, tempfile
->>> from hgm_engine.cli.app import main
+>>> from hgm_engine.cli import main
 >>> path = os.path.join(tempfile.mkdtemp(), "travel.hgmr")
 >>> _ = open(path, "w").write("propagate derived_from backward depth 2")
 >>> main(["rules", "check", path])  # doctest: +ELLIPSIS
@@ -15,17 +15,18 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
-from typing import Callable
 
-from hgm_engine.errors import HGMError, Problem
+from hgm_engine.cli.arguments import DB_HELP, FORMATTER, T_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, on_db, resolve_t
+from hgm_engine.errors import HGMError, Problem, TransactionRefused
 from hgm_engine.memory import Memory
 from hgm_engine.rules import parse_rules
-from hgm_engine.errors import TransactionRefused
 
 __all__ = ["register"]
 
 
 def _read(path: str) -> str:
+    """A rule file's text (``-``: standard input); an ``io`` error placed at the file if not."""
     if path == "-":
         return sys.stdin.read()
     try:
@@ -34,11 +35,11 @@ def _read(path: str) -> str:
         raise HGMError([Problem("io", f"cannot read {path}: {exc.strerror}", where=path)]) from None
 
 
-def _rules_load(cli, args, out) -> int:
+def _rules_load(args: argparse.Namespace, out: Output) -> int:
     try:
         text = _read(args.file)
     except HGMError as err:
-        return out.error(err, cli.EXIT_FAILURE)
+        return out.error(err, EXIT_FAILURE)
 
     def run(memory: Memory) -> int:
         try:
@@ -50,9 +51,9 @@ def _rules_load(cli, args, out) -> int:
             else:
                 print("refused: the file's constraints do not hold now; nothing was loaded", file=out.err)
                 print("\n".join(f"  {v.constraint} at {v.node}: {v.message}" for v in violations), file=out.err)
-            return cli.EXIT_REFUSED
+            return EXIT_REFUSED
         except HGMError as err:
-            return out.error(err, cli.EXIT_QUERY_ERROR if err.source is not None else cli.EXIT_FAILURE, label=args.file)
+            return out.error(err, EXIT_QUERY_ERROR if err.source is not None else EXIT_FAILURE, label=args.file)
         summary = {
             "loaded": True,
             "name": args.name,
@@ -67,25 +68,25 @@ def _rules_load(cli, args, out) -> int:
                 f"loaded rule set {args.name!r}: {len(rule_set.constraints)} constraints, "
                 f"{len(rule_set.triggers)} triggers, {len(rule_set.propagations)} propagations"
             )
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run, create=True)
+    return on_db(args.db, out, run, create=True)
 
 
-def _rules_check(cli, args, out) -> int:
+def _rules_check(args: argparse.Namespace, out: Output) -> int:
     try:
         rule_set = parse_rules(_read(args.file))
     except HGMError as err:
-        return out.error(err, cli.EXIT_QUERY_ERROR if err.source is not None else cli.EXIT_FAILURE, label=args.file)
+        return out.error(err, EXIT_QUERY_ERROR if err.source is not None else EXIT_FAILURE, label=args.file)
     if out.as_json:
         out.document({"valid": True, "triggers": [t.name for t in rule_set.triggers]})
     else:
         out.line(f"{args.file}: valid ({len(rule_set.constraints)} constraints, {len(rule_set.triggers)} triggers, "
                  f"{len(rule_set.propagations)} propagations)")
-    return cli.EXIT_OK
+    return EXIT_OK
 
 
-def _rules_list(cli, args, out) -> int:
+def _rules_list(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         rules = memory.rules()
         if out.as_json:
@@ -96,29 +97,29 @@ def _rules_list(cli, args, out) -> int:
             for name, text in rules.items():
                 out.line(f"== {name}")
                 out.lines(text.strip().splitlines(), indent="  ")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _rules_remove(cli, args, out) -> int:
+def _rules_remove(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         try:
             memory.remove_rules(args.name)
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
+            return out.error(err, EXIT_FAILURE)
         out.document({"removed": args.name}) if out.as_json else out.line(f"removed rule set {args.name!r}")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _frontier(cli, args, out) -> int:
+def _frontier(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         try:
-            ids = memory.frontier(args.goal, as_of=cli._resolve_t(memory, args.as_of) if args.as_of else None)
+            ids = memory.frontier(args.goal, as_of=resolve_t(memory, args.as_of) if args.as_of else None)
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
+            return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document({"goal": args.goal, "frontier": ids})
         elif not ids:
@@ -127,12 +128,12 @@ def _frontier(cli, args, out) -> int:
             for node_id in ids:
                 node = memory.node(node_id) or {}
                 out.line(f"{node_id}  {node.get('content', '')}".rstrip())
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _stale(cli, args, out) -> int:
+def _stale(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         entries = memory.stale()
         if out.as_json:
@@ -145,17 +146,17 @@ def _stale(cli, args, out) -> int:
                 for mark in entry["marks"]:
                     reason = f": {mark['reason']}" if mark.get("reason") else ""
                     out.line(f"    {mark['state']} by {mark['rule']} because {', '.join(mark['because'])} at t={mark['t']}{reason}")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _changes(cli, args, out) -> int:
+def _changes(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         try:
-            doc = memory.changes_since(cli._resolve_t(memory, args.since))
+            doc = memory.changes_since(resolve_t(memory, args.since))
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
+            return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document(doc)
         else:
@@ -164,130 +165,141 @@ def _changes(cli, args, out) -> int:
                 out.line(f"  t={commit['t']} {commit['author'] or '-'}: {commit['reason'] or ''}".rstrip())
             for change in doc["changes"]:
                 out.line(f"  {change['kind']} {change.get('id') or (change['from'] + ' -' + change['type'] + '-> ' + change['to'])}")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _focus_path(cli, args, out) -> int:
+def _focus_path(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         path = memory.focus_path(args.node)
         if not path:
             return out.failure("unknown-node", f"no node {args.node!r}", where=args.node)
         out.document({"node": args.node, "path": path}) if out.as_json else out.line(" → ".join(path))
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def _confirm(cli, args, out) -> int:
+def _confirm(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         try:
             report = memory.confirm(args.node, author=args.author, reason=args.reason)
         except HGMError as err:
-            return out.error(err, cli.EXIT_FAILURE)
+            return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document(report.to_json())
         else:
             cleared = ", ".join(c["id"] for c in report.cleared) or "nothing to clear"
             out.line(f"t={report.t}: confirmed {args.node} ({cleared})")
-        return cli.EXIT_OK
+        return EXIT_OK
 
-    return cli._on_db(args.db, out, run)
+    return on_db(args.db, out, run)
 
 
-def register(cli, commands, command: Callable, json_flag: Callable) -> None:
-    """Add the rules and planner-view subcommands to the ``hgm`` parser."""
-    db_help = cli._DB_HELP
-    bind = lambda function: (lambda args, out: function(cli, args, out))  # noqa: E731
+def register(commands: Commands) -> None:
+    """Add ``rules`` and the planner views (``frontier``, ``stale``, ``changes``, ``focus-path``,
+    ``confirm``) to the ``hgm`` parser.
 
+    >>> from hgm_engine.cli.arguments import ArgumentParser
+    >>> parser = ArgumentParser(prog="hgm")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["frontier", "trip", "--db", "m.db"])
+    >>> args.goal, args.as_of
+    ('trip', None)
+    """
     rules = commands.add_parser(
         "rules",
         help="load, check, list or remove memory rules (constraints, triggers, propagation)",
         description="Memory rules are written in hgm's rule language (docs/rules.md).",
-        epilog=cli._examples(
+        epilog=examples(
             "hgm rules check travel.hgmr",
             "hgm rules load travel.hgmr --db memory.db --name travel",
             "hgm rules list --db memory.db",
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=FORMATTER,
     )
     actions = rules.add_subparsers(dest="action", metavar="ACTION", required=True)
     load = actions.add_parser("load", help="load a rule file into a memory (all or nothing)")
     load.add_argument("file", metavar="FILE", help="a rule file (.hgmr), or - for standard input")
-    load.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    load.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     load.add_argument("--name", default="default", help="the rule set's name (a set of that name is replaced)")
-    json_flag(load, "print a JSON summary")
-    load.set_defaults(run=bind(_rules_load))
+    add_json_flag(load, "print a JSON summary")
+    load.set_defaults(run=_rules_load)
     check = actions.add_parser("check", help="check a rule file without loading it")
     check.add_argument("file", metavar="FILE", help="a rule file, or - for standard input")
-    json_flag(check, "print a JSON summary")
-    check.set_defaults(run=bind(_rules_check))
+    add_json_flag(check, "print a JSON summary")
+    check.set_defaults(run=_rules_check)
     listing = actions.add_parser("list", help="list the loaded rule sets")
-    listing.add_argument("--db", required=True, metavar="PATH", help=db_help)
-    json_flag(listing, "print JSON")
-    listing.set_defaults(run=bind(_rules_list))
+    listing.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    add_json_flag(listing, "print JSON")
+    listing.set_defaults(run=_rules_list)
     remove = actions.add_parser("remove", help="remove a rule set (and its constraints)")
     remove.add_argument("name", metavar="NAME")
-    remove.add_argument("--db", required=True, metavar="PATH", help=db_help)
-    json_flag(remove, "print JSON")
-    remove.set_defaults(run=bind(_rules_remove))
+    remove.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    add_json_flag(remove, "print JSON")
+    remove.set_defaults(run=_rules_remove)
 
-    frontier = command(
+    frontier = add_command(
+        commands,
         "frontier",
         "pending actions under a goal that can run now",
         "Pending actions under GOAL whose 'before' predecessors are all done and that are neither "
         "blocked nor stale.",
-        cli._examples("hgm frontier trip --db memory.db"),
-        bind(_frontier),
+        examples("hgm frontier trip --db memory.db"),
+        _frontier,
     )
     frontier.add_argument("goal", metavar="GOAL")
-    frontier.add_argument("--db", required=True, metavar="PATH", help=db_help)
-    frontier.add_argument("--as-of", metavar="T", help=cli._T_HELP)
-    json_flag(frontier, 'print {"goal", "frontier": [ids]}')
+    frontier.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    frontier.add_argument("--as-of", metavar="T", help=T_HELP)
+    add_json_flag(frontier, 'print {"goal", "frontier": [ids]}')
 
-    stale = command(
+    stale = add_command(
+        commands,
         "stale",
         "nodes marked needs_review or blocked, with why",
         "Every node with a staleness mark, each mark with its rule, cause and t.",
-        cli._examples("hgm stale --db memory.db"),
-        bind(_stale),
+        examples("hgm stale --db memory.db"),
+        _stale,
     )
-    stale.add_argument("--db", required=True, metavar="PATH", help=db_help)
-    json_flag(stale, 'print {"stale": [...]}')
+    stale.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    add_json_flag(stale, 'print {"stale": [...]}')
 
-    changes = command(
+    changes = add_command(
+        commands,
         "changes",
         "what changed since a t (commits and the net diff)",
         "The commits after T and the net changes since then.",
-        cli._examples("hgm changes --since 3 --db memory.db"),
-        bind(_changes),
+        examples("hgm changes --since 3 --db memory.db"),
+        _changes,
     )
-    changes.add_argument("--since", required=True, metavar="T", help=cli._T_HELP)
-    changes.add_argument("--db", required=True, metavar="PATH", help=db_help)
-    json_flag(changes, "print JSON")
+    changes.add_argument("--since", required=True, metavar="T", help=T_HELP)
+    changes.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    add_json_flag(changes, "print JSON")
 
-    focus = command(
+    focus = add_command(
+        commands,
         "focus-path",
         "the path from a root down to a node",
         "The chain of first parents from a root goal down to NODE.",
-        cli._examples("hgm focus-path a_pay --db memory.db"),
-        bind(_focus_path),
+        examples("hgm focus-path a_pay --db memory.db"),
+        _focus_path,
     )
     focus.add_argument("node", metavar="NODE")
-    focus.add_argument("--db", required=True, metavar="PATH", help=db_help)
-    json_flag(focus, 'print {"node", "path"}')
+    focus.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    add_json_flag(focus, 'print {"node", "path"}')
 
-    confirm = command(
+    confirm = add_command(
+        commands,
         "confirm",
         "clear a node's staleness marks (recorded as a commit)",
         "The planner has looked at NODE and it still holds: clear its needs_review/blocked marks.",
-        cli._examples("hgm confirm a_dinner --db memory.db --reason 'budget still fine'"),
-        bind(_confirm),
+        examples("hgm confirm a_dinner --db memory.db --reason 'budget still fine'"),
+        _confirm,
     )
     confirm.add_argument("node", metavar="NODE")
-    confirm.add_argument("--db", required=True, metavar="PATH", help=db_help)
+    confirm.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     confirm.add_argument("--author")
     confirm.add_argument("--reason")
-    json_flag(confirm, "print the transaction report")
+    add_json_flag(confirm, "print the transaction report")
 

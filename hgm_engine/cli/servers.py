@@ -1,0 +1,59 @@
+"""``hgm serve`` (REST) and ``hgm mcp`` (Model Context Protocol on stdio): the servers parse
+their own options, so ``hgm`` hands them the rest of its command line (:func:`run_server`);
+they are registered in the parser only so that ``hgm --help`` lists them.
+
+>>> sorted(SERVER_COMMANDS)
+['mcp', 'serve']
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+from hgm_engine.cli.arguments import Commands
+from hgm_engine.cli.common import EXIT_FAILURE
+
+__all__ = ["SERVER_COMMANDS", "register", "run_server"]
+
+SERVER_COMMANDS = {
+    "serve": "serve a memory over REST with an OpenAPI document (hgm serve --db PATH; --help for options)",
+    "mcp": "serve a memory as Model Context Protocol tools on stdio (hgm mcp --db PATH)",
+}
+# The module whose main(argv) runs each server.
+_SERVER_MODULES = {"serve": "hgm_engine.server.rest", "mcp": "hgm_engine.server.mcp_server"}
+
+
+def register(commands: Commands) -> None:
+    """List ``serve`` and ``mcp`` in the ``hgm`` parser (``main`` runs them before parsing).
+
+    >>> from hgm_engine.cli.arguments import ArgumentParser
+    >>> parser = ArgumentParser(prog="hgm")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> parser.parse_known_args(["mcp", "--db", "m.db"])[0].command
+    'mcp'
+    """
+    for name, text in SERVER_COMMANDS.items():
+        commands.add_parser(name, help=text, add_help=False)
+
+
+def run_server(name: str, argv: Sequence[str]) -> int:
+    """Run the server ``name`` (``serve`` or ``mcp``) with its own command line ``argv``.
+
+    The server module is imported only here: it needs the 'serve' extra (FastAPI, uvicorn,
+    mcp), which the other commands do without.
+
+    >>> run_server("mcp", ["--help"])  # doctest: +ELLIPSIS
+    usage: hgm mcp ...
+    0
+    """
+    try:
+        module = importlib.import_module(_SERVER_MODULES[name])
+    except ImportError as exc:
+        print(f"hgm {name}: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        return module.main(list(argv))
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else EXIT_FAILURE
