@@ -332,6 +332,17 @@ def test_explain_json_gives_query_rules_and_plan_lines(capsys):
     assert doc["plan"][0] == "lookup id 'a_hotel'"
 
 
+def test_explain_physical_adds_each_steps_strategy(capsys):
+    code, out, _ = run_main(capsys, "explain", "root.subgoals[0].actions", "--physical")
+    assert code == 0
+    physical = [line.strip() for line in out.splitlines() if line.strip().startswith("physical:")]
+    assert len(physical) == 2 and "generated per source" in physical[0]
+    code, plain, _ = run_main(capsys, "explain", "root.subgoals[0].actions")
+    assert "physical:" not in plain
+    code, out, _ = run_main(capsys, "explain", "#a_hotel.results", "--physical", "--json")
+    assert json.loads(out)["plan"][-1].strip().startswith("physical: one-type hop")
+
+
 def test_explain_of_a_wrong_query_exits_2(capsys):
     code, _, err = run_main(capsys, "explain", "root.count().subgoals")
     assert code == 2 and err.startswith("error: misplaced")

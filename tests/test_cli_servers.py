@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hgm_engine.cli.app import main
+from hgm_engine.cli import main
 
 
 def test_hgm_serve_help_is_the_rest_servers_help(capsys):

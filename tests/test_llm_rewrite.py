@@ -407,7 +407,7 @@ def _t(location):
 
 
 def test_cli_rewrite_commits_and_prints_the_report_with_the_proposal(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     db = _db(tmp_path)
     openai_stub.push(Scripted.text(MALFORMED), Scripted.json(VALID))
@@ -421,7 +421,7 @@ def test_cli_rewrite_commits_and_prints_the_report_with_the_proposal(openai_stub
 
 
 def test_cli_rewrite_text_output_for_people(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     db = _db(tmp_path)
     openai_stub.push(Scripted.json(VALID))
@@ -434,7 +434,7 @@ def test_cli_rewrite_text_output_for_people(openai_stub, tmp_path, capsys):
 
 
 def test_cli_dry_run_shows_the_proposal_and_commits_nothing(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     db = _db(tmp_path)
     t = _t(db)
@@ -446,7 +446,7 @@ def test_cli_dry_run_shows_the_proposal_and_commits_nothing(openai_stub, tmp_pat
 
 
 def test_cli_invalid_answers_exit_1_with_every_reason(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     db = _db(tmp_path)
     t = _t(db)
@@ -460,7 +460,7 @@ def test_cli_invalid_answers_exit_1_with_every_reason(openai_stub, tmp_path, cap
 
 
 def test_cli_failure_with_json_is_one_document(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     db = _db(tmp_path)
     openai_stub.push(Scripted.error(500), Scripted.slow(3.0))
@@ -472,7 +472,7 @@ def test_cli_failure_with_json_is_one_document(openai_stub, tmp_path, capsys):
 
 
 def test_cli_constraint_refusal_exits_3(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     db = _db(tmp_path)
     with Memory.open(db) as memory:
@@ -483,7 +483,7 @@ def test_cli_constraint_refusal_exits_3(openai_stub, tmp_path, capsys):
 
 
 def test_cli_unknown_path_exits_1_without_asking(openai_stub, tmp_path, capsys):
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     db = _db(tmp_path)
     assert main(["rewrite", "nope", "--feedback", FEEDBACK, "--db", db]) == 1

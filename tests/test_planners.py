@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from hgm_engine import Memory
-from hgm_engine.cli.app import main as hgm_main
+from hgm_engine.cli import main as hgm_main
 from planners import (
     Domain,
     DomainError,

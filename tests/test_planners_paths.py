@@ -12,7 +12,7 @@ import pytest
 from hgm_engine import Memory
 
 
-from hgm_engine.cli.app import main as hgm_main  # noqa: E402
+from hgm_engine.cli import main as hgm_main  # noqa: E402
 from planners import Domain, HTNPlanner, Observation, StepPlan, ToolCall, Toolbox, replay, run  # noqa: E402
 from planners.scenarios import orders, research  # noqa: E402
 

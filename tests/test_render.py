@@ -21,7 +21,7 @@ import urllib.parse
 import pytest
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.cli.app import sample_document
+from hgm_engine.cli import sample_document
 from hgm_engine.errors import QuerySyntaxError
 from hgm_engine.model.graph import MemoryGraph
 from hgm_engine.render import FORMATS, picture, render, to_dot, to_html, to_mermaid
@@ -630,7 +630,7 @@ def trip_file(tmp_path) -> str:
 
 
 def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    from hgm_engine.cli.app import main
+    from hgm_engine.cli import main
 
     code = main(list(args))
     captured = capsys.readouterr()

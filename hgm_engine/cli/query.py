@@ -61,31 +61,34 @@ def _query(args: argparse.Namespace, out: Output) -> int:
     return on_graph_or_db(args, out, run)
 
 
-def explain_document(expr: str) -> dict[str, Any]:
+def explain_document(expr: str, *, physical: bool = False) -> dict[str, Any]:
     """What ``hgm explain --json`` prints: the query, its kind and parameters, the optimizer
-    rules that changed it and the plan's lines.
+    rules that changed it and the plan's lines (with ``physical``, each step's strategy too).
 
     >>> doc = explain_document("#a1.results.count()")
     >>> doc["kind"], doc["params"], doc["plan"][0]
     ('count', [], "lookup id 'a1'")
+    >>> any(line.strip().startswith("physical:") for line in explain_document("#a1.results", physical=True)["plan"])
+    True
     """
     compiled = compile(expr)
+    strategy = compiled.program.strategy if physical else None
     return {
         "query": compiled.text,
         "kind": compiled.kind,
         "params": list(compiled.params),
         "uses_focus": compiled.uses_focus,
         "rules": list(compiled.optimized_plan.rules),
-        "plan": describe(compiled.optimized_plan),
+        "plan": describe(compiled.optimized_plan, physical=strategy),
     }
 
 
 def _explain(args: argparse.Namespace, out: Output) -> int:
     try:
         if out.as_json:
-            out.document(explain_document(args.expr))
+            out.document(explain_document(args.expr, physical=args.physical))
         else:
-            out.line(compile(args.expr).explain())
+            out.line(compile(args.expr).explain(physical=args.physical))
     except HGMError as err:
         return out.error(err, EXIT_QUERY_ERROR)
     return EXIT_OK
@@ -197,6 +200,9 @@ def register(commands: Commands) -> None:
         _explain,
     )
     explain.add_argument("expr", metavar="EXPR", help="the path expression")
+    explain.add_argument(
+        "--physical", action="store_true", help="also show how each step runs (the executor's strategy for it)"
+    )
     add_json_flag(explain, 'print {"query", "rules", "plan": [lines], ...}')
 
     validate = add_command(

@@ -1,4 +1,4 @@
-"""Pictures of a memory: Mermaid, Graphviz DOT and one self-contained HTML page.
+"""Pictures of a memory: terminal text, Mermaid, Graphviz DOT and one self-contained HTML page.
 
 Every function here is pure: a memory (or a bare :class:`~hgm_engine.model.MemoryGraph`) in,
 text out. What is drawn is the same in every format — :func:`picture` decides it (the
@@ -10,7 +10,9 @@ text out. What is drawn is the same in every format — :func:`picture` decides 
 - :mod:`~hgm_engine.render.mermaid`, :mod:`~hgm_engine.render.dot`: the text formats;
 - :mod:`~hgm_engine.render.html`: the page's layout and data; the page itself (HTML, CSS,
   script) is package data in ``assets/``;
-- :mod:`~hgm_engine.render.formats`: the formats by name and :func:`render`.
+- :mod:`~hgm_engine.render.formats`: the formats by name and :func:`render`;
+- :mod:`~hgm_engine.render.text`: lines for a terminal (the tree, query results, changes),
+  which the CLI and the planner scenarios print.
 
 >>> from hgm_engine import Memory
 >>> m = Memory.from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []})
@@ -23,5 +25,18 @@ from hgm_engine.render.formats import FORMATS, render
 from hgm_engine.render.html import to_html
 from hgm_engine.render.mermaid import to_mermaid
 from hgm_engine.render.picture import Highlight, Picture, picture
+from hgm_engine.render.text import change_lines, result_lines, tree_lines
 
-__all__ = ["FORMATS", "Picture", "Highlight", "picture", "render", "to_mermaid", "to_dot", "to_html"]
+__all__ = [
+    "FORMATS",
+    "Picture",
+    "Highlight",
+    "picture",
+    "render",
+    "to_mermaid",
+    "to_dot",
+    "to_html",
+    "tree_lines",
+    "result_lines",
+    "change_lines",
+]

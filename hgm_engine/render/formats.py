@@ -22,7 +22,7 @@ def render(memory: Drawable, fmt: str, **options: Any) -> str:
     """The picture of ``memory`` in format ``fmt`` (``mermaid``, ``dot`` or ``html``); options
     are those of :func:`to_mermaid`, :func:`to_dot` and :func:`to_html` (``title``: HTML only).
 
-    >>> from hgm_engine.cli.app import sample_document
+    >>> from hgm_engine.cli import sample_document
     >>> from hgm_engine.memory import Memory
     >>> print(render(Memory.from_document(sample_document()), "dot", root="orders").splitlines()[4])
         "orders" [label="orders [goal]\\nactive: Answer the user's order-status questions", fillcolor="#dbeafe", color="#3b82f6", class="goal"];

@@ -224,7 +224,7 @@ def to_html(
     attributes, edges and history (embedded now, from the memory's commits up to the state
     drawn); so does opening the page at ``#select=ID``.
 
-    >>> from hgm_engine.cli.app import sample_document
+    >>> from hgm_engine.cli import sample_document
     >>> from hgm_engine.memory import Memory
     >>> page = to_html(Memory.from_document(sample_document()), highlight="root.subgoals")
     >>> page.startswith("<!DOCTYPE html>"), "http" in page, 'id="hgm-data"' in page

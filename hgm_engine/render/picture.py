@@ -215,7 +215,7 @@ def picture(
     errors are the engine's :class:`~hgm_engine.errors.HGMError`. ``history`` embeds each drawn
     node's history (commits up to the state drawn) when ``memory`` is a Memory.
 
-    >>> from hgm_engine.cli.app import sample_document
+    >>> from hgm_engine.cli import sample_document
     >>> from hgm_engine.memory import Memory
     >>> p = picture(Memory.from_document(sample_document()), root="d3", highlight="#d3.actions.where(status = 'failed')")
     >>> [n.id for n in p.nodes]

@@ -35,7 +35,7 @@ import sys
 from typing import Any, Callable, TextIO
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.render.text import change_lines, result_lines, tree_lines
+from hgm_engine.render import change_lines, result_lines, tree_lines
 
 from planners.loop import RunRecord
 
