@@ -43,6 +43,9 @@ from hgm_engine.model.schema import (
 from hgm_engine.model.schemacheck import (
     compile_schema,
 )
+from hgm_engine.model.view import (
+    GraphView,
+)
 
 __all__ = [
     "FrozenDict",
@@ -75,4 +78,5 @@ __all__ = [
     "STATUSES",
     "closest",
     "compile_schema",
+    "GraphView",
 ]
