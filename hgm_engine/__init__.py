@@ -36,6 +36,9 @@ from hgm_engine.query import Limits
 from hgm_engine.memory import Memory
 from hgm_engine.query import CompiledQuery, QueryResult, compile
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
+from hgm_engine.model import Change, Closure, EdgeRule, Hop
+from hgm_engine.rules import UserConstraint
+from hgm_engine.txn import Commit, HistoricalMemory, Transaction, TransactionReport, Violation
 
 __all__ = [
     "Memory",
@@ -63,6 +66,16 @@ __all__ = [
     "LocalizationError",
     "RewriteProposalError",
     "ServiceError",
+    "Transaction",
+    "TransactionReport",
+    "Violation",
+    "Change",
+    "Commit",
+    "HistoricalMemory",
+    "Hop",
+    "Closure",
+    "EdgeRule",
+    "UserConstraint",
 ]
 
 __version__ = "0.1.0"
