@@ -31,7 +31,7 @@ from hgm_engine.llm.rewrite import (
 )
 from hgm_engine.errors import RewriteProposalError
 from hgm_engine.memory import Memory  # noqa: E402
-from hgm_engine.txn.ops import TransactionReport  # noqa: E402
+from hgm_engine.txn import TransactionReport  # noqa: E402
 
 PATH = {
     "id": "order-17",
