@@ -27,7 +27,7 @@ a lower one:
 
 And the rules that keep that order free of deadlocks:
 
-- Under ``lock`` (reading or writing) the store is read only on its second connection
+- A reader (under ``lock.reading()``) reads the store only on its second connection
   (``read_commits``, ``committed_t``, ``snapshots``): a commit of this process holds the
   first one while it waits for readers to finish.
 - A thread waits for readers (``lock.writing()`` blocking) while it holds ``catch_up_lock``
@@ -78,6 +78,7 @@ class ReadWriteLock:
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
+        """Shared access: waits while a writer holds the lock."""
         with self._condition:
             while self._writer:
                 self._condition.wait()
