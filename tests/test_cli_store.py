@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from hgm_engine.cli.app import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, main
-from hgm_engine import Memory
+from hgm_engine.memory import Memory
 
 
 

@@ -9,14 +9,16 @@ Lock order
 ----------
 
 A thread takes these in this order (outermost first) and never one higher up while it holds
-a lower one:
+a lower one, with the one exception below:
 
 1. ``write_lock`` (an ``RLock`` of this memory). Held by a commit of this process from the
    first op it builds until the commit is applied and announced, by a load, by a ``refresh``
    that got it without waiting, and by :meth:`Memory.exclusive` users (the path index is
    built from a fixed ``t``): while it is held, no commit of this process starts.
 2. The store's write lock (``store.write()``: SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's
-   advisory lock): no other process commits. Taken only with ``write_lock`` held.
+   advisory lock): no other process commits. A commit takes it with ``write_lock`` held; the
+   writes that are not commits (constraints, rule sets, snapshot names) take it alone,
+   holding none of these locks.
 3. ``catch_up_lock`` (an ``RLock``). Held while other processes' commits are applied to the
    state, and by a commit of this process from the moment it holds the store's write lock
    until its commit is visible and announced: a reader may catch up while a local writer
@@ -24,6 +26,12 @@ a lower one:
    without ``write_lock`` takes it only without waiting.
 4. ``lock`` (a :class:`ReadWriteLock`, many readers or one writer). Queries read under it;
    the state changes only under its write side, so no query sees a commit half-applied.
+
+The exception: commit listeners run with ``write_lock`` and ``catch_up_lock`` held, and may
+write to the store (the path index saves its state every few commits), so they take the
+store's write lock after the catch-up lock. Holding ``write_lock`` makes that safe: the
+store's lock is then held only by other processes or by this process's writes that are not
+commits, and none of them waits for the catch-up lock.
 
 And the rules that keep that order free of deadlocks:
 
