@@ -3,7 +3,8 @@
 Reading is ``query`` (optionally ``as_of`` an earlier ``t`` or a snapshot name); changing is
 only through transactions: ``with memory.transaction(...) as tx`` or ``memory.apply(doc)``.
 ``Memory`` is the facade: the state and its locks are :class:`~hgm_engine.txn.MemoryState`'s,
-commits :class:`~hgm_engine.txn.CommitPipeline`'s, constraints and rule sets
+history reads :class:`~hgm_engine.txn.MemoryHistory`'s, commits
+:class:`~hgm_engine.txn.CommitPipeline`'s, constraints and rule sets
 :class:`~hgm_engine.rules.RuleRegistry`'s, paths :class:`~hgm_engine.paths.PathMemory`'s.
 
 >>> m = Memory()
@@ -318,6 +319,7 @@ class Memory:
     histories = _forward("_history", MemoryHistory.histories)
     snapshot = _forward("_history", MemoryHistory.snapshot)
     snapshots = _forward("_history", MemoryHistory.snapshots)
+    changes_since = _forward("_history", MemoryHistory.changes_since)
 
     def as_of(self, t: int | str) -> HistoricalMemory:
         """A read-only memory fixed at ``t`` (or a snapshot name).
@@ -360,16 +362,6 @@ class Memory:
             {"id": node["id"], "type": node["type"], "state": node["dirty"], "marks": node.get("dirty_marks", [])}
             for node in result.nodes
         ]
-
-    def changes_since(self, t: int | str) -> dict[str, Any]:
-        """What happened after ``t``: the commits (with their reports' rules) and the net diff."""
-        since = self.resolve_t(t)
-        return {
-            "since": since,
-            "t": self._state.t,
-            "commits": [c.summary() for c in self._store.read_commits(since, self._state.t)],
-            "changes": self.diff(since, self._state.t),
-        }
 
     def focus_path(self, node_id: str, *, as_of: int | str | None = None) -> list[str]:
         """The path from a root down to ``node_id``, following first parents (edge order).

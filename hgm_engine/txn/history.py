@@ -302,6 +302,24 @@ class MemoryHistory:
         commits = self.store.read_commits(0, state.t if upto is None else min(upto, state.t))
         return node_histories(commits, node_ids, loaded)
 
+    def changes_since(self, t: int | str) -> dict[str, Any]:
+        """What happened after ``t``: the commits (with their reports' rules) and the net diff.
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> news = m.changes_since(0)
+        >>> news["t"], [c["t"] for c in news["commits"]], [c["id"] for c in news["changes"]]
+        (1, [1], ['g'])
+        """
+        since = self.resolve_t(t)
+        return {
+            "since": since,
+            "t": self.state.t,
+            "commits": [c.summary() for c in self.store.read_commits(since, self.state.t)],
+            "changes": self.diff(since, self.state.t),
+        }
+
     def snapshot(self, name: str, t: int | None = None) -> int:
         """Name a state (the current one by default); returns its ``t``. Costs O(1)."""
         if not isinstance(name, str) or not name or name.lstrip("-").isdigit():
