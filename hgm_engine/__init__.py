@@ -37,6 +37,9 @@ from hgm_engine.memory import Memory
 from hgm_engine.query import CompiledQuery, QueryResult, compile
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.rules import parse_rules
+from hgm_engine.model import Change, Closure, EdgeRule, Hop
+from hgm_engine.rules import UserConstraint
+from hgm_engine.txn import Commit, HistoricalMemory, Transaction, TransactionReport, Violation
 
 __all__ = [
     "Memory",
@@ -74,6 +77,16 @@ __all__ = [
     "parse_answer",
     "retry_message",
     "ScriptedClient",
+    "Transaction",
+    "TransactionReport",
+    "Violation",
+    "Change",
+    "Commit",
+    "HistoricalMemory",
+    "Hop",
+    "Closure",
+    "EdgeRule",
+    "UserConstraint",
 ]
 
 __version__ = "0.1.0"

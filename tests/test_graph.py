@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hgm_engine.model.graph import FrozenDict, MemoryGraph
+from hgm_engine.model import FrozenDict, GraphOverlay, GraphView, MemoryGraph
 
 
 def small_tree() -> MemoryGraph:
@@ -142,3 +142,38 @@ def test_roots_stay_right_across_any_changes(ops) -> None:
         elif kind == "roots":  # computed now (from then on kept up to date by each change)
             assert graph.roots() == _roots_by_scan(graph)
     assert graph.roots() == _roots_by_scan(graph)
+
+
+def test_every_readable_view_is_a_graph_view():
+    from hgm_engine.model import apply_changes
+    from hgm_engine.txn import Commit, historical_view
+
+    g = small_tree()
+    overlay = GraphOverlay(g)
+    overlay.remove_node("c")
+    commit = Commit(1, None, None, None, 0.0, tuple(overlay.changes()))
+    apply_changes(g, list(commit.changes))
+    genesis = Commit(1, None, None, None, 0.0, (), genesis=True)
+    for view in (g, overlay, historical_view(g, [commit]), historical_view(g, [genesis])):
+        assert isinstance(view, GraphView), type(view).__name__
+
+
+def test_an_overlay_finds_the_cycles_its_own_edges_close():
+    g = small_tree()
+    g.add_edge("a", "b", "before")
+    overlay = GraphOverlay(g)
+    overlay.add_edge("b", "a", "before")
+    assert overlay.find_cycles(["before", "parent_of"]) == {"before": ["a", "b"], "parent_of": None}
+    overlay.remove_edge("a", "b", "before")
+    assert overlay.find_cycles(["before"]) == {"before": None}
+    assert g.find_cycles(["before"]) == {"before": None}  # the base is never changed
+
+
+def test_checking_a_whole_overlay_reports_its_cycles():
+    from hgm_engine.rules import check_full
+
+    g = small_tree()
+    g.add_edge("a", "b", "before")
+    overlay = GraphOverlay(g)
+    overlay.add_edge("b", "a", "before")
+    assert [(v.constraint, v.node) for v in check_full(overlay)] == [("before_acyclic", "a")]

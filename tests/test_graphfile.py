@@ -153,7 +153,7 @@ def test_loading_names_every_built_in_violation_in_creation_order():
 )
 def test_records_with_values_of_the_wrong_kind_are_named_not_crashed_on(nodes, edges):
     from hgm_engine.errors import GraphFileError
-    from hgm_engine.store.graphfile import graph_from_document
+    from hgm_engine.store import graph_from_document
 
     with pytest.raises(GraphFileError) as info:
         graph_from_document({"format": "hgm-graph/1", "nodes": nodes, "edges": edges})
@@ -161,8 +161,8 @@ def test_records_with_values_of_the_wrong_kind_are_named_not_crashed_on(nodes, e
 
 
 def test_nested_attribute_values_load_frozen_and_export_as_they_were():
-    from hgm_engine.model.graph import FrozenDict
-    from hgm_engine.store.graphfile import graph_from_document
+    from hgm_engine.model import FrozenDict
+    from hgm_engine.store import graph_from_document
 
     node = {
         "id": "f", "type": "fact", "content": "x", "tags": ["a", "b"], "n": 1,

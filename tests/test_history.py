@@ -197,7 +197,7 @@ def test_a_reader_sees_other_processes_commits_without_waiting_for_its_own_write
         # A query running in another thread: catching up without waiting is refused, the
         # state stays as it was, and a waiting refresh catches up once the query is done.
         writer.apply({"ops": [{"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
-        with reader._state.reading():
+        with reader.reading():
             assert reader.refresh(wait=False) is None
             assert reader.t == 1 and reader.query("#g.actions").ids == []
         assert reader.refresh() == 2 and reader.query("#g.actions").ids == ["a"]
@@ -212,7 +212,7 @@ def test_a_reader_sees_other_processes_commits_without_waiting_for_its_own_write
             results[name] = call()
 
         writer.apply({"ops": [{"op": "add_node", "id": "b", "type": "action", "parent": "g"}]})
-        with reader._write_lock:
+        with reader.exclusive():
             quick = threading.Thread(target=ask, args=("behind", reader.behind_store))
             quick.start()
             quick.join(10)
@@ -222,7 +222,7 @@ def test_a_reader_sees_other_processes_commits_without_waiting_for_its_own_write
             queued.join(10)
             assert results["queued"] == 3
         writer.apply({"ops": [{"op": "add_node", "id": "c", "type": "action", "parent": "g"}]})
-        with reader._write_lock, reader._catch_up_lock:
+        with reader.exclusive(), reader.state.catch_up_lock:
             ask_now = threading.Thread(target=ask, args=("no-wait", lambda: reader.refresh(wait=False)))
             ask_now.start()
             ask_now.join(10)
@@ -231,7 +231,7 @@ def test_a_reader_sees_other_processes_commits_without_waiting_for_its_own_write
             waiting.start()
             waiting.join(0.3)
             assert waiting.is_alive(), "refresh must wait until the state reaches the store's t"
-            reader._catch_up()  # what the commit in progress does first
+            reader.state.catch_up()  # what the commit in progress does first
             waiting.join(10)
             assert results["wait"] == 4  # answered while the "commit" still holds the locks
         assert reader.query("#g.actions").ids == ["a", "b", "c"]
@@ -379,3 +379,26 @@ def test_a_read_after_an_acknowledged_commit_sees_it_whoever_committed(tmp_path)
         if known and t < max(known):
             stale.append((asked, t, max(known)))
     assert len(reads) > 100 and not stale, stale[:5]
+
+
+def test_every_store_implements_the_store_interface(store_location):
+    from hgm_engine.store import InMemoryStore, Store
+
+    with pytest.raises(TypeError):
+        Store()  # an abstract base class: a store must implement every abstract method
+    store = open_store(store_location)
+    try:
+        assert isinstance(store, Store) and isinstance(InMemoryStore(), Store)
+    finally:
+        store.close()
+
+
+def test_a_load_into_an_empty_store_of_any_kind_is_a_genesis_commit(store_location):
+    doc = {"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}
+    for memory in (Memory(), open_memory(store_location)):
+        try:
+            assert memory.load(doc).t == 1
+            (commit,) = memory.commits()
+            assert commit.genesis and memory.query("root").ids == ["g"]
+        finally:
+            memory.close()

@@ -33,7 +33,7 @@ from hgm_engine.llm import (  # noqa: E402
 from hgm_engine.paths import resolve_steps  # noqa: E402
 from hgm_engine.errors import RewriteProposalError
 from hgm_engine.memory import Memory  # noqa: E402
-from hgm_engine.txn.ops import TransactionReport  # noqa: E402
+from hgm_engine.txn import TransactionReport  # noqa: E402
 
 PATH = {
     "id": "order-17",

@@ -46,6 +46,9 @@ from hgm_engine.model.schemacheck import (
 from hgm_engine.model.generated import (
     compile_function,
 )
+from hgm_engine.model.view import (
+    GraphView,
+)
 
 __all__ = [
     "FrozenDict",
@@ -79,4 +82,5 @@ __all__ = [
     "closest",
     "compile_schema",
     "compile_function",
+    "GraphView",
 ]

@@ -628,10 +628,6 @@ class MemoryGraph:
         """Every edge, in no particular order (cheaper than :meth:`edges`)."""
         return self._rx.edges()
 
-    def find_cycle(self, edge_type: str) -> list[str] | None:
-        """The ids along one cycle of ``edge_type`` edges, or None when there is none."""
-        return self.find_cycles((edge_type,))[edge_type]
-
     def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
         """For each edge type, the ids along one of its cycles, or None (one pass over edges)."""
         wanted = {edge_type: [] for edge_type in edge_types}

@@ -5,9 +5,10 @@ so readers keep seeing the committed state and a refused transaction is simply d
 historical state (``as_of(t)``) is an overlay over the current graph that undoes the commits
 after ``t``. Either way the cost is proportional to the changes, never to the graph.
 
-An overlay answers the same read protocol as :class:`~hgm_engine.model.graph.MemoryGraph`
-(``node_map``, ``ids_of_type``, ``roots``, ``out_adjacency``, ``in_adjacency``), so queries
-run on it unchanged.
+An overlay is a :class:`~hgm_engine.model.view.GraphView` like
+:class:`~hgm_engine.model.graph.MemoryGraph` (``node_map``, ``ids_of_type``, ``roots``,
+``out_adjacency``, ``in_adjacency``, ``find_cycles``, ...), so queries and constraints run on
+it unchanged.
 
 >>> from hgm_engine.model.graph import MemoryGraph
 >>> base = MemoryGraph()
@@ -23,7 +24,7 @@ run on it unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -276,6 +277,23 @@ class GraphOverlay:
     def last_edge_seq(self) -> int:
         return self._edge_seq
 
+    def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
+        """For each edge type, the ids along one of its cycles in this state, or None.
+
+        >>> base = MemoryGraph()
+        >>> for node_id in "ab":
+        ...     _ = base.add_node(node_id, "action", {})
+        >>> _ = base.add_edge("a", "b", "before", {})
+        >>> overlay = GraphOverlay(base)
+        >>> _ = overlay.add_edge("b", "a", "before", {})
+        >>> overlay.find_cycles(["before"]), base.find_cycles(["before"])
+        ({'before': ['a', 'b']}, {'before': None})
+        """
+        edge_types = tuple(edge_types)
+        wanted = set(edge_types)
+        edges = [edge for node_id in self._nodes for edge in self.out_edges(node_id) if edge.type in wanted]
+        return MemoryGraph.from_payloads(list(self.nodes()), edges).find_cycles(edge_types)
+
     # -- changing -----------------------------------------------------------------------------
 
     def _changed(self) -> None:
@@ -429,9 +447,6 @@ class GraphOverlay:
         self._changed()
 
     # -- net result ---------------------------------------------------------------------------
-
-    def is_empty(self) -> bool:
-        return not self.changes()
 
     def changes(self) -> list[Change]:
         """The net changes against the base, in the order that applies them safely:

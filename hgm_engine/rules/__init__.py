@@ -20,6 +20,9 @@ from hgm_engine.rules.constraints import (
 from hgm_engine.rules.engine import (
     RuleEngine,
 )
+from hgm_engine.rules.registry import (
+    RuleRegistry,
+)
 
 __all__ = [
     "RuleSet",
@@ -33,4 +36,5 @@ __all__ = [
     "ConstraintChecker",
     "check_full",
     "RuleEngine",
+    "RuleRegistry",
 ]

@@ -231,15 +231,12 @@ class ConstraintChecker:
         misplaced += [node_id for node_id in view.ids_of_type("result") if node_id not in produced]
         if misplaced:
             violations.extend(self._structure(view, sorted(misplaced, key=lambda n: nodes[n].seq)))
-        if hasattr(view, "find_cycles"):
-            for edge_type, cycle in view.find_cycles(self.schema.acyclic_edge_types).items():
-                if cycle:
-                    violations.append(
-                        Violation(f"{edge_type}_acyclic", cycle[0], f"{edge_type} cycle: {' -> '.join(cycle + cycle[:1])}")
-                    )
-            violations.extend(self._edges(view, refused, check_cycles=False))
-        else:
-            violations.extend(self._edges(view, edges))
+        for edge_type, cycle in view.find_cycles(self.schema.acyclic_edge_types).items():
+            if cycle:
+                violations.append(
+                    Violation(f"{edge_type}_acyclic", cycle[0], f"{edge_type} cycle: {' -> '.join(cycle + cycle[:1])}")
+                )
+        violations.extend(self._edges(view, refused, check_cycles=False))
         attribute_violations = [v for node_type in self._fast for v in self._attributes(view.nodes_of_type(node_type))]
         attribute_violations.sort(key=lambda v: nodes[v.node].seq)  # creation order, as elsewhere
         violations.extend(attribute_violations)

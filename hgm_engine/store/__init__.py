@@ -6,10 +6,11 @@ import os
 
 from hgm_engine.store.base import InMemoryStore, Store
 from hgm_engine.errors import StoreError
-from hgm_engine.store.graphfile import GRAPH_FORMAT, check_document, graph_from_document, read_graph_file
+from hgm_engine.store.graphfile import GRAPH_FORMAT, check_document, graph_from_document, parse_graph_text, read_graph_file
 
 __all__ = [
     "GRAPH_FORMAT",
+    "parse_graph_text",
     "check_document",
     "graph_from_document",
     "read_graph_file",

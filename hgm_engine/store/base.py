@@ -3,32 +3,37 @@ and user constraints, and serialize writers. ``InMemoryStore`` keeps them in the
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from typing import Iterator
 
-from hgm_engine.errors import HGMError
 from hgm_engine.model import MemoryGraph
 
 __all__ = ["Store", "InMemoryStore"]
 
 
-class Store:
-    """The interface stores implement (see ``InMemoryStore`` and ``SQLiteStore``)."""
+class Store(abc.ABC):
+    """The interface stores implement (see ``InMemoryStore``, ``SQLiteStore`` and
+    ``PostgresStore``): the abstract methods, and the others where a store can do better.
+
+    >>> sorted(Store.__abstractmethods__)[:3]
+    ['append', 'commits_after', 'constraints']
+    """
 
     location = ":memory:"
 
+    @abc.abstractmethod
     def load_state(self) -> tuple[MemoryGraph, int]:
         """The current graph and its ``t``."""
-        raise NotImplementedError
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator["Store"]:
-        """Hold the write lock for one commit; changes made inside commit together or not at all."""
-        raise NotImplementedError
-        yield self
+    @abc.abstractmethod
+    def write(self) -> contextlib.AbstractContextManager["Store"]:
+        """Hold the write lock for one commit; changes made inside commit together or not at
+        all. Re-entrant: a ``write()`` inside another joins it."""
 
+    @abc.abstractmethod
     def latest_t(self) -> int:
-        raise NotImplementedError
+        """The ``t`` of the last commit in the store."""
 
     def change_token(self) -> object:
         """A cheap value that differs after another process wrote to the store (commits,
@@ -58,39 +63,62 @@ class Store:
         """
         return self.commits_after(t, upto)
 
+    @abc.abstractmethod
     def commits_after(self, t: int, upto: int | None = None) -> list:
         """Commits with ``t < commit.t <= upto``, oldest first."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def append(self, commit) -> None:
         """Record ``commit`` and apply its changes to the stored state (inside ``write``)."""
-        raise NotImplementedError
 
+    def write_genesis(self, commit, graph: MemoryGraph) -> None:
+        """Record the genesis ``commit`` (a load into an empty store) whose state is ``graph``
+        (inside ``write``). By default :meth:`append`: a store that keeps the state apart from
+        the journal writes the whole graph here, in bulk.
+
+        >>> from hgm_engine.txn import Commit
+        >>> store = InMemoryStore()
+        >>> with store.write():
+        ...     store.write_genesis(Commit(1, None, "load", None, 0.0, (), genesis=True), MemoryGraph())
+        >>> store.latest_t()
+        1
+        """
+        self.append(commit)
+
+    @abc.abstractmethod
     def snapshots(self) -> dict[str, int]:
-        raise NotImplementedError
+        """Snapshot name → ``t``."""
 
-    def set_snapshot(self, name: str, t: int) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def set_snapshot(self, name: str, t: int) -> None: ...
 
+    @abc.abstractmethod
     def constraints(self) -> dict[str, str]:
-        raise NotImplementedError
+        """User constraint name → text."""
 
+    @abc.abstractmethod
     def set_constraint(self, name: str, text: str | None) -> None:
         """Store a user constraint's text (None deletes it)."""
-        raise NotImplementedError
 
-    def get_meta(self, key: str) -> str | None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def get_meta(self, key: str) -> str | None: ...
 
+    @abc.abstractmethod
     def set_meta(self, key: str, value: str | None) -> None:
-        raise NotImplementedError
+        """Store a value under ``key`` (None deletes it)."""
 
     def close(self) -> None:
-        pass
+        """Release connections (nothing to do for a store in the process)."""
 
 
 class InMemoryStore(Store):
-    """Everything in the process: nothing survives it. The default for ``Memory()``."""
+    """Everything in the process: nothing survives it. The default for ``Memory()``.
+
+    >>> store = InMemoryStore()
+    >>> store.set_snapshot("start", 0)
+    >>> store.snapshots(), store.latest_t()
+    ({'start': 0}, 0)
+    """
 
     def __init__(self) -> None:
         self._commits: list = []

@@ -20,10 +20,13 @@ from operator import itemgetter
 from typing import Any, Iterable
 
 from hgm_engine.errors import GraphFileError, Problem
-from hgm_engine.model.graph import EMPTY_ATTRS, _FLAT, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze
+from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
 __all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text"]
+
+# The JSON values ``freeze`` keeps as they are: a map of only these needs no copy per value.
+_FLAT_JSON = frozenset({str, int, float, bool, type(None)})
 
 GRAPH_FORMAT = "hgm-graph/1"
 _NODE_RESERVED = ("id", "type")
@@ -190,13 +193,13 @@ def _attributes(record: dict, reserved: tuple[str, ...]) -> FrozenDict:
         dict.__delitem__(attributes, key)
     if not attributes:
         return EMPTY_ATTRS
-    if set(map(type, attributes.values())) <= _FLAT:
+    if set(map(type, attributes.values())) <= _FLAT_JSON:
         return attributes
     # Nested values (a list of tags, most often) are frozen in place in this private copy:
     # no second copy of the whole map, no call per flat value.
     for key, value in attributes.items():
-        if type(value) not in _FLAT:
-            flat_list = type(value) is list and set(map(type, value)) <= _FLAT
+        if type(value) not in _FLAT_JSON:
+            flat_list = type(value) is list and set(map(type, value)) <= _FLAT_JSON
             dict.__setitem__(attributes, key, tuple(value) if flat_list else freeze(value))
     return attributes
 

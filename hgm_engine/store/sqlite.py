@@ -21,17 +21,10 @@ import sqlite3
 import threading
 from typing import Iterator
 
-from hgm_engine.errors import Problem
+from hgm_engine.errors import Problem, StoreError
 from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
-from hgm_engine.txn.history import (
-    Commit,
-    commit_from_record,
-    commit_to_record,
-    edge_from_record,
-    node_from_record,
-)
 from hgm_engine.store.base import Store
-from hgm_engine.errors import StoreError
+from hgm_engine.txn import Commit, commit_from_record, commit_to_record
 
 __all__ = ["SQLiteStore"]
 

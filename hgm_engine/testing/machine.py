@@ -187,7 +187,7 @@ class MemoryStateMachine(RuleBasedStateMachine):
                 del new.edges[key]
         for (_, key), before, after in node_changes:
             if before is None:
-                new._remove_node(key)
+                new.remove_node(key)
         for (_, key), before, after in sorted(node_changes, key=lambda c: str(c[0])):
             if before is not None and after is None:
                 new.nodes[key] = before

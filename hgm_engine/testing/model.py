@@ -51,7 +51,14 @@ class ModelMemory:
     def parents(self, node_id: str) -> list[str]:
         return [s for (s, d, k) in self.edges if d == node_id and k == "parent_of"]
 
-    def _remove_node(self, node_id: str) -> None:
+    def remove_node(self, node_id: str) -> None:
+        """Drop a node and every edge touching it (no checks: the model's own primitive).
+
+        >>> model = ModelMemory()
+        >>> model.nodes["g"] = ("goal", {})
+        >>> model.remove_node("g"); model.nodes
+        {}
+        """
         for key in [k for k in self.edges if node_id in (k[0], k[1])]:
             del self.edges[key]
         del self.nodes[node_id]
@@ -134,10 +141,10 @@ class ModelMemory:
                             changed = True
                 for child in reversed(order):
                     if child in owned:
-                        self._remove_node(child)
+                        self.remove_node(child)
             else:
                 self.deleted_children[node_id] = self.children(node_id)
-            self._remove_node(node_id)
+            self.remove_node(node_id)
         elif kind == "add_edge":
             key = (op["from"], op["to"], op["type"])
             if op["type"] not in EDGE_TYPES:

@@ -1,11 +1,12 @@
-"""Transactions: ops, their application to an overlay, reports, history.
+"""Transactions: ops and their application to an overlay (ops), reports (report), the
+transaction builder (builder), the commit pipeline (commit), the state of a memory and its
+locks (sync), history (history).
 """
 
 from __future__ import annotations
 
 from hgm_engine.txn.ops import (
     OpContext,
-    Violation,
     AddNode,
     UpdateNode,
     DeleteNode,
@@ -21,6 +22,9 @@ from hgm_engine.txn.ops import (
     apply_op,
     orphan_violations,
     MARK_ATTRS,
+)
+from hgm_engine.txn.report import (
+    Violation,
     TransactionReport,
     change_to_json,
 )
@@ -33,6 +37,22 @@ from hgm_engine.txn.history import (
     commit_to_record,
     commit_from_record,
     EmptyView,
+    ViewCache,
+    node_histories,
+    MemoryHistory,
+    HistoricalMemory,
+)
+from hgm_engine.txn.sync import (
+    ReadWriteLock,
+    MemoryState,
+)
+from hgm_engine.txn.commit import (
+    CommitPipeline,
+    Build,
+    ops_builder,
+)
+from hgm_engine.txn.builder import (
+    Transaction,
 )
 
 __all__ = [
@@ -63,4 +83,14 @@ __all__ = [
     "commit_to_record",
     "commit_from_record",
     "EmptyView",
+    "ViewCache",
+    "node_histories",
+    "MemoryHistory",
+    "HistoricalMemory",
+    "ReadWriteLock",
+    "MemoryState",
+    "CommitPipeline",
+    "Build",
+    "ops_builder",
+    "Transaction",
 ]

@@ -19,13 +19,18 @@ changes since ``t``). A snapshot is only a name for a ``t``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import attrs
 
-from hgm_engine.model import FrozenDict, Edge, MemoryGraph, Node, freeze, thaw
+from hgm_engine.errors import Problem, RequestError
+from hgm_engine.model import FrozenDict, Edge, GraphView, MemoryGraph, Node, freeze, thaw
 from hgm_engine.model import Change, GraphOverlay, apply_changes
-from hgm_engine.txn.ops import change_to_json
+from hgm_engine.txn.report import change_to_json
+
+if TYPE_CHECKING:
+    from hgm_engine.txn.sync import MemoryState
 
 __all__ = [
     "Commit",
@@ -36,6 +41,10 @@ __all__ = [
     "commit_to_record",
     "commit_from_record",
     "EmptyView",
+    "ViewCache",
+    "node_histories",
+    "MemoryHistory",
+    "HistoricalMemory",
 ]
 
 
@@ -79,7 +88,7 @@ class EmptyView(MemoryGraph):
     """The empty memory (the state before a genesis load)."""
 
 
-def historical_view(graph: MemoryGraph, later_commits: Iterable[Commit]):
+def historical_view(graph: MemoryGraph, later_commits: Iterable[Commit]) -> GraphView:
     """The state of ``graph`` before ``later_commits`` (given oldest first) were applied."""
     commits = list(later_commits)
     if any(c.genesis for c in commits):
@@ -129,6 +138,232 @@ def net_changes(before_view, after_view, commits: Iterable[Commit]) -> list[dict
         elif old is not None and new is not None and (old.attrs != new.attrs):
             out.append(Change("edge_updated", old, new))
     return [change_to_json(c) for c in out]
+
+
+class ViewCache:
+    """The views of earlier states last read (at most ``size``): each is valid for the graph
+    version and the ``t`` it was built at, and :meth:`carry` moves it across a commit instead
+    of building it again.
+
+    >>> cache = ViewCache()
+    >>> cache.put(0, 1, 1, EmptyView())
+    >>> cache.get(0, 1, 1) is not None, cache.get(0, 1, 2)  # built at t=1; t=2 has no view yet
+    (True, None)
+    """
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._views: OrderedDict[int, tuple[int, int, Any]] = OrderedDict()
+
+    def get(self, t: int, version: int, now: int) -> Any | None:
+        """The cached view of ``t`` when it was built or carried for ``version`` at ``now``."""
+        cached = self._views.get(t)
+        if cached is not None and cached[0] == version and cached[1] == now:
+            self._views.move_to_end(t)
+            return cached[2]
+        return None
+
+    def put(self, t: int, version: int, now: int, view: Any) -> None:
+        self._views[t] = (version, now, view)
+        if len(self._views) > self.size:
+            self._views.popitem(last=False)
+
+    def carry(self, version: int, now: int, changes: list[Change]) -> None:
+        """Carry the cached historical views over a commit instead of dropping them."""
+        for t, (_, _, view) in list(self._views.items()):
+            if isinstance(view, GraphOverlay):
+                view.undo_later(changes)
+            self._views[t] = (version, now, view)
+
+    def clear(self) -> None:
+        self._views.clear()
+
+
+def node_histories(
+    commits: Iterable[Commit], node_ids: Iterable[str], loaded: Callable[[int, list[str]], list[str]]
+) -> dict[str, list[dict[str, Any]]]:
+    """For each of ``node_ids``, one entry per commit that touched it (its attributes or its
+    edges), oldest first, in one pass over ``commits``. A genesis commit keeps no changes:
+    ``loaded(t, ids)`` says which of the ids its state holds.
+
+    >>> c = Commit(1, "me", "start", None, 0.0, (), genesis=True, kind="load")
+    >>> node_histories([c], ["g", "x"], lambda t, ids: ["g"])["g"][0]["changes"]
+    [{'kind': 'loaded', 'id': 'g'}]
+    """
+    ids = list(dict.fromkeys(node_ids))
+    wanted = set(ids)
+    found: dict[str, list[dict[str, Any]]] = {node_id: [] for node_id in ids}
+    for commit in commits:
+        if commit.genesis:
+            for node_id in loaded(commit.t, ids):
+                found[node_id].append(_history_entry(commit, [{"kind": "loaded", "id": node_id}]))
+            continue
+        mine: dict[str, list[dict[str, Any]]] = {}
+        for change in commit.changes:
+            doc = None
+            for node_id in dict.fromkeys(change.touched):
+                if node_id in wanted:
+                    if doc is None:
+                        doc = change_to_json(change)
+                    mine.setdefault(node_id, []).append(doc)
+        for node_id, changes in mine.items():
+            found[node_id].append(_history_entry(commit, changes))
+    return found
+
+
+def _history_entry(commit: Commit, changes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "t": commit.t,
+        "author": commit.author,
+        "reason": commit.reason,
+        "timestamp": commit.timestamp,
+        "kind": commit.kind,
+        "changes": changes,
+    }
+
+
+class MemoryHistory:
+    """The history reads of one memory: which ``t`` a number or snapshot name means, diffs,
+    the journal and per-node history (``state`` is the memory's
+    :class:`~hgm_engine.txn.sync.MemoryState`).
+
+    >>> from hgm_engine import Memory
+    >>> m = Memory()
+    >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    >>> [commit.t for commit in m.commits()], m.snapshots()
+    ([1], {})
+    """
+
+    def __init__(self, state: "MemoryState") -> None:
+        self.state = state
+        self.store = state.store
+
+    def resolve_t(self, as_of: int | str) -> int:
+        """The ``t`` that ``as_of`` names: a ``t`` of this memory's history or a snapshot name.
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> m.snapshot("start"), m.resolve_t("start"), m.resolve_t(0)
+        (1, 1, 0)
+        """
+        if isinstance(as_of, str) and not as_of.lstrip("-").isdigit():
+            snapshots = self.store.snapshots()
+            if as_of not in snapshots:
+                known = ", ".join(sorted(snapshots)) or "none"
+                raise _fail("unknown-snapshot", f"no snapshot named {as_of!r} (known: {known})")
+            return snapshots[as_of]
+        t = int(as_of)
+        if not 0 <= t <= self.state.t:
+            raise _fail("invalid-argument", f"t={t} is outside the history (0..{self.state.t})")
+        return t
+
+    def diff(self, t1: int | str, t2: int | str) -> list[dict[str, Any]]:
+        """What changed from state ``t1`` to state ``t2``: one entry per node or edge.
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> [(change["kind"], change["id"]) for change in m.diff(0, 1)]
+        [('node_added', 'g')]
+        """
+        low, high = self.resolve_t(t1), self.resolve_t(t2)
+        state = self.state
+        with state.lock.reading():
+            before, after = state.view_at(low), state.view_at(high)
+            commits = self.store.read_commits(min(low, high), max(low, high))
+            return net_changes(before, after, commits)
+
+    def commits(self, since: int = 0) -> list[Commit]:
+        """The commits after ``since``, oldest first."""
+        return self.store.read_commits(since, self.state.t)
+
+    def history(self, node_id: str) -> list[dict[str, Any]]:
+        """Every commit that touched ``node_id`` (its attributes or its edges), oldest first."""
+        return self.histories([node_id])[node_id]
+
+    def histories(self, node_ids: Iterable[str], *, upto: int | None = None) -> dict[str, list[dict[str, Any]]]:
+        """:meth:`history` of several nodes in one pass over the journal (up to ``upto``).
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "done"}}]})
+        >>> {node: [entry["t"] for entry in entries] for node, entries in m.histories(["g", "a"]).items()}
+        {'g': [1], 'a': [1, 2]}
+        """
+        state = self.state
+
+        def loaded(t: int, ids: list[str]) -> list[str]:
+            with state.lock.reading():
+                view = state.view_at(t)
+                return [node_id for node_id in ids if view.node(node_id) is not None]
+
+        commits = self.store.read_commits(0, state.t if upto is None else min(upto, state.t))
+        return node_histories(commits, node_ids, loaded)
+
+    def changes_since(self, t: int | str) -> dict[str, Any]:
+        """What happened after ``t``: the commits (with their reports' rules) and the net diff.
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> news = m.changes_since(0)
+        >>> news["t"], [c["t"] for c in news["commits"]], [c["id"] for c in news["changes"]]
+        (1, [1], ['g'])
+        """
+        since = self.resolve_t(t)
+        return {
+            "since": since,
+            "t": self.state.t,
+            "commits": [c.summary() for c in self.store.read_commits(since, self.state.t)],
+            "changes": self.diff(since, self.state.t),
+        }
+
+    def snapshot(self, name: str, t: int | None = None) -> int:
+        """Name a state (the current one by default); returns its ``t``. Costs O(1)."""
+        if not isinstance(name, str) or not name or name.lstrip("-").isdigit():
+            raise _fail("invalid-argument", "a snapshot name is a non-empty string that is not a number")
+        t = self.state.t if t is None else self.resolve_t(t)
+        self.store.set_snapshot(name, t)
+        return t
+
+    def snapshots(self) -> dict[str, int]:
+        """Snapshot name → ``t``."""
+        return self.store.snapshots()
+
+
+def _fail(category: str, message: str) -> RequestError:
+    return RequestError([Problem(category, message)])
+
+
+class HistoricalMemory:
+    """A read-only memory fixed at one ``t`` (``memory.as_of(t)``).
+
+    >>> from hgm_engine import Memory
+    >>> m = Memory()
+    >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    >>> m.as_of(0).query("nodes.count()").value, m.as_of(1).node("g")["type"]
+    (0, 'goal')
+    """
+
+    def __init__(self, memory: Any, t: int):
+        self._memory = memory
+        self.t = t
+
+    @property
+    def memory(self) -> Any:
+        """The memory this is a state of."""
+        return self._memory
+
+    def query(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None) -> Any:
+        return self._memory.query(expr, focus=focus, params=params, as_of=self.t)
+
+    def node(self, node_id: str) -> dict[str, Any] | None:
+        return self._memory.node(node_id, as_of=self.t)
+
+    def export(self) -> dict[str, Any]:
+        return self._memory.export(as_of=self.t)
 
 
 # -- records (JSON) for stores ------------------------------------------------------------------

@@ -23,14 +23,12 @@ from typing import Any, Mapping
 
 import attrs
 
-from hgm_engine.errors import ConflictError, HGMError, Problem, TransactionError, TransactionRefused
-from hgm_engine.model import thaw
-from hgm_engine.model import Change, GraphOverlay
-from hgm_engine.model import Schema, closest
+from hgm_engine.errors import Problem, TransactionError
+from hgm_engine.model import GraphOverlay, Schema, closest
+from hgm_engine.txn.report import Violation
 
 __all__ = [
     "OpContext",
-    "Violation",
     "AddNode",
     "UpdateNode",
     "DeleteNode",
@@ -46,19 +44,7 @@ __all__ = [
     "apply_op",
     "orphan_violations",
     "MARK_ATTRS",
-    "TransactionReport",
-    "change_to_json",
 ]
-
-
-@attrs.frozen
-class Violation:
-    constraint: str
-    node: str | None
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"constraint": self.constraint, "node": self.node, "message": self.message}
 
 
 # -- operations ---------------------------------------------------------------------------------
@@ -512,75 +498,3 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
             created.append(_add_plan(overlay, ctx, op.node_id, child, i, f"{where}.with[{i}]"))
         return created
     raise TypeError(op)
-
-
-# -- reports ------------------------------------------------------------------------------------
-
-
-def change_to_json(change: Change) -> dict[str, Any]:
-    """A change as the transaction report shows it (formats.md)."""
-    kind, before, after = change.kind, change.before, change.after
-    if kind == "node_updated":
-        keys = sorted(set(before.attrs) | set(after.attrs))
-        changed = [k for k in keys if before.attrs.get(k, _ABSENT) != after.attrs.get(k, _ABSENT)]
-        return {
-            "kind": kind,
-            "id": after.id,
-            "before": {k: thaw(before.attrs[k]) for k in changed if k in before.attrs},
-            "after": {k: thaw(after.attrs[k]) for k in changed if k in after.attrs},
-        }
-    if kind in ("node_added", "node_removed"):
-        payload = after if kind == "node_added" else before
-        return {"kind": kind, "id": payload.id, "node": payload.to_json()}
-    payload = after if after is not None else before
-    doc = {"kind": kind, "from": payload.source, "to": payload.target, "type": payload.type}
-    if kind == "edge_updated":
-        doc["before"] = thaw(before.attrs)
-        doc["after"] = thaw(after.attrs)
-    elif payload.attrs:
-        doc["attrs"] = thaw(payload.attrs)
-    return doc
-
-
-_ABSENT = object()
-
-
-@attrs.frozen
-class TransactionReport:
-    """What a transaction did (or would do, or why it did not)."""
-
-    committed: bool
-    t: int | None
-    base_t: int | None
-    author: str | None
-    reason: str | None
-    changes: tuple[Change, ...] = ()
-    fired_rules: tuple[str, ...] = ()
-    dirtied: tuple[Mapping[str, Any], ...] = ()
-    violations: tuple[Violation, ...] = ()
-    dry_run: bool = False
-    error: Mapping[str, Any] | None = None
-    created: tuple[str, ...] = ()
-    cleared: tuple[Mapping[str, Any], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "committed": self.committed,
-            "t": self.t,
-            "base_t": self.base_t,
-            "author": self.author,
-            "reason": self.reason,
-            "changes": [change_to_json(c) for c in self.changes],
-            "fired_rules": list(self.fired_rules),
-            "dirtied": [dict(d) for d in self.dirtied],
-            "violations": [v.to_json() for v in self.violations],
-        }
-        if self.dry_run:
-            doc["dry_run"] = True
-        if self.created:
-            doc["created"] = list(self.created)
-        if self.cleared:
-            doc["cleared"] = [dict(c) for c in self.cleared]
-        if self.error is not None:
-            doc["error"] = dict(self.error)
-        return doc
