@@ -39,7 +39,8 @@ from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.rules import parse_rules
 from hgm_engine.model import Change, Closure, EdgeRule, Hop
 from hgm_engine.rules import UserConstraint
-from hgm_engine.txn import Commit, HistoricalMemory, Transaction, TransactionReport, Violation
+from hgm_engine.model import Commit
+from hgm_engine.txn import HistoricalMemory, Transaction, TransactionReport, Violation
 
 __all__ = [
     "Memory",

@@ -33,12 +33,11 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hgm_engine.errors import GraphFileError, PathError, Problem
-from hgm_engine.model import DEFAULT_SCHEMA, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
+from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.rules import RuleRegistry
 from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
 from hgm_engine.txn import (
-    Commit,
     CommitPipeline,
     HistoricalMemory,
     MemoryHistory,

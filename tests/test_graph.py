@@ -146,7 +146,8 @@ def test_roots_stay_right_across_any_changes(ops) -> None:
 
 def test_every_readable_view_is_a_graph_view():
     from hgm_engine.model import apply_changes
-    from hgm_engine.txn import Commit, historical_view
+    from hgm_engine import Commit
+    from hgm_engine.txn import historical_view
 
     g = small_tree()
     overlay = GraphOverlay(g)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from hgm_engine import Memory
-from hgm_engine.txn import Commit
+from hgm_engine import Commit
 from hgm_engine.store import open_store
 from hgm_engine.errors import StoreError
 from hgm_engine.store.postgres import PostgresStore, redact_url

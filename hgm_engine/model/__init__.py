@@ -43,6 +43,9 @@ from hgm_engine.model.schema import (
 from hgm_engine.model.schemacheck import (
     compile_schema,
 )
+from hgm_engine.model.commit import (
+    Commit,
+)
 from hgm_engine.model.generated import (
     compile_function,
 )
@@ -83,4 +86,5 @@ __all__ = [
     "compile_schema",
     "compile_function",
     "GraphView",
+    "Commit",
 ]

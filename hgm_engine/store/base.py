@@ -76,7 +76,7 @@ class Store(abc.ABC):
         (inside ``write``). By default :meth:`append`: a store that keeps the state apart from
         the journal writes the whole graph here, in bulk.
 
-        >>> from hgm_engine.txn import Commit
+        >>> from hgm_engine import Commit
         >>> store = InMemoryStore()
         >>> with store.write():
         ...     store.write_genesis(Commit(1, None, "load", None, 0.0, (), genesis=True), MemoryGraph())

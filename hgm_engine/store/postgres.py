@@ -36,7 +36,8 @@ from typing import Any, Callable, Iterator
 
 from hgm_engine.errors import Problem
 from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
-from hgm_engine.txn import Commit, commit_from_record, commit_to_record
+from hgm_engine.model import Commit
+from hgm_engine.store.journal import commit_from_record, commit_to_record
 from hgm_engine.store.base import Store
 from hgm_engine.errors import StoreError
 

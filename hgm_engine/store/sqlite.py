@@ -24,7 +24,8 @@ from typing import Iterator
 from hgm_engine.errors import Problem, StoreError
 from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
 from hgm_engine.store.base import Store
-from hgm_engine.txn import Commit, commit_from_record, commit_to_record
+from hgm_engine.model import Commit
+from hgm_engine.store.journal import commit_from_record, commit_to_record
 
 __all__ = ["SQLiteStore"]
 

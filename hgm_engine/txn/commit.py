@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 from hgm_engine.errors import ConflictError, GraphFileError, Problem, RequestError, TransactionError
 from hgm_engine.model import Change, GraphOverlay, Node, apply_changes, bulk_allocation
 from hgm_engine.store import check_document, graph_from_document
-from hgm_engine.txn.history import Commit
+from hgm_engine.model import Commit
 from hgm_engine.txn.ops import AddEdge, AddNode, OpContext, apply_op, orphan_violations
 from hgm_engine.txn.report import TransactionReport
 from hgm_engine.txn.sync import MemoryState

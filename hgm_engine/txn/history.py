@@ -22,66 +22,24 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-import attrs
 
 from hgm_engine.errors import Problem, RequestError
-from hgm_engine.model import FrozenDict, Edge, GraphView, MemoryGraph, Node, freeze, thaw
-from hgm_engine.model import Change, GraphOverlay, apply_changes
+from hgm_engine.model import GraphView, MemoryGraph, Node
+from hgm_engine.model import Change, Commit, GraphOverlay, apply_changes
 from hgm_engine.txn.report import change_to_json
 
 if TYPE_CHECKING:
     from hgm_engine.txn.sync import MemoryState
 
 __all__ = [
-    "Commit",
     "historical_view",
     "net_changes",
-    "change_to_record",
-    "change_from_record",
-    "commit_to_record",
-    "commit_from_record",
     "EmptyView",
     "ViewCache",
     "node_histories",
     "MemoryHistory",
     "HistoricalMemory",
 ]
-
-
-@attrs.frozen
-class Commit:
-    """One committed transaction. ``genesis`` marks a load into an empty memory: before it,
-    memory was empty, and its changes are not kept (they are the whole graph)."""
-
-    t: int
-    author: str | None
-    reason: str | None
-    base_t: int | None
-    timestamp: float
-    changes: tuple[Change, ...]
-    fired_rules: tuple[str, ...] = ()
-    dirtied: tuple[Mapping[str, Any], ...] = ()
-    genesis: bool = False
-    kind: str = "transaction"  # transaction | load | revert
-
-    @property
-    def touched(self) -> frozenset[str]:
-        ids: set[str] = set()
-        for change in self.changes:
-            ids.update(change.touched)
-        return frozenset(ids)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "t": self.t,
-            "author": self.author,
-            "reason": self.reason,
-            "base_t": self.base_t,
-            "timestamp": self.timestamp,
-            "kind": self.kind,
-            "changes": len(self.changes) if not self.genesis else None,
-            "fired_rules": list(self.fired_rules),
-        }
 
 
 class EmptyView(MemoryGraph):
@@ -367,69 +325,3 @@ class HistoricalMemory:
 
 
 # -- records (JSON) for stores ------------------------------------------------------------------
-
-
-def _node_record(node: Node) -> dict[str, Any]:
-    return {"id": node.id, "type": node.type, "attrs": thaw(node.attrs), "seq": node.seq}
-
-
-def _edge_record(edge: Edge) -> dict[str, Any]:
-    return {"from": edge.source, "to": edge.target, "type": edge.type, "attrs": thaw(edge.attrs), "seq": edge.seq}
-
-
-def node_from_record(record: Mapping[str, Any]) -> Node:
-    attrs_value = record.get("attrs") or {}
-    return Node(record["id"], record["type"], freeze(attrs_value) if attrs_value else FrozenDict(), record["seq"])
-
-
-def edge_from_record(record: Mapping[str, Any]) -> Edge:
-    attrs_value = record.get("attrs") or {}
-    return Edge(
-        record["from"], record["to"], record["type"], freeze(attrs_value) if attrs_value else FrozenDict(), record["seq"]
-    )
-
-
-def change_to_record(change: Change) -> dict[str, Any]:
-    def payload(value):
-        if value is None:
-            return None
-        return _node_record(value) if isinstance(value, Node) else _edge_record(value)
-
-    return {"kind": change.kind, "before": payload(change.before), "after": payload(change.after)}
-
-
-def change_from_record(record: Mapping[str, Any]) -> Change:
-    decode = node_from_record if record["kind"].startswith("node") else edge_from_record
-    before = record.get("before")
-    after = record.get("after")
-    return Change(record["kind"], decode(before) if before else None, decode(after) if after else None)
-
-
-def commit_to_record(commit: Commit) -> dict[str, Any]:
-    return {
-        "t": commit.t,
-        "author": commit.author,
-        "reason": commit.reason,
-        "base_t": commit.base_t,
-        "timestamp": commit.timestamp,
-        "changes": [] if commit.genesis else [change_to_record(c) for c in commit.changes],
-        "fired_rules": list(commit.fired_rules),
-        "dirtied": [thaw(d) for d in commit.dirtied],
-        "genesis": commit.genesis,
-        "kind": commit.kind,
-    }
-
-
-def commit_from_record(record: Mapping[str, Any]) -> Commit:
-    return Commit(
-        record["t"],
-        record.get("author"),
-        record.get("reason"),
-        record.get("base_t"),
-        record.get("timestamp", 0.0),
-        tuple(change_from_record(c) for c in record.get("changes", ())),
-        tuple(record.get("fired_rules", ())),
-        tuple(freeze(d) for d in record.get("dirtied", ())),
-        bool(record.get("genesis", False)),
-        record.get("kind", "transaction"),
-    )

@@ -62,7 +62,8 @@ import threading
 from typing import Any, Callable, Iterator, TypeVar
 
 from hgm_engine.model import GraphView, MemoryGraph, apply_changes
-from hgm_engine.txn.history import Commit, ViewCache, historical_view
+from hgm_engine.model import Commit
+from hgm_engine.txn.history import ViewCache, historical_view
 
 __all__ = ["ReadWriteLock", "MemoryState"]
 
