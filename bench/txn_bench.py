@@ -11,7 +11,7 @@ For each size (1k, 100k, 1M nodes from ``generate.py``, seed 0):
 2. **History** — when ``N`` commits (``--as-of-after``, e.g. 50 and 500) sit on top of the
    loaded state, the ``AS_OF_QUERIES`` are timed ``as_of`` the loaded state (``t = 1``) and on
    the current state: *warm* (the view of ``t`` is cached, as ``Memory`` does per ``t``) and
-   *cold* (the view cache, ``Memory._views``, emptied before each call, so the call builds
+   *cold* (the view cache, ``memory.state.views``, emptied before each call, so the call builds
    the view first). The
    ``as_of`` answers must equal the answers taken right after loading.
 3. **Durable store** (``--store-sizes``) — ``Memory.open(path)`` on a new SQLite file,
@@ -264,10 +264,10 @@ def measure_as_of(
         if then != expected[name]:
             raise AssertionError(f"{label} {name}: as_of(t={t_early}) differs from the answer taken at t={t_early}")
         now = memory.query(expr).value
-        # cold: the per-t view cache emptied (Memory._views), so the call builds the view
+        # cold: the per-t view cache emptied (memory.state.views), so the call builds the view
         cold_cpu, cold_wall = [], []
         for _ in range(cold_repeat):
-            memory._views.clear()
+            memory.state.views.clear()
             gc.disable()
             try:
                 cpu, wall = time.process_time(), time.perf_counter()

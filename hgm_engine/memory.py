@@ -26,13 +26,11 @@ history reads :class:`~hgm_engine.txn.MemoryHistory`'s, commits
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import pathlib
-import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from hgm_engine.errors import GraphFileError, PathError, Problem
+from hgm_engine.facade import PathVerb, forward
+from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.rules import RuleRegistry
@@ -50,7 +48,7 @@ from hgm_engine.txn import (
 )
 
 if TYPE_CHECKING:
-    from hgm_engine.paths import IngestReport, PathGuards, PathMemory
+    from hgm_engine.paths import PathGuards, PathMemory
 
 __all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY"]
 
@@ -58,51 +56,6 @@ FRONTIER_QUERY = (
     "#$goal.descendants.where(type = 'action', status = 'pending', not has(dirty), "
     "not exists(prev.where(status != 'done')))"
 )
-
-
-def _forward(component: str, method: Callable) -> Callable:
-    """A :class:`Memory` method that is ``method`` of the memory's component in the attribute
-    ``component``, with that method's name, docstring and signature (``help`` shows them).
-
-    >>> Memory.refresh.__wrapped__ is MemoryState.refresh, inspect.signature(Memory().refresh)
-    (True, <Signature (*, wait: 'bool' = True) -> 'int | None'>)
-    """
-
-    @functools.wraps(method)
-    def forward(self: "Memory", *args: Any, **kwargs: Any) -> Any:
-        return method(getattr(self, component), *args, **kwargs)
-
-    forward.__qualname__ = f"Memory.{method.__name__}"
-    return forward
-
-
-class _PathVerb:
-    """A :class:`Memory` method that is the method ``target`` of the memory's
-    :class:`~hgm_engine.paths.PathMemory` — made on the first call, not on attribute access,
-    since from then on it follows every commit. The docstring is the Memory method's; the
-    signature is the PathMemory method's.
-
-    >>> print(inspect.signature(Memory().reset_path))
-    (path_id: 'str', *, author: 'str | None' = None, reason: 'str | None' = None) -> 'TransactionReport'
-    """
-
-    def __init__(self, target: str, doc: str) -> None:
-        self.target, self.__doc__ = target, doc
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.__name__, self.__qualname__ = name, f"{owner.__qualname__}.{name}"
-
-    def __get__(self, memory: "Memory | None", owner: type | None = None) -> Any:
-        return self if memory is None else types.MethodType(self, memory)
-
-    def __call__(self, memory: "Memory", *args: Any, **kwargs: Any) -> Any:
-        return getattr(memory.path_memory, self.target)(*args, **kwargs)
-
-    @property
-    def __signature__(self) -> inspect.Signature:
-        from hgm_engine.paths import PathMemory
-
-        return inspect.signature(getattr(PathMemory, self.target))
 
 
 class Memory:
@@ -118,7 +71,6 @@ class Memory:
         self._rules = RuleRegistry(self)  # empty until synced with the store, after the state
         self._state = MemoryState(self._store, sync_meta=self._rules.sync)
         self._rules.sync()
-        self._views = self._state.views  # (bench/txn_bench.py empties it to time cold reads)
         self._history = MemoryHistory(self._state)
         self._cache = QueryCache(schema)
         self._pipeline = CommitPipeline(self, self._state, self._rules.checker)
@@ -164,7 +116,10 @@ class Memory:
         return memory
 
     def close(self) -> None:
-        self._close_paths()  # the path index is saved with the store
+        """Close the store, saving the path index first if commits arrived since its last save."""
+        found = self.__dict__.get("_path_memory")
+        if found is not None:
+            found.close()
         self._store.close()
 
     def __enter__(self) -> "Memory":
@@ -283,13 +238,15 @@ class Memory:
             nodes = view.node_map()
             return tuple(nodes[i] for i in ids)
 
-    def explain(self, expr: str) -> str:
-        """The optimized plan of ``expr`` as text.
+    def explain(self, expr: str, *, physical: bool = False) -> str:
+        """The optimized plan of ``expr`` as text; ``physical`` adds how each step runs.
 
         >>> print(Memory().explain("#x.children").splitlines()[1])
         rules applied: id_lookup
+        >>> print(Memory().explain("#x.children", physical=True).splitlines()[-1].strip())
+        physical: one-type hop: one loop over out(parent_of) of all sources
         """
-        return self._cache.get(expr).explain()
+        return self._cache.get(expr).explain(physical=physical)
 
     def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""
@@ -311,14 +268,14 @@ class Memory:
 
     # -- history (hgm_engine.txn.MemoryHistory) ------------------------------------------------
 
-    resolve_t = _forward("_history", MemoryHistory.resolve_t)
-    diff = _forward("_history", MemoryHistory.diff)
-    commits = _forward("_history", MemoryHistory.commits)
-    history = _forward("_history", MemoryHistory.history)
-    histories = _forward("_history", MemoryHistory.histories)
-    snapshot = _forward("_history", MemoryHistory.snapshot)
-    snapshots = _forward("_history", MemoryHistory.snapshots)
-    changes_since = _forward("_history", MemoryHistory.changes_since)
+    resolve_t = forward("_history", MemoryHistory.resolve_t)
+    diff = forward("_history", MemoryHistory.diff)
+    commits = forward("_history", MemoryHistory.commits)
+    history = forward("_history", MemoryHistory.history)
+    histories = forward("_history", MemoryHistory.histories)
+    snapshot = forward("_history", MemoryHistory.snapshot)
+    snapshots = forward("_history", MemoryHistory.snapshots)
+    changes_since = forward("_history", MemoryHistory.changes_since)
 
     def as_of(self, t: int | str) -> HistoricalMemory:
         """A read-only memory fixed at ``t`` (or a snapshot name).
@@ -330,13 +287,13 @@ class Memory:
 
     # -- constraints and rules (hgm_engine.rules.RuleRegistry) --------------------------------
 
-    add_constraint = _forward("_rules", RuleRegistry.add_constraint)
-    remove_constraint = _forward("_rules", RuleRegistry.remove_constraint)
-    constraints = _forward("_rules", RuleRegistry.constraints)
-    violations = _forward("_rules", RuleRegistry.violations)
-    load_rules = _forward("_rules", RuleRegistry.load_rules)
-    remove_rules = _forward("_rules", RuleRegistry.remove_rules)
-    rules = _forward("_rules", RuleRegistry.rules)
+    add_constraint = forward("_rules", RuleRegistry.add_constraint)
+    remove_constraint = forward("_rules", RuleRegistry.remove_constraint)
+    constraints = forward("_rules", RuleRegistry.constraints)
+    violations = forward("_rules", RuleRegistry.violations)
+    load_rules = forward("_rules", RuleRegistry.load_rules)
+    remove_rules = forward("_rules", RuleRegistry.remove_rules)
+    rules = forward("_rules", RuleRegistry.rules)
 
     # -- planner views --------------------------------------------------------------------------
 
@@ -409,107 +366,22 @@ class Memory:
     def path_guards(self, guards: "PathGuards") -> None:
         self.path_memory.guards = guards
 
-    ingest = _PathVerb("ingest", """
-        Store trajectories (formats.md) as paths, all in one transaction: per trajectory a
-        goal (``kind: "path"``, id = the trajectory id) with one action per step
-        (``{id}/{i}``, ``parent_of`` with ``order``) and ``before`` along ``edges``; under the
-        goal ``scenario`` (created if missing) when given. Every line is checked first: with
-        problems nothing is stored and :class:`~hgm_engine.PathError` lists them
-        with their line numbers (``lines`` gives them; default 1, 2, ...), unless
-        ``skip_invalid``, which stores the valid ones and lists the rest in the report.
-
-        >>> m = Memory()
-        >>> r = m.ingest([{"id": "a", "goal": "x", "steps": ["s"]}, {"steps": []}], skip_invalid=True)
-        >>> r.ingested, [(p.line, p.category) for p in r.problems]
-        (['a'], [(2, 'bad-trajectory')])
-        """)
-
-    def ingest_file(
-        self, path: str | pathlib.Path, *, skip_invalid: bool = False, author: str | None = None, scenario: str | None = None
-    ) -> "IngestReport":
-        """:meth:`ingest` the trajectories of a JSON Lines file (line numbers are the file's)."""
-        from hgm_engine.paths import read_jsonl
-
-        try:
-            text = pathlib.Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise PathError([Problem("io", f"cannot read {path}: {reason}", where=str(path))]) from None
-        docs, lines = read_jsonl(text)
-        return self.path_memory.ingest(
-            docs, skip_invalid=skip_invalid, author=author, scenario=scenario, lines=lines, reason=f"ingest {path}"
-        )
-
-    ingest_taskplan = _PathVerb("ingest_taskplan", """
-        :meth:`ingest` a task-plan data set folder (``data.json`` JSON Lines; tool domains of
-        ``graph_desc.json`` become tags). Path ids are ``{prefix}{request id}``, the prefix
-        ``"{folder name}-"`` by default; ``ids`` keeps some requests (a list, or ``"memory"`` /
-        ``"test"`` for the two sides of ``split_ids.json``).
-        """)
-
-    locate = _PathVerb("locate", """
-        The ``k`` stored paths that best fit ``text``, best first, each with the score's
-        ``breakdown`` (hgm_engine.paths.localize). Candidates recalled by text, entry steps and
-        ``tags`` are expanded through the graph from the entry paths within ``hops``
-        (default 4), never into another scenario unless ``cross_scenario``; ``scenario``
-        keeps to one scenario's paths (and paths without one). No network call with the
-        default embedder.
-
-        >>> m = Memory()
-        >>> _ = m.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
-        >>> [(match.path, sorted(match.breakdown)[:3]) for match in m.locate("refund my order").matches]
-        [('r1', ['completeness', 'freshness', 'reward'])]
-        """)
-
-    path = _PathVerb("path", """
-        One path: goal, steps, edges, tags, status, version, lineage, replaces, reward,
-        result, counters, and every version of its lineage. A lineage's first id names its
-        current version; ``ID@v1`` the first version itself.
-        """)
-
-    paths = _PathVerb("paths", "A summary of every path: one per lineage (its current version), or every version.")
-
-    rewrite_path = _PathVerb("rewrite_path", """
-        A new version of a path, in one transaction: goal ``{root}@v{n}`` with new actions,
-        a ``replaces`` edge to the current version, which becomes ``superseded`` with its reward
-        × ``supersede_factor``; ``version``, ``lineage``, ``rewrite_reason`` recorded.
-        ``steps_or_ops`` is a full list of steps or edit ops (``keep``/``change``/``add``/
-        ``remove``; :func:`hgm_engine.paths.pathmemory.resolve_steps`). Returns the report (refused
-        by constraints: ``committed`` false with the violations); an unknown path, a bad
-        step list, a guard (``rewrite-cap``, ``version-cap``, ``needs-human``) raise
-        :class:`~hgm_engine.PathError`. Nothing changes unless it commits.
-        """)
-
-    record_outcome = _PathVerb("record_outcome", """
-        Record a run of a path version: ``success`` or ``failure``. ``reward`` (in [0, 1],
-        default 1 or 0) enters the version's reward as a moving average with weight
-        ``outcome_rate``; ``result``, ``successes``/``failures`` are updated. Failures of a
-        current rewritten version count towards ``max_failed_rewrites`` (a success resets the
-        streak); reaching it turns the lineage ``needs_human``.
-        """)
-
-    rollback_path = _PathVerb("rollback_path", """
-        Make an older version current again: a NEW version copying its steps (with
-        ``restored_from``), replacing the current one (so ``replaces`` stays acyclic).
-        """)
-
-    reset_path = _PathVerb("reset_path", "A human has looked: clear the lineage's ``needs_human`` and failure streak.")
-
-    path_metrics = _PathVerb("metrics", """
-        Counters to watch: rewrites, versions per lineage, consecutive failures, the
-        ``needs_human`` list, guard refusals, and the path index's state.
-        """)
+    ingest = PathVerb("ingest")
+    ingest_file = PathVerb("ingest_file")
+    ingest_taskplan = PathVerb("ingest_taskplan")
+    locate = PathVerb("locate")
+    path = PathVerb("path")
+    paths = PathVerb("paths")
+    rewrite_path = PathVerb("rewrite_path")
+    record_outcome = PathVerb("record_outcome")
+    rollback_path = PathVerb("rollback_path")
+    reset_path = PathVerb("reset_path")
+    path_metrics = PathVerb("metrics")
 
     def save_index(self) -> int | None:
         """Write the path index state (and the ``t`` it reflects) to the store now."""
         found = self.__dict__.get("_path_memory")
         return None if found is None else found.save()
-
-    def _close_paths(self) -> None:
-        """Save the path index if commits arrived since it was last saved (for ``close``)."""
-        found = self.__dict__.get("_path_memory")
-        if found is not None:
-            found.close()
 
     # -- changing (hgm_engine.txn.CommitPipeline) -----------------------------------------------
 
@@ -533,14 +405,14 @@ class Memory:
             ops_builder(parsed.ops), author=parsed.author, reason=parsed.reason, base_t=parsed.base_t, dry_run=dry_run
         )
 
-    load = _forward("_pipeline", CommitPipeline.load)
-    revert = _forward("_pipeline", CommitPipeline.revert)
+    load = forward("_pipeline", CommitPipeline.load)
+    revert = forward("_pipeline", CommitPipeline.revert)
 
     # -- other processes (hgm_engine.txn.MemoryState) ------------------------------------------
 
-    store_changed = _forward("_state", MemoryState.store_changed)
-    behind_store = _forward("_state", MemoryState.behind_store)
-    refresh = _forward("_state", MemoryState.refresh)
+    store_changed = forward("_state", MemoryState.store_changed)
+    behind_store = forward("_state", MemoryState.behind_store)
+    refresh = forward("_state", MemoryState.refresh)
 
     def on_commit(self, listener: Callable[[Commit], None]) -> None:
         """Call ``listener(commit)`` after every commit this memory applies (its own or caught up)."""

@@ -461,7 +461,7 @@ def test_saves_every_n_commits_and_on_close_hook(tmp_path):
     memory.record_outcome("order-17", "success")
     assert json.loads(memory.store.get_meta(INDEX_META_KEY))["t"] == 3
     memory.record_outcome("order-17", "failure")
-    memory._close_paths()
+    memory.path_memory.close()  # what Memory.close does first
     assert json.loads(memory.store.get_meta(INDEX_META_KEY))["t"] == 4
     memory.close()
 

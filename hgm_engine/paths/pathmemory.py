@@ -41,13 +41,14 @@ True
 from __future__ import annotations
 
 import os
+import pathlib
 from collections import Counter
 from typing import Any, Callable, Iterable, Sequence
 
-from hgm_engine.errors import LocalizationError, PathError
+from hgm_engine.errors import LocalizationError, PathError, Problem
 from hgm_engine.paths.documents import lineage_metrics, path_document, path_summaries
 from hgm_engine.paths.expand import expander
-from hgm_engine.paths.ingest import IngestReport, ingest_taskplan, ingest_trajectories
+from hgm_engine.paths.ingest import IngestReport, ingest_taskplan, ingest_trajectories, read_jsonl
 from hgm_engine.paths.keeper import IndexKeeper
 from hgm_engine.paths.localize import Embedder, LocateResult, PathIndex, ScoreConfig
 from hgm_engine.paths.versions import (
@@ -153,14 +154,43 @@ class PathMemory:
     def ingest(self, trajectories: Iterable[Any], *, skip_invalid: bool = False, author: str | None = None,
                scenario: str | None = None, lines: Sequence[int] | None = None,
                reason: str | None = None) -> IngestReport:
-        """Store trajectories (formats.md) as paths in one transaction; see Memory.ingest."""
+        """Store trajectories (formats.md) as paths, all in one transaction: per trajectory a
+        goal (``kind: "path"``, id = the trajectory id) with one action per step
+        (``{id}/{i}``, ``parent_of`` with ``order``) and ``before`` along ``edges``; under the
+        goal ``scenario`` (created if missing) when given. Every line is checked first: with
+        problems nothing is stored and :class:`~hgm_engine.PathError` lists them
+        with their line numbers (``lines`` gives them; default 1, 2, ...), unless
+        ``skip_invalid``, which stores the valid ones and lists the rest in the report.
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> r = m.ingest([{"id": "a", "goal": "x", "steps": ["s"]}, {"steps": []}], skip_invalid=True)
+        >>> r.ingested, [(p.line, p.category) for p in r.problems]
+        (['a'], [(2, 'bad-trajectory')])
+        """
         return ingest_trajectories(self.memory, trajectories, skip_invalid=skip_invalid, author=author,
                                    scenario=scenario, lines=lines, reason=reason)
+
+    def ingest_file(self, path: str | os.PathLike, *, skip_invalid: bool = False, author: str | None = None,
+                    scenario: str | None = None) -> IngestReport:
+        """:meth:`ingest` the trajectories of a JSON Lines file (line numbers are the file's)."""
+        try:
+            text = pathlib.Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise PathError([Problem("io", f"cannot read {path}: {reason}", where=str(path))]) from None
+        docs, lines = read_jsonl(text)
+        return self.ingest(docs, skip_invalid=skip_invalid, author=author, scenario=scenario, lines=lines,
+                           reason=f"ingest {path}")
 
     def ingest_taskplan(self, directory: str | os.PathLike, *, ids: Iterable[str] | str | None = None,
                         skip_invalid: bool = False, author: str | None = None, scenario: str | None = None,
                         prefix: str | None = None) -> IngestReport:
-        """Ingest a task-plan data set folder (see Memory.ingest_taskplan)."""
+        """:meth:`ingest` a task-plan data set folder (``data.json`` JSON Lines; tool domains of
+        ``graph_desc.json`` become tags). Path ids are ``{prefix}{request id}``, the prefix
+        ``"{folder name}-"`` by default; ``ids`` keeps some requests (a list, or ``"memory"`` /
+        ``"test"`` for the two sides of ``split_ids.json``).
+        """
         return ingest_taskplan(self.memory, directory, ids=ids, skip_invalid=skip_invalid, author=author,
                                scenario=scenario, prefix=prefix)
 
@@ -169,7 +199,19 @@ class PathMemory:
     def locate(self, text: str, tags: Iterable[str] | str | None = None, k: int = 5, *,
                scenario: str | None = None, cross_scenario: bool = False, steps: Sequence[str] | None = None,
                hops: int | None = None) -> LocateResult:
-        """The ``k`` best paths for ``text`` (see Memory.locate)."""
+        """The ``k`` stored paths that best fit ``text``, best first, each with the score's
+        ``breakdown`` (hgm_engine.paths.localize). Candidates recalled by text, entry steps and
+        ``tags`` are expanded through the graph from the entry paths within ``hops``
+        (default 4), never into another scenario unless ``cross_scenario``; ``scenario``
+        keeps to one scenario's paths (and paths without one). No network call with the
+        default embedder.
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
+        >>> [(match.path, sorted(match.breakdown)[:3]) for match in m.locate("refund my order").matches]
+        [('r1', ['completeness', 'freshness', 'reward'])]
+        """
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",") if t.strip()]
         index = self.index
@@ -185,17 +227,22 @@ class PathMemory:
     # -- reading paths -----------------------------------------------------------------------
 
     def path(self, path_id: str) -> dict[str, Any]:
-        """One path with its steps, versions, lineage and counters (see Memory.path)."""
+        """One path: goal, steps, edges, tags, status, version, lineage, replaces, reward,
+        result, counters, and every version of its lineage. A lineage's first id names its
+        current version; ``ID@v1`` the first version itself.
+        """
         with self.memory.reading():
             return path_document(self.memory.graph, path_id)
 
     def paths(self, *, all_versions: bool = False) -> list[dict[str, Any]]:
-        """A summary per lineage (its current version), or per version (see Memory.paths)."""
+        """A summary of every path: one per lineage (its current version), or every version."""
         with self.memory.reading():
             return path_summaries(self.memory.graph, all_versions=all_versions)
 
     def metrics(self) -> dict[str, Any]:
-        """Counters to watch for rewrite storms, and the index's state (see Memory.path_metrics)."""
+        """Counters to watch: rewrites, versions per lineage, consecutive failures, the
+        ``needs_human`` list, guard refusals, and the path index's state.
+        """
         with self.memory.reading():
             metrics = lineage_metrics(self.memory.graph)
         metrics.update(guards=self.guards.to_json(), refusals=dict(self.refusals), index=self.keeper.metrics())
@@ -204,24 +251,39 @@ class PathMemory:
     # -- changing paths ----------------------------------------------------------------------
 
     def rewrite_path(self, path_id: str, steps_or_ops: Any, reason: str, *, author: str | None = None) -> TransactionReport:
-        """A new version of a path (see Memory.rewrite_path)."""
+        """A new version of a path, in one transaction: goal ``{root}@v{n}`` with new actions,
+        a ``replaces`` edge to the current version, which becomes ``superseded`` with its reward
+        × ``supersede_factor``; ``version``, ``lineage``, ``rewrite_reason`` recorded.
+        ``steps_or_ops`` is a full list of steps or edit ops (``keep``/``change``/``add``/
+        ``remove``; :func:`hgm_engine.paths.resolve_steps`). Returns the report (refused
+        by constraints: ``committed`` false with the violations); an unknown path, a bad
+        step list, a guard (``rewrite-cap``, ``version-cap``, ``needs-human``) raise
+        :class:`~hgm_engine.PathError`. Nothing changes unless it commits.
+        """
         return self._commit(lambda: rewrite_builder(path_id, steps_or_ops, reason, self.guards),
                             author=author, reason=reason, kind="path-rewrite")
 
     def rollback_path(self, path_id: str, version: int | str, *, author: str | None = None,
                       reason: str | None = None) -> TransactionReport:
-        """Make an older version current again as a new version (see Memory.rollback_path)."""
+        """Make an older version current again: a NEW version copying its steps (with
+        ``restored_from``), replacing the current one (so ``replaces`` stays acyclic).
+        """
         return self._commit(lambda: rollback_builder(path_id, version, reason, self.guards), author=author,
                             reason=reason or f"rollback {path_id} to {version}", kind="path-rollback")
 
     def record_outcome(self, path_id: str, outcome: str, *, reward: float | None = None,
                        author: str | None = None) -> TransactionReport:
-        """Record a run's outcome on a path version (see Memory.record_outcome)."""
+        """Record a run of a path version: ``success`` or ``failure``. ``reward`` (in [0, 1],
+        default 1 or 0) enters the version's reward as a moving average with weight
+        ``outcome_rate``; ``result``, ``successes``/``failures`` are updated. Failures of a
+        current rewritten version count towards ``max_failed_rewrites`` (a success resets the
+        streak); reaching it turns the lineage ``needs_human``.
+        """
         return self._commit(lambda: outcome_builder(path_id, outcome, reward, self.guards),
                             author=author, reason=f"{outcome} of {path_id}", kind="path-outcome")
 
     def reset_path(self, path_id: str, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
-        """Clear a lineage's ``needs_human`` and its failure streak (a human has looked)."""
+        """A human has looked: clear the lineage's ``needs_human`` and failure streak."""
         return self._commit(lambda: reset_builder(path_id), author=author, reason=reason or f"reset {path_id}",
                             kind="path-reset")
 
