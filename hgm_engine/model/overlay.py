@@ -277,6 +277,20 @@ class GraphOverlay:
     def last_edge_seq(self) -> int:
         return self._edge_seq
 
+    def iter_edges(self) -> Iterable[Edge]:
+        """Every edge of the state, in no particular order.
+
+        >>> g = MemoryGraph(); _ = g.add_node("a", "goal", {}); _ = g.add_node("b", "action", {})
+        >>> o = GraphOverlay(g); _ = o.add_edge("a", "b", "parent_of")
+        >>> [edge.key for edge in o.iter_edges()]
+        [('a', 'b', 'parent_of')]
+        """
+        removed, added = self._removed_edges, self._added_edges
+        for edge in self.base.iter_edges():
+            if edge.key not in removed and edge.key not in added:
+                yield edge
+        yield from added.values()
+
     def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
         """For each edge type, the ids along one of its cycles in this state, or None.
 

@@ -85,6 +85,10 @@ class GraphView(Protocol):
     @property
     def last_edge_seq(self) -> int: ...
 
+    def iter_edges(self) -> Iterable[Edge]:
+        """Every edge, in no particular order."""
+        ...
+
     def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
         """For each edge type, the ids along one of its cycles, or None."""
         ...

@@ -194,10 +194,7 @@ class ConstraintChecker:
         node type, and one cycle search per acyclic edge type, so that checking a million
         nodes stays in seconds."""
         nodes = view.node_map()
-        if hasattr(view, "iter_edges"):
-            edges = list(view.iter_edges())
-        else:
-            edges = [e for node_id in nodes for e in view.out_edges(node_id)]
+        edges = list(view.iter_edges())
         rules = self.schema.edge_rules
         allowed: dict[tuple[str, str, str], bool] = {}
         first_parent_type: dict[str, str] = {}  # node -> the type of its first parent
