@@ -281,7 +281,11 @@ class TransactionRefused(HGMError):
 
 
 class RuleError(HGMError, ValueError):
-    """A rule file that cannot be loaded (syntax, unknown names, a trigger cycle)."""
+    """A rule file that cannot be loaded: ``rule-cycle`` (a trigger cycle), ``limit-exceeded``
+    (a condition, target or constraint too deeply nested to compile, or over the query
+    compiler's limits, placed at its line and column in the file); syntax and unknown names
+    raise the query errors. Also why a stored rule set is broken: any of those, ``store`` (the
+    stored list of rule sets cannot be read) or ``internal`` (compiling it failed otherwise)."""
 
     stage = "rules"
 

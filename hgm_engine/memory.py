@@ -33,7 +33,7 @@ from hgm_engine.facade import PathVerb, forward
 from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
-from hgm_engine.rules import RuleRegistry
+from hgm_engine.rules import MAX_ROUNDS, RuleRegistry
 from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
 from hgm_engine.txn import (
     CommitPipeline,
@@ -62,13 +62,24 @@ class Memory:
     """A task memory: typed hierarchical graph, schema, constraints, history and a store.
 
     ``Memory()`` is empty and lives in the process; ``Memory.open(path)`` uses a SQLite file.
+    ``max_rule_rounds`` caps the rounds of rule triggers in one transaction (docs/rules.md).
+    A stored constraint or rule set that does not compile never stops a memory from opening:
+    it is inactive and listed by :meth:`broken` until it is removed or replaced.
     """
 
-    def __init__(self, schema: Schema = DEFAULT_SCHEMA, *, limits: Limits = DEFAULT_LIMITS, store: Store | None = None):
+    def __init__(
+        self,
+        schema: Schema = DEFAULT_SCHEMA,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        store: Store | None = None,
+        max_rule_rounds: int = MAX_ROUNDS,
+    ):
         self.schema = schema
         self.limits = limits
         self._store = store if store is not None else InMemoryStore()
-        self._rules = RuleRegistry(self)  # empty until synced with the store, after the state
+        # empty until synced with the store, after the state
+        self._rules = RuleRegistry(self, max_rounds=max_rule_rounds)
         self._state = MemoryState(self._store, sync_meta=self._rules.sync)
         self._rules.sync()
         self._history = MemoryHistory(self._state)
@@ -294,6 +305,22 @@ class Memory:
     load_rules = forward("_rules", RuleRegistry.load_rules)
     remove_rules = forward("_rules", RuleRegistry.remove_rules)
     rules = forward("_rules", RuleRegistry.rules)
+    broken = forward("_rules", RuleRegistry.broken)
+
+    @property
+    def max_rule_rounds(self) -> int:
+        """The cap on rule trigger rounds in one transaction (default 32); settable.
+
+        >>> m = Memory(max_rule_rounds=64)
+        >>> m.max_rule_rounds
+        64
+        >>> m.max_rule_rounds = 100
+        """
+        return self._rules.engine.max_rounds
+
+    @max_rule_rounds.setter
+    def max_rule_rounds(self, value: int) -> None:
+        self._rules.engine.max_rounds = value
 
     # -- planner views --------------------------------------------------------------------------
 

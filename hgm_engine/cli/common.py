@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import shlex
 import sys
 from typing import Any, Callable, Iterable, Mapping, TextIO
 
@@ -290,10 +291,39 @@ def on_db(path: str, out: Output, command: Callable[[Memory], int], *, create: b
         memory = open_memory(path, create=create)
     except HGMError as err:
         return out.error(err, EXIT_FAILURE)
+    for line in broken_notice(memory, path):
+        print(line, file=out.err)
     try:
         return command(memory)
     finally:
         memory.close()
+
+
+def broken_notice(memory: Memory, path: str) -> list[str]:
+    """Lines for stderr naming each stored object of ``memory`` that is broken (so inactive),
+    why, and the command that removes it.
+
+    >>> from hgm_engine.store import InMemoryStore
+    >>> store = InMemoryStore()
+    >>> store.set_constraint("bad", "each fakt must has(content)")
+    >>> print("\\n".join(broken_notice(Memory(store=store), "m.db")))
+    warning: constraint 'bad' is broken and inactive: unknown-name at line 1, column 6: unknown node type 'fakt'; did you mean 'fact'?
+      remove it with: hgm constraint remove bad --db m.db
+    """
+    def word(text: str) -> str:  # a shell word; a name with control characters only as its repr
+        return shlex.quote(text) if text.isprintable() else f"NAME (the name {text!r})"
+
+    lines = []
+    db = word(shown(path))
+    for broken in memory.broken():
+        if broken.kind == "constraint":
+            fix = f"remove it with: hgm constraint remove {word(broken.name)} --db {db}"
+        elif broken.kind == "rule set":
+            fix = f"remove it with: hgm rules remove {word(broken.name)} --db {db}"
+        else:
+            fix = f"loading a rule set rewrites it: hgm rules load FILE --db {db}"
+        lines += [f"warning: {broken}", f"  {fix}"]
+    return lines
 
 
 def on_graph_or_db(args: Any, out: Output, command: Callable[[Memory, str], int]) -> int:

@@ -20,7 +20,7 @@ from hgm_engine.cli.arguments import DB_HELP, FORMATTER, T_HELP, Commands, add_c
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, on_db, resolve_t
 from hgm_engine.errors import HGMError, Problem, TransactionRefused
 from hgm_engine.memory import Memory
-from hgm_engine.rules import parse_rules
+from hgm_engine.rules import compile_rule_file
 
 __all__ = ["register"]
 
@@ -74,8 +74,8 @@ def _rules_load(args: argparse.Namespace, out: Output) -> int:
 
 
 def _rules_check(args: argparse.Namespace, out: Output) -> int:
-    try:
-        rule_set = parse_rules(_read(args.file))
+    try:  # the same checks and compile as loading, so what passes here also loads
+        rule_set = compile_rule_file(_read(args.file)).rule_set
     except HGMError as err:
         return out.error(err, EXIT_QUERY_ERROR if err.source is not None else EXIT_FAILURE, label=args.file)
     if out.as_json:
@@ -88,15 +88,24 @@ def _rules_check(args: argparse.Namespace, out: Output) -> int:
 
 def _rules_list(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
-        rules = memory.rules()
+        entries = [{"name": n, "text": t} for n, t in memory.rules().items()]
+        for broken in memory.broken():
+            if broken.kind != "constraint":  # a broken rule set, or the list of them
+                doc = broken.to_json()
+                entries.append({"name": doc["name"], "text": doc["text"], "broken": doc["error"]})
         if out.as_json:
-            out.document({"rule_sets": [{"name": n, "text": t} for n, t in rules.items()]})
-        elif not rules:
+            out.document({"rule_sets": entries})
+        elif not entries:
             out.line("(no rule sets)")
         else:
-            for name, text in rules.items():
-                out.line(f"== {name}")
-                out.lines(text.strip().splitlines(), indent="  ")
+            for entry in entries:
+                if "broken" in entry:
+                    error = entry["broken"]
+                    place = f" at line {error['line']}, column {error['column']}" if error.get("line") else ""
+                    out.line(f"== {entry['name']} (broken, inactive: {error['category']}{place}: {error['message']})")
+                else:
+                    out.line(f"== {entry['name']}")
+                out.lines(entry["text"].strip().splitlines(), indent="  ")
         return EXIT_OK
 
     return on_db(args.db, out, run)

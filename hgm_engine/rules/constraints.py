@@ -47,7 +47,23 @@ from hgm_engine.query.plan import (
 from hgm_engine.model import DEFAULT_ATTRIBUTE_SCHEMAS, DEFAULT_SCHEMA, Closure, Hop, Schema
 from hgm_engine.txn import Violation
 
-__all__ = ["UserConstraint", "ConstraintChecker", "check_full"]
+__all__ = ["UserConstraint", "ConstraintChecker", "check_full", "UNCOMPILABLE", "uncompilable_problem"]
+
+# What compiling a condition can raise besides hgm's own errors when the text is nested deeper
+# than Python can follow: the recursion limit in the planner, or the generated code's nesting
+# limits (``too many nested parentheses``). They mean the same thing to the user.
+UNCOMPILABLE = (RecursionError, SyntaxError, MemoryError)
+
+
+def uncompilable_problem(exc: BaseException) -> Problem:
+    """The ``limit-exceeded`` problem for one of :data:`UNCOMPILABLE` (no position: the caller
+    places it).
+
+    >>> uncompilable_problem(RecursionError("maximum recursion depth exceeded")).message
+    'too deeply nested to compile (maximum recursion depth exceeded)'
+    """
+    detail = exc.msg if isinstance(exc, SyntaxError) and exc.msg else str(exc) or type(exc).__name__
+    return Problem("limit-exceeded", f"too deeply nested to compile ({detail})")
 
 
 def _path_radius(path: PathPlan) -> float:
@@ -102,9 +118,25 @@ class UserConstraint:
 
     @classmethod
     def compile(cls, name: str, text: str, schema: Schema = DEFAULT_SCHEMA) -> "UserConstraint":
-        """Parse and check ``text``; errors carry positions in ``text``."""
+        """Parse and check ``text``; errors carry positions in ``text``. A text nested too
+        deeply to compile is a ``limit-exceeded`` error, never a Python one.
+
+        >>> from hgm_engine.errors import HGMError
+        >>> try:
+        ...     UserConstraint.compile("deep", "each fact must " + "not " * 200 + "has(content)")
+        ... except HGMError as err:
+        ...     print(isinstance(err, ValueError), bool(err.category))
+        True True
+        """
         if not isinstance(name, str) or not name:
             raise QueryAnalysisError([Problem("invalid-argument", "a constraint needs a non-empty name")])
+        try:
+            return cls._compile(name, text, schema)
+        except UNCOMPILABLE as exc:
+            raise QueryAnalysisError([attrs.evolve(uncompilable_problem(exc), line=1, column=1)], text) from None
+
+    @classmethod
+    def _compile(cls, name: str, text: str, schema: Schema) -> "UserConstraint":
         definition = parse_constraint(text)
         analyze_constraint(definition, schema)
         radius = max(
