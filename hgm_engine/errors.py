@@ -306,7 +306,8 @@ class StoreError(HGMError):
 class PathError(HGMError, ValueError):
     """A path request that changed nothing, with why: ``unknown-path``, ``stale-version``,
     ``bad-steps``, ``bad-rewrite``, ``no-change``, ``bad-outcome``, ``unknown-version``, the guard refusals
-    ``rewrite-cap``, ``version-cap``, ``needs-human``, and for ingest ``invalid-json``,
+    ``rewrite-cap``, ``version-cap``, ``needs-human``, ``limit-exceeded`` (more steps or edges
+    than ``PathGuards.max_steps`` / ``max_edges``), and for ingest ``invalid-json``,
     ``bad-trajectory``, ``duplicate-id``, ``bad-scenario``, ``unknown-node``,
     ``constraint-violation`` (``report`` then holds the ingest report).
 
