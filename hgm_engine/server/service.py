@@ -279,15 +279,41 @@ def _walk(node: Any) -> Iterator[Any]:
                     stack.append(getattr(current, field.name))
 
 
-def _json_t(value: Any, what: str) -> int | str | None:
-    """A ``t`` or snapshot name from a request (query strings arrive as text)."""
+_ASCII_INT = re.compile(r"-?[0-9]+")
+
+
+def _t_or_name(value: Any, what: str) -> int | str | None:
+    """A ``t`` (an integer, or ASCII digits: query strings arrive as text) or a snapshot name
+    from a request; anything else is ``invalid-argument`` naming the parameter ``what``.
+
+    >>> _t_or_name("12", "as_of"), _t_or_name("nightly", "as_of"), _t_or_name(None, "as_of")
+    (12, 'nightly', None)
+    >>> _t_or_name("²", "as_of")
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.ServiceError: invalid-argument at as_of: as_of must be a t (ASCII digits 0-9) or a snapshot name; '²' is neither
+    """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise _fail("invalid-argument", f"{what} must be a t (integer) or a snapshot name")
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str):
+        if _ASCII_INT.fullmatch(value):
+            if len(value.lstrip("-")) > 19:  # beyond any t (and beyond int()'s digit limit)
+                raise _fail("invalid-argument", f"{what}: {value[:20]}... ({len(value)} characters) is not a t of this memory", what)
+            return int(value)
+        if not value or value.lstrip("-").isdigit() or not value.isprintable():
+            # Other digits ('²', '٣') and empty or control-character strings are no t, and no
+            # snapshot can be named so (a snapshot name is never all digits).
+            shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
+            raise _fail("invalid-argument", f"{what} must be a t (ASCII digits 0-9) or a snapshot name; {shown} is neither", what)
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail("invalid-argument", f"{what} must be a t (an integer) or a snapshot name, not {type(value).__name__}", what)
     return value
+
+
+def _shown_int(value: int) -> str:
+    """An integer for a message: in full when short (``str`` refuses over 4,300 digits)."""
+    return str(value) if -(10**19) < value < 10**19 else ("-" if value < 0 else "") + "a number of more than 19 digits"
 
 
 # -- the service -----------------------------------------------------------------------------
@@ -317,6 +343,36 @@ class MemoryService:
         self._heavy: dict[str, int] = {}
 
     # -- reading ---------------------------------------------------------------------------
+
+    def resolve(self, value: Any, what: str = "as_of") -> int | None:
+        """The ``t`` that a request's ``value`` names (None: none given): a ``t`` of the
+        history (an integer, or ASCII digits) or a snapshot name. Anything else is a 400
+        ``invalid-argument`` (an unknown snapshot a 404 ``unknown-snapshot``) whose ``where``
+        is the parameter ``what``.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> s.resolve("1"), s.resolve(0, "from"), s.resolve(None)
+        (1, 0, None)
+        >>> s.resolve("9" * 5000, "since")
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.ServiceError: invalid-argument at since: since: 99999999999999999999... (5000 characters) is not a t of this memory
+        """
+        named = _t_or_name(value, what)
+        if named is None:
+            return None
+        if isinstance(named, str):
+            snapshots = self.memory.snapshots()
+            if named not in snapshots:
+                known = ", ".join(sorted(snapshots)[:20]) or "none"
+                shown = repr(named[:80]) + ("..." if len(named) > 80 else "")
+                raise _fail("unknown-snapshot", f"{what}: no snapshot named {shown} (known: {known})", what)
+            return snapshots[named]
+        if not 0 <= named <= self.memory.t:
+            raise _fail("invalid-argument", f"{what}: t={_shown_int(named)} is outside the history (0..{self.memory.t})", what)
+        return named
 
     def fresh(self) -> int:
         """Apply what other processes committed to the store (other server workers, the CLI)
@@ -445,7 +501,7 @@ class MemoryService:
         >>> doc, [node.id for node in payloads]
         ({'kind': 'nodes', 'ids': ['g'], 't': 1}, ['g'])
         """
-        as_of = _json_t(as_of, "as_of")
+        as_of = _t_or_name(as_of, "as_of")
         if budget is not None:
             if as_of is not None:
                 raise BudgetExceeded("reads an earlier state")
@@ -459,7 +515,7 @@ class MemoryService:
         else:
             self.fresh()
         self.check_query(expr, params)
-        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
+        t = self.memory.t if as_of is None else self.resolve(as_of, "as_of")
         token = _budget.set(budget) if budget is not None else None
         payloads = None
         try:
@@ -503,7 +559,7 @@ class MemoryService:
 
     def node(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()
-        node = self.memory.node(node_id, as_of=_json_t(as_of, "as_of"))
+        node = self.memory.node(node_id, as_of=self.resolve(as_of, "as_of"))
         if node is None:
             raise _fail("unknown-node", f"no node {node_id!r}", node_id)
         return node
@@ -519,43 +575,44 @@ class MemoryService:
     def diff(self, t1: int | str, t2: int | str | None = None) -> dict[str, Any]:
         """What changed from state ``t1`` to ``t2`` (the current state by default)."""
         self.fresh()
-        t1 = _json_t(t1, "from")
-        t2 = self.memory.t if t2 is None else _json_t(t2, "to")
         if t1 is None:
-            raise _fail("missing-parameter", "diff needs 'from' (a t or a snapshot name)")
-        low, high = self.memory.resolve_t(t1), self.memory.resolve_t(t2)
+            raise _fail("missing-parameter", "diff needs 'from' (a t or a snapshot name)", "from")
+        low = self.resolve(t1, "from")
+        high = self.memory.t if t2 is None else self.resolve(t2, "to")
         return {"from": low, "to": high, "changes": self.memory.diff(low, high)}
 
     def changes_since(self, t: int | str) -> dict[str, Any]:
         self.fresh()
-        return self.memory.changes_since(_json_t(t, "since"))
+        if t is None:
+            raise _fail("missing-parameter", "changes needs 'since' (a t or a snapshot name)", "since")
+        return self.memory.changes_since(self.resolve(t, "since"))
 
     def stale(self, as_of: int | str | None = None) -> dict[str, Any]:
         """Nodes marked needs_review or blocked, with every mark's rule, cause and t."""
         self.fresh()
-        as_of = _json_t(as_of, "as_of")
-        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
+        as_of = self.resolve(as_of, "as_of")
+        t = self.memory.t if as_of is None else as_of
         return {"t": t, "stale": self.memory.stale(as_of=as_of)}
 
     def frontier(self, goal: str, as_of: int | str | None = None) -> dict[str, Any]:
         """Pending actions under ``goal`` that can run now."""
         self.fresh()
-        as_of = _json_t(as_of, "as_of")
-        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
+        as_of = self.resolve(as_of, "as_of")
+        t = self.memory.t if as_of is None else as_of
         if self.memory.node(goal, as_of=as_of) is None:
             raise _fail("unknown-node", f"no node {goal!r}", goal)
         return {"goal": goal, "t": t, "frontier": self.memory.frontier(goal, as_of=as_of)}
 
     def focus_path(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()
-        path = self.memory.focus_path(node_id, as_of=_json_t(as_of, "as_of"))
+        path = self.memory.focus_path(node_id, as_of=self.resolve(as_of, "as_of"))
         if not path:
             raise _fail("unknown-node", f"no node {node_id!r}", node_id)
         return {"node": node_id, "path": path}
 
     def export(self, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()
-        return self.memory.export(as_of=_json_t(as_of, "as_of"))
+        return self.memory.export(as_of=self.resolve(as_of, "as_of"))
 
     def snapshots(self) -> dict[str, Any]:
         self.fresh()
@@ -610,7 +667,7 @@ class MemoryService:
         return self._report(self.memory.revert(t, author=author, reason=reason))
 
     def snapshot(self, name: str, t: int | str | None = None) -> dict[str, Any]:
-        return {"name": name, "t": self.memory.snapshot(name, _json_t(t, "t"))}
+        return {"name": name, "t": self.memory.snapshot(name, self.resolve(t, "t"))}
 
     def add_memory_node(
         self,
