@@ -84,3 +84,52 @@ def test_a_t_and_a_snapshot_name_still_read_that_state(client):
     assert client.get("/api/v1/nodes/g?as_of=1").json()["type"] == "goal"
     assert client.get("/api/v1/diff?from=0&to=start").json()["to"] == 1
     assert client.post("/api/v1/query", json={"expr": "nodes.count()", "as_of": "0"}).json()["value"] == 0
+
+
+# -- strings that are no text, ops of the wrong shape: refused before anything is written ----
+
+LONE = '"\\ud800"'  # a JSON escape of a lone surrogate: a str in Python, no text in UTF-8
+
+
+def _post_raw(client, path: str, text: str):
+    return client.post(path, content=text.encode(), headers={"content-type": "application/json"})
+
+
+@pytest.fixture
+def stored(tmp_path):
+    memory = Memory.open(tmp_path / "memory.db")
+    memory.apply(PLAN)
+    memory.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
+    yield memory
+    memory.close()
+
+
+@pytest.mark.parametrize(
+    "path,text,where",
+    [
+        ("/api/v1/transactions", '{"ops": [{"op": "add_node", "id": %s, "type": "fact"}]}', "ops[0].id"),
+        ("/api/v1/transactions", '{"ops": [{"op": "add_node", "type": "fact", "note": {"deep": [%s]}}]}', "ops[0].note.deep[0]"),
+        ("/api/v1/transactions", '{"ops": [{"op": "add_node", "type": "fact", %s: 1}]}', "ops[0]"),
+        ("/api/v1/transactions", '{"author": %s, "ops": [{"op": "add_node", "type": "fact"}]}', "author"),
+        ("/api/v1/confirm", '{"id": "a", "reason": %s}', "reason"),
+        ("/api/v1/revert", '{"t": 1, "author": %s}', "author"),
+        ("/api/v1/snapshots", '{"name": %s}', "name"),
+        ("/api/v1/memory/node", '{"content": "c", "metadata": {"x": %s}}', "metadata.x"),
+        ("/api/v1/memory/node", '{"content": %s}', "content"),
+        ("/api/v1/rewrite", '{"path_id": "r1", "reason": "r", "steps": ["check_policy", %s]}', "steps[1]"),
+        ("/api/v1/memory/path/rewrite", '{"path_id": "r1", "feedback": %s, "steps": ["a"]}', "feedback"),
+    ],
+)
+def test_a_lone_surrogate_in_what_would_be_stored_is_a_400_naming_where_and_changes_nothing(stored, path, text, where):
+    client = TestClient(create_app(stored), raise_server_exceptions=False)
+    before = client.get("/api/v1/export").json()
+    error = _refusal(_post_raw(client, path, text % LONE))
+    assert error["category"] in ("invalid-argument", "invalid-transaction")
+    assert error["where"] == where and "surrogate" in error["message"]
+    assert client.get("/api/v1/export").json() == before
+
+
+@pytest.mark.parametrize("op", ["[]", "{}", "5", "null", "true"])
+def test_an_op_name_that_is_no_string_is_a_400_naming_the_op(client, op):
+    error = _refusal(_post_raw(client, "/api/v1/transactions", '{"ops": [{"op": %s, "id": "z", "type": "fact"}]}' % op))
+    assert error["category"] == "invalid-transaction" and error["where"] == "ops[0]"

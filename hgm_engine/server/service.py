@@ -311,6 +311,54 @@ def _t_or_name(value: Any, what: str) -> int | str | None:
     return value
 
 
+def _text_problem(value: Any, where: str) -> str | None:
+    """Where in a JSON value a string is no text (a lone surrogate such as ``\\ud800``, which
+    JSON can escape but UTF-8, SQLite and PostgreSQL cannot store), else None. Walks without
+    recursion; keys count as strings.
+
+    >>> _text_problem({"ops": [{"id": "ok"}, {"id": "\\ud800"}]}, "")
+    'ops[1].id'
+    >>> _text_problem(["fine", {"k": 1}], "steps") is None
+    True
+    """
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        current, at = stack.pop()
+        if isinstance(current, str):
+            if not current.isascii():
+                try:
+                    current.encode("utf-8")
+                except UnicodeEncodeError:
+                    return at
+        elif isinstance(current, Mapping):
+            for key, item in current.items():
+                if isinstance(key, str) and _text_problem(key, at) is not None:
+                    return at
+                stack.append((item, f"{at}.{key}" if at else str(key)))
+        elif isinstance(current, (list, tuple)):
+            stack.extend((item, f"{at}[{i}]") for i, item in enumerate(current))
+    return None
+
+
+def _check_text(category: str = "invalid-argument", **values: Any) -> None:
+    """Refuse a request whose strings are no text (see :func:`_text_problem`), naming where.
+
+    >>> _check_text(author="planner", reason=None)
+    >>> _check_text(reason="\\udfff")
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.ServiceError: invalid-argument at reason: reason: a lone surrogate (\\ud800-\\udfff) is not a character; send text as UTF-8 or JSON escapes of whole characters
+    """
+    for name, value in values.items():
+        at = _text_problem(value, name)
+        if at is not None:
+            raise _fail(
+                category,
+                f"{at}: a lone surrogate (\\ud800-\\udfff) is not a character; send text as UTF-8 or JSON escapes of whole characters",
+                at,
+            )
+
+
 def _shown_int(value: int) -> str:
     """An integer for a message: in full when short (``str`` refuses over 4,300 digits)."""
     return str(value) if -(10**19) < value < 10**19 else ("-" if value < 0 else "") + "a number of more than 19 digits"
@@ -628,6 +676,13 @@ class MemoryService:
         ops = doc.get("ops")
         if isinstance(ops, list) and len(ops) > self.limits.max_ops:
             raise _fail("limit-exceeded", f"{len(ops)} ops; this server takes at most {self.limits.max_ops} per transaction")
+        if isinstance(ops, list):
+            for i, op in enumerate(ops):
+                if isinstance(op, Mapping) and "op" in op and not isinstance(op["op"], str):
+                    raise _fail("invalid-transaction", f"'op' must be the name of an op (add_node, update_node, ...), not {type(op['op']).__name__}", f"ops[{i}]")
+        at = _text_problem(dict(doc), "")
+        if at is not None:
+            _check_text("invalid-transaction", **{at: "\udfff"})
         report = self.memory.apply(dict(doc), dry_run=dry_run)
         return self._report(report)
 
@@ -647,6 +702,7 @@ class MemoryService:
         reason: str | None = None,
     ) -> dict[str, Any]:
         """One ``add_node`` as its own transaction; ``{"id", "node", "t", "report"}``."""
+        _check_text(type=node_type, id=node_id, parent=parent, author=author, reason=reason)
         op: dict[str, Any] = dict(attributes)
         op.update({"op": "add_node", "type": node_type})
         if node_id is not None:
@@ -659,14 +715,17 @@ class MemoryService:
         return {"id": created, "t": report.t, "node": self.memory.node(created, as_of=report.t), "report": doc}
 
     def confirm(self, node_id: str, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        _check_text(id=node_id, author=author, reason=reason)
         return self._report(self.memory.confirm(node_id, author=author, reason=reason))
 
     def revert(self, t: int, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
         if isinstance(t, bool) or not isinstance(t, int):
-            raise _fail("invalid-argument", "'t' must be an integer")
+            raise _fail("invalid-argument", "'t' must be an integer", "t")
+        _check_text(author=author, reason=reason)
         return self._report(self.memory.revert(t, author=author, reason=reason))
 
     def snapshot(self, name: str, t: int | str | None = None) -> dict[str, Any]:
+        _check_text(name=name)
         return {"name": name, "t": self.memory.snapshot(name, self.resolve(t, "t"))}
 
     def add_memory_node(
@@ -696,6 +755,7 @@ class MemoryService:
         ...
         hgm_engine.errors.ServiceError: invalid-argument: metadata cannot set 'type'
         """
+        _check_text(content=content, level=level, session_id=session_id, metadata=metadata)
         attributes: dict[str, Any] = dict(metadata or {})
         for key in ("id", "type", "parent", "order", "op"):
             if key in attributes:
@@ -733,6 +793,7 @@ class MemoryService:
             raise _fail("invalid-argument", "'path_id' must be a non-empty string")
         if not isinstance(steps, list) or not steps:
             raise _fail("invalid-argument", "'steps' must be a non-empty list")
+        _check_text(path_id=path_id, steps=steps, reason=reason, author=author)
         return self._report(self.memory.rewrite_path(path_id, steps, reason or "rewrite", author=author))
 
     def rewrite_path_from_feedback(
@@ -747,6 +808,7 @@ class MemoryService:
         >>> s.rewrite_path_from_feedback("r1", "ask first", [{"keep": 0}, {"add": "ask_user", "after": 0}, {"keep": 1}], "chat 7")["reason"].splitlines()
         ['ask first', 'context: chat 7']
         """
+        _check_text(feedback=feedback, session_context=session_context)
         reason = feedback if session_context is None else f"{feedback}\ncontext: {session_context}"
         return self.rewrite_path(path_id, steps, reason)
 
