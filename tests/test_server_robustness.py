@@ -8,7 +8,16 @@ over a real ``hgm mcp`` process's stdin and stdout.
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
 import urllib.parse
 
 import pytest
@@ -133,3 +142,236 @@ def test_a_lone_surrogate_in_what_would_be_stored_is_a_400_naming_where_and_chan
 def test_an_op_name_that_is_no_string_is_a_400_naming_the_op(client, op):
     error = _refusal(_post_raw(client, "/api/v1/transactions", '{"ops": [{"op": %s, "id": "z", "type": "fact"}]}' % op))
     assert error["category"] == "invalid-transaction" and error["where"] == "ops[0]"
+
+
+# -- real sockets: idle and slow clients, the work limit, a bounded stop (issue 12, items 3, 10) --
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+TOKEN = "s3cret-robust"
+
+# A server whose query "stuck" never finishes (a stand-in for work that ignores the query
+# timeout: a thread cannot be interrupted). Everything else is the real `hgm serve`.
+STUCK_SERVER = """
+import sys, time
+from hgm_engine.server import service
+real = service.MemoryService.query_payloads
+def query_payloads(self, expr, *args, **kwargs):
+    if expr == "stuck" and kwargs.get("budget") is None:
+        time.sleep(3600)
+    return real(self, expr, *args, **kwargs)
+service.MemoryService.query_payloads = query_payloads
+from hgm_engine.server.rest import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _start(tmp: pathlib.Path, *options: str, stuck: bool = False) -> tuple[subprocess.Popen, int, pathlib.Path]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), HGM_TOKEN=TOKEN)
+    log_path = tmp / "server.log"
+    command = [sys.executable, "-m", "hgm_engine.server.rest"]
+    if stuck:
+        (tmp / "stuck_server.py").write_text(STUCK_SERVER)
+        command = [sys.executable, str(tmp / "stuck_server.py")]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [*command, "--db", str(tmp / "memory.db"), "--port", "0", *options],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(REPO),
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log_path.read_text()
+        for line in log_path.read_text().splitlines():
+            if "listening on http://" in line:
+                port = int(line.rsplit(":", 1)[1])
+                _wait_answering(port)
+                return process, port, log_path
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError(log_path.read_text())
+
+
+def _wait_answering(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if _request(port, "GET", "/health")[0] == 200:
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the server never answered"
+        time.sleep(0.05)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def _request(port: int, method: str, path: str, body: dict | None = None, token: str | None = TOKEN, timeout: float = 20):
+    """One request on a new connection: (status, headers, parsed body)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        connection.request(method, path, body=data, headers=headers)
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def _raw_answer(sock: socket.socket, timeout: float) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and when it closed."""
+    sock.settimeout(timeout)
+    chunks = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks), time.monotonic()
+        chunks.append(chunk)
+
+
+def _json_error(answer: bytes, status: int) -> dict:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b" ", 2)[1] == str(status).encode(), answer
+    headers = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+    error = json.loads(body)["error"]
+    assert headers[b"content-type"] == b"application/json"
+    assert error["request_id"] == headers[b"x-request-id"].decode()
+    return error
+
+
+@pytest.fixture(scope="module")
+def deadline_server(tmp_path_factory):
+    """A real server with short deadlines: 3 s for headers, 3 s for a body."""
+    process, port, log_path = _start(tmp_path_factory.mktemp("deadlines"), "--header-timeout", "3", "--body-timeout", "3")
+    yield port
+    _stop(process)
+
+
+def _slow_header(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    return sock
+
+
+def _slow_body(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(
+        b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+        + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"expr\""
+    )
+    return sock
+
+
+def test_idle_and_slow_connections_past_the_work_limit_do_not_keep_an_authenticated_request_out(deadline_server):
+    port = deadline_server
+    # 64 requests may be answered at once; these 160 connections answer none.
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(80)]
+    slow = [_slow_header(port) for _ in range(40)] + [_slow_body(port) for _ in range(40)]
+    try:
+        time.sleep(0.3)  # the server has accepted them all
+        status, headers, body = _request(port, "GET", "/health")
+        assert (status, body["status"]) == (200, "ok")
+        status, _, body = _request(port, "POST", "/api/v1/query", {"expr": "nodes.count()"})
+        assert (status, body["value"]) == (200, 0)
+        status, _, body = _request(port, "GET", "/health", token=None)
+        assert (status, body["error"]["category"]) == (401, "unauthorized")  # not a 503
+    finally:
+        for sock in idle + slow:
+            sock.close()
+
+
+def test_an_idle_connection_is_closed_silently_after_the_header_timeout(deadline_server):
+    sock = socket.create_connection(("127.0.0.1", deadline_server))
+    opened = time.monotonic()
+    with sock:
+        answer, closed = _raw_answer(sock, 30)
+    assert answer == b"" and 2.5 <= closed - opened <= 15
+
+
+def test_headers_that_trickle_in_past_the_header_timeout_get_a_json_408(deadline_server):
+    sock = _slow_header(deadline_server)
+    opened = time.monotonic()
+    with sock:
+        for _ in range(40):  # a byte every 0.25 s: uvicorn's keep-alive timer restarts at each
+            try:
+                sock.sendall(b"x")
+            except OSError:  # the server closed it
+                break
+            time.sleep(0.25)
+            if time.monotonic() - opened > 20:
+                break
+        answer, closed = _raw_answer(sock, 30)
+    error = _json_error(answer, 408)
+    assert error["category"] == "request-timeout" and "headers" in error["message"]
+    assert 2.5 <= closed - opened <= 20
+
+
+def test_a_body_that_does_not_arrive_within_the_body_timeout_gets_a_json_408(deadline_server):
+    sock = _slow_body(deadline_server)
+    opened = time.monotonic()
+    with sock:
+        answer, closed = _raw_answer(sock, 30)
+    error = _json_error(answer, 408)
+    assert error["category"] == "request-timeout" and "body" in error["message"]
+    assert 2.5 <= closed - opened <= 15
+
+
+def test_headers_over_64_kib_get_a_json_431(deadline_server):
+    with socket.create_connection(("127.0.0.1", deadline_server)) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        try:
+            for _ in range(20):
+                sock.sendall(b"X-Padding: " + b"p" * 8000 + b"\r\n")
+        except OSError:
+            pass
+        answer, _ = _raw_answer(sock, 30)
+    assert _json_error(answer, 431)["category"] == "request-too-large"
+
+
+def test_past_the_work_limit_the_503_is_a_json_error_with_retry_after_and_the_request_id(tmp_path):
+    process, port, _ = _start(tmp_path, "--max-concurrency", "1", stuck=True)
+    try:
+        stuck = threading.Thread(target=lambda: _request(port, "POST", "/api/v1/query", {"expr": "stuck"}, timeout=60), daemon=True)
+        stuck.start()
+        deadline = time.monotonic() + 20
+        while True:  # until the stuck request is being answered
+            status, headers, body = _request(port, "GET", "/health")
+            if status == 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert status == 503, body
+        assert body["error"]["category"] == "overloaded" and "--max-concurrency" in body["error"]["message"]
+        assert headers["retry-after"] == "1" and body["error"]["request_id"] == headers["x-request-id"]
+    finally:
+        _stop(process)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_with_a_stuck_request_stops_within_the_graceful_timeout_and_answers_it(tmp_path, workers):
+    process, port, log_path = _start(tmp_path, "--graceful-timeout", "1", "--workers", workers, stuck=True)
+    answers: list = []
+    try:
+        for _ in range(int(workers)):  # one stuck request per worker (they are handed out in turn)
+            thread = threading.Thread(target=lambda: answers.append(_request(port, "POST", "/api/v1/query", {"expr": "stuck"}, timeout=60)), daemon=True)
+            thread.start()
+        time.sleep(1.0)  # the requests are running
+        process.send_signal(signal.SIGTERM)
+        asked = time.monotonic()
+        code = process.wait(60)
+        took = time.monotonic() - asked
+    finally:
+        _stop(process)
+    log = log_path.read_text()
+    assert code == 0, log
+    assert took < 1 + 8, f"took {took:.1f} s to stop\n{log}"  # 1 s of grace, then at most a few s
+    assert "abandoning 1 request(s)" in log
+    deadline = time.monotonic() + 10
+    while len(answers) < int(workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [(status, body["error"]["category"]) for status, _, body in answers] == [(503, "stopping")] * int(workers)

@@ -101,10 +101,13 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "rewrite-cap": 429,
     # transport-level refusals
     "unauthorized": 401,
+    "request-timeout": 408,
     "request-too-large": 413,
     "unsupported-media-type": 415,
     # the service cannot do it
     "not-implemented": 501,
+    "overloaded": 503,
+    "stopping": 503,
     "store": 503,
     "io": 503,
     "embedder": 503,
@@ -146,7 +149,11 @@ class ServerLimits:
     at the graph's depth and is charged like any step); ``max_regex_repeats`` unbounded
     quantifiers per regular expression; ``max_work`` nodes produced by one query's steps and
     ``timeout`` seconds per query (see :class:`~hgm_engine.query.executor.Limits`);
-    ``max_ops`` operations per transaction; ``max_k`` matches per localization request.
+    ``max_ops`` operations per transaction; ``max_k`` matches per localization request;
+    ``body_timeout`` seconds for a request's body to arrive once its headers have (None or 0:
+    no limit); ``max_concurrency`` requests answered at once by one server process — counted
+    from when a request's body is all there, so idle and slow connections do not count (None
+    or 0: no limit).
 
     >>> ServerLimits().executor_limits().max_work
     2000000
@@ -162,6 +169,8 @@ class ServerLimits:
     max_k: int = 100
     inline_work: int = 50_000
     inline_timeout: float = 0.01
+    body_timeout: float | None = 30.0
+    max_concurrency: int | None = 64
 
     def executor_limits(self) -> Limits:
         return Limits(max_work=self.max_work, timeout=self.timeout)
