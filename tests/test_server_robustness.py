@@ -375,3 +375,120 @@ def test_sigterm_with_a_stuck_request_stops_within_the_graceful_timeout_and_answ
     while len(answers) < int(workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [(status, body["error"]["category"]) for status, _, body in answers] == [(503, "stopping")] * int(workers)
+
+
+# -- MCP: every line gets an answer (issue 12, item 9) --------------------------------------------
+
+
+class _McpProcess:
+    """``hgm mcp`` on a pipe, spoken to line by line (the raw protocol, no SDK client)."""
+
+    def __init__(self, db: pathlib.Path):
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hgm_engine.server.mcp_server", "--db", str(db)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(REPO),
+        )
+        self.lines: list[bytes] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def send(self, line: bytes) -> None:
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, timeout: float = 10) -> dict:
+        deadline = time.monotonic() + timeout
+        while not self.lines:
+            assert time.monotonic() < deadline, "no answer (the client would wait for ever)"
+            assert self.process.poll() is None, self.process.stderr.read().decode()
+            time.sleep(0.02)
+        return json.loads(self.lines.pop(0))
+
+    def call(self, id_: int, method: str, params: dict | None = None) -> dict:
+        message = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(json.dumps(message).encode())
+        return self.answer()
+
+    def close(self) -> str:
+        self.process.stdin.close()
+        try:
+            self.process.wait(30)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+        return self.process.stderr.read().decode()
+
+
+@pytest.fixture(scope="module")
+def mcp_process(tmp_path_factory):
+    """One ``hgm mcp`` process for the MCP tests: each test checks it still answers after."""
+    pytest.importorskip("mcp")
+    tmp_path = tmp_path_factory.mktemp("mcp")
+    with Memory.open(tmp_path / "memory.db") as memory:
+        memory.apply(PLAN)
+    process = _McpProcess(tmp_path / "memory.db")
+    initialized = process.call(1, "initialize", {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "robustness", "version": "0"}})
+    assert initialized["id"] == 1 and "result" in initialized, initialized
+    process.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+    yield process
+    process.close()
+
+
+@pytest.mark.parametrize("line", [b"{not json", b'{"jsonrpc": "2.0", "id": 3, "method": ', b"\xff\xfe\x00garbage", b"[" * 100_000, b'"\\ud800"'])
+def test_an_unparsable_mcp_line_gets_a_parse_error_and_the_server_goes_on(mcp_process, line):
+    mcp_process.send(line)
+    answer = mcp_process.answer()
+    assert answer["jsonrpc"] == "2.0" and answer["id"] is None
+    assert answer["error"]["code"] == -32700
+    listed = mcp_process.call(2, "tools/list")
+    assert listed["id"] == 2 and any(tool["name"] == "query" for tool in listed["result"]["tools"])
+
+
+@pytest.mark.parametrize(
+    "message,answer_id",
+    [
+        ({"jsonrpc": "2.0", "id": 7, "method": 5}, 7),
+        ({"jsonrpc": "1.0", "id": "x", "method": "tools/list"}, "x"),
+        ({"id": 8, "method": "tools/list"}, 8),
+        ({"jsonrpc": "2.0", "id": [1], "method": "tools/list"}, None),
+        ([], None),
+        (5, None),
+        ("tools/list", None),
+    ],
+)
+def test_an_invalid_mcp_request_gets_invalid_request_with_its_id_when_it_has_one(mcp_process, message, answer_id):
+    mcp_process.send(json.dumps(message).encode())
+    answer = mcp_process.answer()
+    assert answer["id"] == answer_id and answer["error"]["code"] == -32600, answer
+    assert mcp_process.call(2, "tools/list")["id"] == 2
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"id": "a", "as_of": "²"},
+        {"id": "a", "as_of": "9" * 5000},
+        {"id": "a", "as_of": 10**30},
+        {"id": "a", "as_of": -1},
+        {"id": "\u0000"},
+        {"id": "a" * 100_000},
+    ],
+)
+def test_a_hostile_mcp_tool_argument_is_an_error_result_not_an_internal_error(mcp_process, arguments):
+    answer = mcp_process.call(5, "tools/call", {"name": "get_node", "arguments": arguments})
+    assert "error" not in answer, answer  # no JSON-RPC error: a tool result the model can read
+    result = answer["result"]
+    assert result["isError"] is True
+    error = result["structuredContent"]["error"]
+    assert error["category"] in ("invalid-argument", "unknown-node")
+    if "as_of" in arguments:
+        assert error["where"] == "as_of"

@@ -222,6 +222,11 @@ def run(args: argparse.Namespace) -> int:
 
         run(build_parser().parse_args(["--db", "memory.db", "--workers", "2"]))
     """
+    try:
+        import uvicorn  # noqa: F401 - imported where it serves; checked before anything is opened
+    except ImportError as exc:
+        print(f"hgm serve: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+        return 1
     configure_logging(args.log_level)
     if args.workers < 1:
         print("hgm serve: --workers must be at least 1", file=sys.stderr)
