@@ -492,3 +492,157 @@ def test_a_hostile_mcp_tool_argument_is_an_error_result_not_an_internal_error(mc
     assert error["category"] in ("invalid-argument", "unknown-node")
     if "as_of" in arguments:
         assert error["where"] == "as_of"
+
+
+@pytest.mark.parametrize("route", ["/api/v1/query", "/api/v1/explain"])
+def test_a_query_nested_past_what_python_compiles_is_limit_exceeded_not_a_500(client, route):
+    expr = "nodes.where(" + "not " * 200 + "status = 'x')"
+    assert _refusal(client.post(route, json={"expr": expr}))["category"] == "limit-exceeded"
+
+
+# -- property-based: whatever a body holds, the answer is a document or an error with a category --
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# A stand-in for an integer of 5,000 digits (which neither hypothesis nor json.dumps will print):
+# the body's text gets the digits in its place.
+HUGE = "<5000 digits>"
+
+
+def _json_text(value) -> str:
+    return json.dumps(value).replace(json.dumps(HUGE), "9" * 5000)
+
+
+HOSTILE_STRINGS = st.sampled_from(["\ud800", "\udfff", "\x00", "²", "٣", "9" * 5000, "-1", "", " ", "a\nb", "\u202e", "root", "g", "a", "r1"])
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([HUGE, -(10**30), 2**63, 2**64]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    HOSTILE_STRINGS,
+)
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5) | HOSTILE_STRINGS, inner, max_size=3), max_leaves=8)
+DEEP = st.integers(min_value=1, max_value=400).map(lambda depth: json.loads("[" * depth + "]" * depth))
+
+ROUTE_FIELDS = {
+    "/api/v1/query": ["expr", "focus", "params", "as_of", "nodes"],
+    "/api/v1/explain": ["expr"],
+    "/api/v1/transactions": ["author", "reason", "base_t", "ops", "dry_run"],
+    "/api/v1/confirm": ["id", "author", "reason"],
+    "/api/v1/revert": ["t", "author", "reason"],
+    "/api/v1/snapshots": ["name", "t"],
+    "/api/v1/locate": ["text", "tags", "k"],
+    "/api/v1/rewrite": ["path_id", "steps", "reason", "author"],
+    "/api/v1/memory/node": ["content", "type", "level", "session_id", "parent_id", "id", "metadata", "author", "reason"],
+    "/api/v1/memory/path/retrieve": ["query", "max_paths", "max_hops", "tags"],
+    "/api/v1/memory/path/rewrite": ["path_id", "feedback", "steps", "session_context"],
+}
+OP_NAMES = ["add_node", "update_node", "delete_node", "add_edge", "update_edge", "delete_edge", "replace_branch", "confirm"]
+OP_KEYS = ["id", "type", "parent", "order", "set", "unset", "cascade", "from", "to", "with", "content"]
+OPS = st.lists(
+    st.fixed_dictionaries({"op": st.sampled_from(OP_NAMES) | VALUES}, optional={key: VALUES | HOSTILE_STRINGS for key in OP_KEYS}),
+    max_size=3,
+)
+GET_ROUTES = {
+    "/api/v1/nodes/g": ["as_of"],
+    "/api/v1/history": ["node"],
+    "/api/v1/diff": ["from", "to"],
+    "/api/v1/changes": ["since"],
+    "/api/v1/stale": ["as_of"],
+    "/api/v1/frontier": ["goal", "as_of"],
+    "/api/v1/focus-path": ["node", "as_of"],
+    "/api/v1/export": ["as_of"],
+}
+
+
+def _body(route: str, data) -> dict:
+    fields = ROUTE_FIELDS[route]
+    chosen = data.draw(st.lists(st.sampled_from(fields), unique=True, max_size=len(fields)))
+    body = {}
+    for name in chosen:
+        body[name] = data.draw(OPS if name == "ops" else (VALUES | DEEP | HOSTILE_STRINGS))
+    return body
+
+
+def _assert_answered(response) -> None:
+    assert response.status_code < 500, response.text
+    doc = response.json()
+    if response.status_code >= 400:
+        assert doc["error"]["category"] and doc["error"]["request_id"] == response.headers["x-request-id"]
+
+
+@pytest.fixture(scope="module")
+def fuzz_memory(tmp_path_factory):
+    memory = Memory.open(tmp_path_factory.mktemp("fuzz") / "memory.db")
+    memory.apply(PLAN)
+    memory.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
+    yield memory
+    memory.close()
+
+
+@pytest.fixture(scope="module")
+def fuzz_client(fuzz_memory):
+    return TestClient(create_app(fuzz_memory), raise_server_exceptions=False)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_any_rest_body_is_answered_with_a_document_or_an_error_and_a_refusal_changes_nothing(fuzz_memory, fuzz_client, data):
+    client = fuzz_client
+    route = data.draw(st.sampled_from(sorted(ROUTE_FIELDS)))
+    body = _body(route, data)
+    text = _json_text(body)  # NaN and Infinity as JavaScript writes them, HUGE as 5,000 digits
+    before = (fuzz_memory.t, fuzz_memory.snapshots())
+    response = client.post(route, content=text.encode("utf-8", "surrogatepass"), headers={"content-type": "application/json"})
+    _assert_answered(response)
+    if response.status_code >= 400:
+        assert (fuzz_memory.t, fuzz_memory.snapshots()) == before
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_any_query_string_is_answered_with_a_document_or_an_error(fuzz_client, data):
+    client = fuzz_client
+    route = data.draw(st.sampled_from(sorted(GET_ROUTES)))
+    values = {name: data.draw(HOSTILE_STRINGS | st.text(max_size=12) | st.integers().map(str)) for name in GET_ROUTES[route]}
+    query = "&".join(f"{k}={urllib.parse.quote(v.encode('utf-8', 'surrogatepass'))}" for k, v in values.items())
+    _assert_answered(client.get(f"{route}?{query}"))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_any_mcp_tool_call_is_a_result_or_an_error_with_a_category(fuzz_memory, data):
+    from hgm_engine.server.mcp_server import TOOLS, call_tool
+    from hgm_engine.server.service import MemoryService
+
+    tool = data.draw(st.sampled_from(TOOLS))
+    names = sorted(tool.input_schema["properties"]) + ["bogus"]
+    chosen = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=len(names)))
+    arguments = {name: data.draw(OPS if name == "ops" else (VALUES | DEEP | HOSTILE_STRINGS)) for name in chosen}
+    before = fuzz_memory.t
+    doc, failed = call_tool(MemoryService(fuzz_memory), tool.name, arguments)
+    if failed:
+        assert doc["error"]["category"] not in ("internal", None), doc
+        assert fuzz_memory.t == before
+    json.dumps(doc, default=str)  # the answer can be written
+
+
+@settings(max_examples=150, deadline=None)
+@given(line=st.text(max_size=60) | st.builds(_json_text, VALUES))
+def test_any_mcp_line_is_a_message_or_has_a_json_rpc_error(line):
+    from hgm_engine.server.mcp_server import INVALID_REQUEST, PARSE_ERROR, line_error
+
+    error = line_error(line)
+    assert error is None or error[0] in (PARSE_ERROR, INVALID_REQUEST)
+
+
+def test_a_path_with_control_characters_cannot_forge_an_access_log_line(client, caplog):
+    with caplog.at_level("INFO", logger="hgm.server.access"):
+        response = client.get("/api/v1/nodes/a%0A0123 GET /forged 200 1.00ms 10.0.0.1%1B[31m")
+    assert response.status_code == 404
+    lines = [record.getMessage() for record in caplog.records if record.name == "hgm.server.access"]
+    assert len(lines) == 1 and "\n" not in lines[0] and "\x1b" not in lines[0]
+    assert "\\x0a" in lines[0] and "\\x1b" in lines[0]

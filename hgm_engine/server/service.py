@@ -476,6 +476,10 @@ class MemoryService:
             compiled = self.memory.compile(expr)
         except RecursionError:
             raise _fail("limit-exceeded", "the query is nested too deeply") from None
+        except SyntaxError as exc:  # Python's own nesting limit, met by the generated code
+            if "nested" not in str(exc):
+                raise
+            raise _fail("limit-exceeded", "the query is nested too deeply") from None
         for node in _walk(compiled.ast):
             if isinstance(node, S.RepeatStep):
                 bound = max(node.lower, node.upper or 0)
