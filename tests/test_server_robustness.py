@@ -28,6 +28,15 @@ from fastapi.testclient import TestClient  # noqa: E402
 from hgm_engine import Memory  # noqa: E402
 from hgm_engine.server.rest import create_app  # noqa: E402
 
+# A stand-in for an integer of 5,000 digits (which neither hypothesis nor json.dumps will print):
+# the body's text gets the digits in its place.
+HUGE = "<5000 digits>"
+
+
+def _json_text(value) -> str:
+    return json.dumps(value).replace(json.dumps(HUGE), "9" * 5000)
+
+
 PLAN = {
     "ops": [
         {"op": "add_node", "id": "g", "type": "goal", "content": "plan"},
@@ -455,7 +464,7 @@ def mcp_process(tmp_path_factory):
     process.close()
 
 
-@pytest.mark.parametrize("line", [b"{not json", b'{"jsonrpc": "2.0", "id": 3, "method": ', b"\xff\xfe\x00garbage", b"[" * 100_000, b'"\\ud800"'])
+@pytest.mark.parametrize("line", [b"{not json", b'{"jsonrpc": "2.0", "id": 3, "method": ', b"\xff\xfe\x00garbage", b"[" * 100_000])
 def test_an_unparsable_mcp_line_gets_a_parse_error_and_the_server_goes_on(mcp_process, line):
     mcp_process.send(line)
     answer = mcp_process.answer()
@@ -475,10 +484,14 @@ def test_an_unparsable_mcp_line_gets_a_parse_error_and_the_server_goes_on(mcp_pr
         ([], None),
         (5, None),
         ("tools/list", None),
+        # JSON the SDK's parser refuses: the answer still goes to the request that sent it
+        ({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "get_node", "arguments": {"id": "a", "as_of": HUGE}}}, 11),
+        ({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "get_node", "arguments": {"id": "\ud800"}}}, 12),
+        ("\ud800", None),
     ],
 )
 def test_an_invalid_mcp_request_gets_invalid_request_with_its_id_when_it_has_one(mcp_process, message, answer_id):
-    mcp_process.send(json.dumps(message).encode())
+    mcp_process.send(_json_text(message).encode("utf-8", "surrogatepass"))
     answer = mcp_process.answer()
     assert answer["id"] == answer_id and answer["error"]["code"] == -32600, answer
     assert mcp_process.call(2, "tools/list")["id"] == 2
@@ -516,15 +529,6 @@ def test_a_query_nested_past_what_python_compiles_is_limit_exceeded_not_a_500(cl
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-# A stand-in for an integer of 5,000 digits (which neither hypothesis nor json.dumps will print):
-# the body's text gets the digits in its place.
-HUGE = "<5000 digits>"
-
-
-def _json_text(value) -> str:
-    return json.dumps(value).replace(json.dumps(HUGE), "9" * 5000)
-
 
 HOSTILE_STRINGS = st.sampled_from(["\ud800", "\udfff", "\x00", "²", "٣", "9" * 5000, "-1", "", " ", "a\nb", "\u202e", "root", "g", "a", "r1"])
 SCALARS = st.one_of(

@@ -308,8 +308,10 @@ PARSE_ERROR, INVALID_REQUEST = -32700, -32600  # JSON-RPC 2.0's codes
 
 def line_error(line: str) -> tuple[int, str, str | int | None] | None:
     """Why a line from the client is no JSON-RPC message: ``(code, message, id)``, or None when
-    it is one. Not JSON: :data:`PARSE_ERROR` with id None; JSON of the wrong shape:
-    :data:`INVALID_REQUEST` with the message's ``id`` when that is a string or an integer.
+    it is one. Not JSON: :data:`PARSE_ERROR` with id None. JSON of the wrong shape, or JSON
+    the SDK's parser cannot take (a number of thousands of digits, nesting past its limit):
+    :data:`INVALID_REQUEST` with the message's ``id`` when that is a string or an integer, so
+    the client waiting for that id gets its answer.
 
     >>> line_error('{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}') is None
     True
@@ -319,10 +321,13 @@ def line_error(line: str) -> tuple[int, str, str | int | None] | None:
     (-32600, 4)
     >>> line_error('{"jsonrpc": "2.0", "id": [4], "method": "tools/list"}')[::2]
     (-32600, None)
+    >>> line_error('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"n": ' + "9" * 5000 + '}}')[::2]
+    (-32600, 5)
     """
     import mcp_types
     from pydantic import ValidationError
 
+    unreadable = ""
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         if not isinstance(message, mcp_types.JSONRPCNotification) or '"id"' not in line:
@@ -332,24 +337,25 @@ def line_error(line: str) -> tuple[int, str, str | int | None] | None:
     except ValidationError as exc:
         errors = exc.errors()
         if not errors or errors[0]["type"] == "json_invalid":
-            detail = str((errors[0].get("ctx") or {}).get("error", "")) if errors else ""
-            return PARSE_ERROR, f"Parse error: the line is not JSON{': ' + detail[:200] if detail else ''}", None
-    except Exception as exc:  # noqa: BLE001 - whatever the parser refuses is a parse error
-        return PARSE_ERROR, f"Parse error: {str(exc)[:200]}", None
-    try:
-        doc = json.loads(line)
+            unreadable = str((errors[0].get("ctx") or {}).get("error", "")) if errors else ""
+    except Exception as exc:  # noqa: BLE001 - whatever the parser refuses, the line is unreadable
+        unreadable = str(exc)
+    try:  # Python's parser, told to take any number, tells JSON it cannot read from no JSON
+        doc = json.loads(line, parse_int=lambda digits: int(digits) if len(digits) <= 4000 else 0)
     except (ValueError, RecursionError):
-        doc = None
-    if isinstance(doc, dict) and "id" not in doc and "jsonrpc" in doc and isinstance(doc.get("method"), str):
+        return PARSE_ERROR, f"Parse error: the line is not JSON{': ' + unreadable[:200] if unreadable else ''}", None
+    if not unreadable and isinstance(doc, dict) and "id" not in doc and "jsonrpc" in doc and isinstance(doc.get("method"), str):
         return None  # a notification after all (the text "id" was inside a value)
     found = doc.get("id") if isinstance(doc, dict) else None
     usable = isinstance(found, (str, int)) and not isinstance(found, bool) and (isinstance(found, str) or abs(found) < 2**63)
-    return (
-        INVALID_REQUEST,
-        'Invalid Request: a JSON-RPC 2.0 message is an object with "jsonrpc": "2.0" and a string "method" '
-        '(a request also has an "id": a string or an integer), or a response to a request of the server',
-        found if usable else None,
-    )
+    if unreadable:
+        message = f"Invalid Request: the message is JSON this server cannot read ({unreadable[:200]})"
+    else:
+        message = (
+            'Invalid Request: a JSON-RPC 2.0 message is an object with "jsonrpc": "2.0" and a string "method" '
+            '(a request also has an "id": a string or an integer), or a response to a request of the server'
+        )
+    return INVALID_REQUEST, message, found if usable else None
 
 
 class _CheckedLines:
