@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import logging
 import os
 import selectors
-import faulthandler
 import signal
 import socket
 import sys
@@ -52,6 +52,9 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # process at STOP_MARGIN, the supervisor kills a worker at STOP_MARGIN + _KILL_MARGIN.
 STOP_MARGIN = 10.0
 _JOIN_TIMEOUT, _CLOSE_TIMEOUT, _KILL_MARGIN = 1.0, 5.0, 5.0
+
+# Whether a stop signal armed the faulthandler watchdog (so finish() may cancel it).
+_watchdog = {"armed": False}
 
 
 @attrs.frozen
@@ -127,12 +130,10 @@ def _server_class():
         """uvicorn's server; the first stop signal also arms the watchdog that ends the process
         if stopping takes more than ``graceful_timeout`` + :data:`STOP_MARGIN` seconds."""
 
-        _watchdog_armed = False
-
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
-            if not self._watchdog_armed:
-                self._watchdog_armed = True
+            if not _watchdog["armed"]:
+                _watchdog["armed"] = True
                 faulthandler.dump_traceback_later((self.config.timeout_graceful_shutdown or 0) + STOP_MARGIN, exit=True)
 
     return BoundedStopServer
@@ -141,7 +142,8 @@ def _server_class():
 def finish(memory: Memory | None, who: str = "") -> list[str]:
     """After the server stopped: give the threads still answering a moment, close the memory
     (within a bound), and return the names of the threads that still run — requests the stop
-    abandons (the caller then leaves with ``os._exit``: Python would wait for them).
+    abandons (the caller then leaves with ``os._exit``: Python would wait for them). When none
+    is left the stop is over, and the watchdog a stop signal armed is called off.
 
     >>> finish(None)
     []
@@ -163,6 +165,9 @@ def finish(memory: Memory | None, who: str = "") -> list[str]:
     left = [t.name for t in running()]
     if left:
         logger.warning("%sabandoning %d request(s) still running after the graceful timeout", who, len(left))
+    elif _watchdog["armed"]:
+        faulthandler.cancel_dump_traceback_later()
+        _watchdog["armed"] = False
     return left
 
 
