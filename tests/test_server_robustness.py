@@ -381,7 +381,7 @@ def test_sigterm_with_a_stuck_request_stops_within_the_graceful_timeout_and_answ
         for _ in range(int(workers)):  # one stuck request per worker (they are handed out in turn)
             thread = threading.Thread(target=_quietly(lambda: answers.append(_request(port, "POST", "/api/v1/query", {"expr": "stuck"}, timeout=60))), daemon=True)
             thread.start()
-        time.sleep(1.0)  # the requests are running
+        time.sleep(0.5)  # the requests are running
         process.send_signal(signal.SIGTERM)
         asked = time.monotonic()
         code = process.wait(60)
