@@ -348,6 +348,13 @@ class RewriteProposalError(HGMError):
 
 
 class ServiceError(HGMError):
-    """A request the service refuses before it reaches the engine (limits, missing features)."""
+    """A request the service refuses before it reaches the engine (limits, missing features).
+
+    Besides the engine's categories, the REST server answers with these of its own (as
+    ``{"error": ...}`` documents; ``hgm_engine.server.service.STATUS_BY_CATEGORY`` has the
+    statuses): ``request-timeout`` (408: headers or body came too slowly), ``overloaded``
+    (503: the work limit is reached; retry), ``stopping`` (503: the server stopped before it
+    answered), alongside ``unauthorized``, ``request-too-large`` and ``unsupported-media-type``.
+    """
 
     stage = "server"

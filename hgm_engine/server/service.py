@@ -101,10 +101,13 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "rewrite-cap": 429,
     # transport-level refusals
     "unauthorized": 401,
+    "request-timeout": 408,
     "request-too-large": 413,
     "unsupported-media-type": 415,
     # the service cannot do it
     "not-implemented": 501,
+    "overloaded": 503,
+    "stopping": 503,
     "store": 503,
     "io": 503,
     "embedder": 503,
@@ -146,7 +149,11 @@ class ServerLimits:
     at the graph's depth and is charged like any step); ``max_regex_repeats`` unbounded
     quantifiers per regular expression; ``max_work`` nodes produced by one query's steps and
     ``timeout`` seconds per query (see :class:`~hgm_engine.query.executor.Limits`);
-    ``max_ops`` operations per transaction; ``max_k`` matches per localization request.
+    ``max_ops`` operations per transaction; ``max_k`` matches per localization request;
+    ``body_timeout`` seconds for a request's body to arrive once its headers have (None or 0:
+    no limit); ``max_concurrency`` requests answered at once by one server process — counted
+    from when a request's body is all there, so idle and slow connections do not count (None
+    or 0: no limit).
 
     >>> ServerLimits().executor_limits().max_work
     2000000
@@ -162,6 +169,8 @@ class ServerLimits:
     max_k: int = 100
     inline_work: int = 50_000
     inline_timeout: float = 0.01
+    body_timeout: float | None = 30.0
+    max_concurrency: int | None = 64
 
     def executor_limits(self) -> Limits:
         return Limits(max_work=self.max_work, timeout=self.timeout)
@@ -279,15 +288,89 @@ def _walk(node: Any) -> Iterator[Any]:
                     stack.append(getattr(current, field.name))
 
 
-def _json_t(value: Any, what: str) -> int | str | None:
-    """A ``t`` or snapshot name from a request (query strings arrive as text)."""
+_ASCII_INT = re.compile(r"-?[0-9]+")
+
+
+def _t_or_name(value: Any, what: str) -> int | str | None:
+    """A ``t`` (an integer, or ASCII digits: query strings arrive as text) or a snapshot name
+    from a request; anything else is ``invalid-argument`` naming the parameter ``what``.
+
+    >>> _t_or_name("12", "as_of"), _t_or_name("nightly", "as_of"), _t_or_name(None, "as_of")
+    (12, 'nightly', None)
+    >>> _t_or_name("²", "as_of")
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.ServiceError: invalid-argument at as_of: as_of must be a t (ASCII digits 0-9) or a snapshot name; '²' is neither
+    """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise _fail("invalid-argument", f"{what} must be a t (integer) or a snapshot name")
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str):
+        if _ASCII_INT.fullmatch(value):
+            if len(value.lstrip("-")) > 19:  # beyond any t (and beyond int()'s digit limit)
+                raise _fail("invalid-argument", f"{what}: {value[:20]}... ({len(value)} characters) is not a t of this memory", what)
+            return int(value)
+        if not value or value.lstrip("-").isdigit() or not value.isprintable():
+            # Other digits ('²', '٣') and empty or control-character strings are no t, and no
+            # snapshot can be named so (a snapshot name is never all digits).
+            shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
+            raise _fail("invalid-argument", f"{what} must be a t (ASCII digits 0-9) or a snapshot name; {shown} is neither", what)
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail("invalid-argument", f"{what} must be a t (an integer) or a snapshot name, not {type(value).__name__}", what)
     return value
+
+
+def _text_problem(value: Any, where: str) -> str | None:
+    """Where in a JSON value a string is no text (a lone surrogate such as ``\\ud800``, which
+    JSON can escape but UTF-8, SQLite and PostgreSQL cannot store), else None. Walks without
+    recursion; keys count as strings.
+
+    >>> _text_problem({"ops": [{"id": "ok"}, {"id": "\\ud800"}]}, "")
+    'ops[1].id'
+    >>> _text_problem(["fine", {"k": 1}], "steps") is None
+    True
+    """
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        current, at = stack.pop()
+        if isinstance(current, str):
+            if not current.isascii():
+                try:
+                    current.encode("utf-8")
+                except UnicodeEncodeError:
+                    return at
+        elif isinstance(current, Mapping):
+            for key, item in current.items():
+                if isinstance(key, str) and _text_problem(key, at) is not None:
+                    return at
+                stack.append((item, f"{at}.{key}" if at else str(key)))
+        elif isinstance(current, (list, tuple)):
+            stack.extend((item, f"{at}[{i}]") for i, item in enumerate(current))
+    return None
+
+
+def _check_text(category: str = "invalid-argument", **values: Any) -> None:
+    """Refuse a request whose strings are no text (see :func:`_text_problem`), naming where.
+
+    >>> _check_text(author="planner", reason=None)
+    >>> _check_text(reason="\\udfff")
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.ServiceError: invalid-argument at reason: reason: a lone surrogate (\\ud800-\\udfff) is not a character; send text as UTF-8 or JSON escapes of whole characters
+    """
+    for name, value in values.items():
+        at = _text_problem(value, name)
+        if at is not None:
+            raise _fail(
+                category,
+                f"{at}: a lone surrogate (\\ud800-\\udfff) is not a character; send text as UTF-8 or JSON escapes of whole characters",
+                at,
+            )
+
+
+def _shown_int(value: int) -> str:
+    """An integer for a message: in full when short (``str`` refuses over 4,300 digits)."""
+    return str(value) if -(10**19) < value < 10**19 else ("-" if value < 0 else "") + "a number of more than 19 digits"
 
 
 # -- the service -----------------------------------------------------------------------------
@@ -317,6 +400,36 @@ class MemoryService:
         self._heavy: dict[str, int] = {}
 
     # -- reading ---------------------------------------------------------------------------
+
+    def resolve(self, value: Any, what: str = "as_of") -> int | None:
+        """The ``t`` that a request's ``value`` names (None: none given): a ``t`` of the
+        history (an integer, or ASCII digits) or a snapshot name. Anything else is a 400
+        ``invalid-argument`` (an unknown snapshot a 404 ``unknown-snapshot``) whose ``where``
+        is the parameter ``what``.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> s.resolve("1"), s.resolve(0, "from"), s.resolve(None)
+        (1, 0, None)
+        >>> s.resolve("9" * 5000, "since")
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.ServiceError: invalid-argument at since: since: 99999999999999999999... (5000 characters) is not a t of this memory
+        """
+        named = _t_or_name(value, what)
+        if named is None:
+            return None
+        if isinstance(named, str):
+            snapshots = self.memory.snapshots()
+            if named not in snapshots:
+                known = ", ".join(sorted(snapshots)[:20]) or "none"
+                shown = repr(named[:80]) + ("..." if len(named) > 80 else "")
+                raise _fail("unknown-snapshot", f"{what}: no snapshot named {shown} (known: {known})", what)
+            return snapshots[named]
+        if not 0 <= named <= self.memory.t:
+            raise _fail("invalid-argument", f"{what}: t={_shown_int(named)} is outside the history (0..{self.memory.t})", what)
+        return named
 
     def fresh(self) -> int:
         """Apply what other processes committed to the store (other server workers, the CLI)
@@ -362,6 +475,10 @@ class MemoryService:
         try:
             compiled = self.memory.compile(expr)
         except RecursionError:
+            raise _fail("limit-exceeded", "the query is nested too deeply") from None
+        except SyntaxError as exc:  # Python's own nesting limit, met by the generated code
+            if "nested" not in str(exc):
+                raise
             raise _fail("limit-exceeded", "the query is nested too deeply") from None
         for node in _walk(compiled.ast):
             if isinstance(node, S.RepeatStep):
@@ -445,7 +562,7 @@ class MemoryService:
         >>> doc, [node.id for node in payloads]
         ({'kind': 'nodes', 'ids': ['g'], 't': 1}, ['g'])
         """
-        as_of = _json_t(as_of, "as_of")
+        as_of = _t_or_name(as_of, "as_of")
         if budget is not None:
             if as_of is not None:
                 raise BudgetExceeded("reads an earlier state")
@@ -459,7 +576,7 @@ class MemoryService:
         else:
             self.fresh()
         self.check_query(expr, params)
-        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
+        t = self.memory.t if as_of is None else self.resolve(as_of, "as_of")
         token = _budget.set(budget) if budget is not None else None
         payloads = None
         try:
@@ -503,7 +620,7 @@ class MemoryService:
 
     def node(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()
-        node = self.memory.node(node_id, as_of=_json_t(as_of, "as_of"))
+        node = self.memory.node(node_id, as_of=self.resolve(as_of, "as_of"))
         if node is None:
             raise _fail("unknown-node", f"no node {node_id!r}", node_id)
         return node
@@ -519,43 +636,44 @@ class MemoryService:
     def diff(self, t1: int | str, t2: int | str | None = None) -> dict[str, Any]:
         """What changed from state ``t1`` to ``t2`` (the current state by default)."""
         self.fresh()
-        t1 = _json_t(t1, "from")
-        t2 = self.memory.t if t2 is None else _json_t(t2, "to")
         if t1 is None:
-            raise _fail("missing-parameter", "diff needs 'from' (a t or a snapshot name)")
-        low, high = self.memory.resolve_t(t1), self.memory.resolve_t(t2)
+            raise _fail("missing-parameter", "diff needs 'from' (a t or a snapshot name)", "from")
+        low = self.resolve(t1, "from")
+        high = self.memory.t if t2 is None else self.resolve(t2, "to")
         return {"from": low, "to": high, "changes": self.memory.diff(low, high)}
 
     def changes_since(self, t: int | str) -> dict[str, Any]:
         self.fresh()
-        return self.memory.changes_since(_json_t(t, "since"))
+        if t is None:
+            raise _fail("missing-parameter", "changes needs 'since' (a t or a snapshot name)", "since")
+        return self.memory.changes_since(self.resolve(t, "since"))
 
     def stale(self, as_of: int | str | None = None) -> dict[str, Any]:
         """Nodes marked needs_review or blocked, with every mark's rule, cause and t."""
         self.fresh()
-        as_of = _json_t(as_of, "as_of")
-        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
+        as_of = self.resolve(as_of, "as_of")
+        t = self.memory.t if as_of is None else as_of
         return {"t": t, "stale": self.memory.stale(as_of=as_of)}
 
     def frontier(self, goal: str, as_of: int | str | None = None) -> dict[str, Any]:
         """Pending actions under ``goal`` that can run now."""
         self.fresh()
-        as_of = _json_t(as_of, "as_of")
-        t = self.memory.t if as_of is None else self.memory.resolve_t(as_of)
+        as_of = self.resolve(as_of, "as_of")
+        t = self.memory.t if as_of is None else as_of
         if self.memory.node(goal, as_of=as_of) is None:
             raise _fail("unknown-node", f"no node {goal!r}", goal)
         return {"goal": goal, "t": t, "frontier": self.memory.frontier(goal, as_of=as_of)}
 
     def focus_path(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()
-        path = self.memory.focus_path(node_id, as_of=_json_t(as_of, "as_of"))
+        path = self.memory.focus_path(node_id, as_of=self.resolve(as_of, "as_of"))
         if not path:
             raise _fail("unknown-node", f"no node {node_id!r}", node_id)
         return {"node": node_id, "path": path}
 
     def export(self, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()
-        return self.memory.export(as_of=_json_t(as_of, "as_of"))
+        return self.memory.export(as_of=self.resolve(as_of, "as_of"))
 
     def snapshots(self) -> dict[str, Any]:
         self.fresh()
@@ -571,6 +689,13 @@ class MemoryService:
         ops = doc.get("ops")
         if isinstance(ops, list) and len(ops) > self.limits.max_ops:
             raise _fail("limit-exceeded", f"{len(ops)} ops; this server takes at most {self.limits.max_ops} per transaction")
+        if isinstance(ops, list):
+            for i, op in enumerate(ops):
+                if isinstance(op, Mapping) and "op" in op and not isinstance(op["op"], str):
+                    raise _fail("invalid-transaction", f"'op' must be the name of an op (add_node, update_node, ...), not {type(op['op']).__name__}", f"ops[{i}]")
+        at = _text_problem(dict(doc), "")
+        if at is not None:
+            _check_text("invalid-transaction", **{at: "\udfff"})
         report = self.memory.apply(dict(doc), dry_run=dry_run)
         return self._report(report)
 
@@ -590,6 +715,7 @@ class MemoryService:
         reason: str | None = None,
     ) -> dict[str, Any]:
         """One ``add_node`` as its own transaction; ``{"id", "node", "t", "report"}``."""
+        _check_text(type=node_type, id=node_id, parent=parent, author=author, reason=reason)
         op: dict[str, Any] = dict(attributes)
         op.update({"op": "add_node", "type": node_type})
         if node_id is not None:
@@ -602,15 +728,18 @@ class MemoryService:
         return {"id": created, "t": report.t, "node": self.memory.node(created, as_of=report.t), "report": doc}
 
     def confirm(self, node_id: str, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        _check_text(id=node_id, author=author, reason=reason)
         return self._report(self.memory.confirm(node_id, author=author, reason=reason))
 
     def revert(self, t: int, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
         if isinstance(t, bool) or not isinstance(t, int):
-            raise _fail("invalid-argument", "'t' must be an integer")
+            raise _fail("invalid-argument", "'t' must be an integer", "t")
+        _check_text(author=author, reason=reason)
         return self._report(self.memory.revert(t, author=author, reason=reason))
 
     def snapshot(self, name: str, t: int | str | None = None) -> dict[str, Any]:
-        return {"name": name, "t": self.memory.snapshot(name, _json_t(t, "t"))}
+        _check_text(name=name)
+        return {"name": name, "t": self.memory.snapshot(name, self.resolve(t, "t"))}
 
     def add_memory_node(
         self,
@@ -639,6 +768,7 @@ class MemoryService:
         ...
         hgm_engine.errors.ServiceError: invalid-argument: metadata cannot set 'type'
         """
+        _check_text(content=content, level=level, session_id=session_id, metadata=metadata)
         attributes: dict[str, Any] = dict(metadata or {})
         for key in ("id", "type", "parent", "order", "op"):
             if key in attributes:
@@ -676,6 +806,7 @@ class MemoryService:
             raise _fail("invalid-argument", "'path_id' must be a non-empty string")
         if not isinstance(steps, list) or not steps:
             raise _fail("invalid-argument", "'steps' must be a non-empty list")
+        _check_text(path_id=path_id, steps=steps, reason=reason, author=author)
         return self._report(self.memory.rewrite_path(path_id, steps, reason or "rewrite", author=author))
 
     def rewrite_path_from_feedback(
@@ -690,6 +821,7 @@ class MemoryService:
         >>> s.rewrite_path_from_feedback("r1", "ask first", [{"keep": 0}, {"add": "ask_user", "after": 0}, {"keep": 1}], "chat 7")["reason"].splitlines()
         ['ask first', 'context: chat 7']
         """
+        _check_text(feedback=feedback, session_context=session_context)
         reason = feedback if session_context is None else f"{feedback}\ncontext: {session_context}"
         return self.rewrite_path(path_id, steps, reason)
 

@@ -142,7 +142,12 @@ def create_app(
     # limit): a direct route then passes no other layer; the rest go through all of them.
     build_stack = app.build_middleware_stack
     app.build_middleware_stack = lambda: Guard(  # type: ignore[method-assign]
-        build_stack(), token=token, max_body=limits.max_body, direct=direct
+        build_stack(),
+        token=token,
+        max_body=limits.max_body,
+        direct=direct,
+        body_timeout=limits.body_timeout,
+        max_concurrency=limits.max_concurrency,
     )
 
     # -- operations --------------------------------------------------------------------

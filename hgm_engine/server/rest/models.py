@@ -12,9 +12,9 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 __all__ = [
     "AsOf",
@@ -42,7 +42,10 @@ _STRICT = ConfigDict(extra="forbid", strict=True)
 # A model's docstring and field descriptions are its description in the OpenAPI document:
 # changing one changes the document clients are generated from.
 
-AsOf = int | str
+# A t or a snapshot name. Taken as any JSON value and checked by the service, so a wrong one is
+# one 400 naming ``as_of`` (pydantic would report one problem per member of ``int | str``);
+# the OpenAPI document still says what it is.
+AsOf = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string"}]})]
 
 
 class QueryRequest(BaseModel):
