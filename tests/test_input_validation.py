@@ -524,3 +524,54 @@ def test_query_json_on_a_graph_file_is_the_spec_document(capsys, tmp_path):
     graph = write(tmp_path, "g.json", base_doc())
     code, out, err = run(capsys, "query", "root.count()", "--graph", graph, "--json")
     assert json.loads(out) == {"kind": "count", "value": 1}
+
+
+# -- any document: a commit or an hgm error, and what is stored exports and loads back ---------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5) | st.sampled_from([(1, 64, 0), (1, 4300, -1), (1, 4300, 0), (-1, 4300, 0)]).map(lambda s: s[0] * (10 ** s[1] + s[2]) if s[1] > 100 else 2**64),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=4),
+    st.sampled_from([SURROGATE, "\x1b[2J", "", "id", "from", "type", "dirty"]),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_scalars.filter(lambda k: isinstance(k, str)) | st.just(1), inner, max_size=3),
+    max_leaves=8,
+) | st.builds(deep, st.sampled_from([64, 65, 300]))
+_names = st.sampled_from(["g", "a", "e", "n1", "content", "from", "to", "type", "id", "order", "dirty"]) | _values
+_ops = st.fixed_dictionaries(
+    {"op": st.sampled_from(["add_node", "update_node", "add_edge", "update_edge", "replace_branch"]) | _values},
+    optional={
+        "id": _names, "type": st.sampled_from(["fact", "goal", "related_to", "parent_of"]) | _values,
+        "from": _names, "to": _names, "set": st.dictionaries(_names.filter(lambda k: isinstance(k, str)), _values, max_size=2) | _values,
+        "unset": st.lists(_names, max_size=2) | _values, "order": _values, "content": _values,
+        "with": st.lists(st.fixed_dictionaries({"type": st.just("action")}, optional={"content": _values, "edges": _values}), max_size=2),
+    },
+)
+_documents = st.fixed_dictionaries(
+    {"ops": st.lists(_ops, max_size=3)},
+    optional={"author": _values, "dry_run": _values, "base_t": _values},
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=_documents)
+def test_any_transaction_document_commits_or_is_an_hgm_error_and_what_is_stored_round_trips(doc):
+    memory = Memory.from_document(base_doc())
+    before = state(memory)
+    try:
+        report = memory.apply(doc)
+    except HGMError as err:
+        assert err.category and state(memory) == before
+        return
+    exported = memory.export()
+    text = json.dumps(exported, allow_nan=False, ensure_ascii=False).encode("utf-8")  # strict JSON, UTF-8
+    again = Memory.from_document(json.loads(text))
+    assert again.export() == exported
+    assert report.committed or report.violations or report.dry_run
