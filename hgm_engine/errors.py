@@ -246,7 +246,12 @@ class QueryExecutionError(HGMError):
 
 
 class GraphFileError(HGMError, ValueError):
-    """A graph document is malformed or breaks the schema; nothing was loaded."""
+    """A graph document is malformed or breaks the schema; nothing was loaded.
+
+    Categories include ``invalid-json``, ``invalid-document``, ``unknown-name``,
+    ``duplicate-id``, ``missing-node`` and ``invalid-value`` (a value the engine does not store:
+    a lone surrogate, NaN, an integer of more than 4,300 digits, nesting deeper than 64 levels,
+    malformed staleness marks; ``where`` is its place, ``nodes[3].content``)."""
 
     stage = "load"
 
@@ -258,7 +263,12 @@ class SchemaError(HGMError, ValueError):
 
 
 class TransactionError(HGMError, ValueError):
-    """A transaction that cannot be applied as written (malformed, unknown node, ...)."""
+    """A transaction that cannot be applied as written (malformed, unknown node, ...).
+
+    Categories include ``invalid-transaction`` (its shape, a reserved name), ``invalid-value``
+    (a value the engine does not store, ``where`` going down to it: ``ops[3].set.tags[1]``),
+    ``limit-exceeded`` (more ops than the memory's ``max_ops``), ``unknown-node``,
+    ``unknown-edge``, ``unknown-name``, ``duplicate-id`` and ``duplicate-edge``."""
 
     stage = "transaction"
 

@@ -36,6 +36,7 @@ from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, 
 from hgm_engine.rules import MAX_ROUNDS, RuleRegistry
 from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
 from hgm_engine.txn import (
+    MAX_OPS,
     CommitPipeline,
     HistoricalMemory,
     MemoryHistory,
@@ -74,9 +75,11 @@ class Memory:
         limits: Limits = DEFAULT_LIMITS,
         store: Store | None = None,
         max_rule_rounds: int = MAX_ROUNDS,
+        max_ops: int = MAX_OPS,
     ):
         self.schema = schema
         self.limits = limits
+        self.max_ops = max_ops  # ops per transaction (apply and transaction()); loads and ingests are not ops
         self._store = store if store is not None else InMemoryStore()
         # empty until synced with the store, after the state
         self._rules = RuleRegistry(self, max_rounds=max_rule_rounds)
@@ -426,7 +429,7 @@ class Memory:
         """Apply a transaction document (formats.md). Returns the report: committed, or
         refused with every violation. Malformed documents and conflicts raise
         :class:`TransactionError` / :class:`ConflictError` and change nothing."""
-        parsed = parse_transaction(doc)
+        parsed = parse_transaction(doc, max_ops=self.max_ops)
         dry_run = dry_run or bool(doc.get("dry_run", False))
         return self._pipeline.commit(
             ops_builder(parsed.ops), author=parsed.author, reason=parsed.reason, base_t=parsed.base_t, dry_run=dry_run

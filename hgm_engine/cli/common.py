@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterable, Mapping, TextIO
 
 from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError, caret_excerpt
 from hgm_engine.memory import Memory
-from hgm_engine.render.text import Glyphs, change_lines, glyphs_for, plural
+from hgm_engine.model import parse_json, text_problem, value_problem
+from hgm_engine.render.text import Glyphs, change_lines, glyphs_for, json_terminal_safe, plural, terminal_safe
 from hgm_engine.store import open_store
 from hgm_engine.store.graphfile import parse_graph_text  # not (yet) exported by hgm_engine.store
 from hgm_engine.txn import TransactionReport, change_to_json
@@ -89,6 +90,10 @@ class Output:
     ``as_json`` is the command's ``--json``: results and errors are then one JSON document on
     stdout. ``unicode`` says whether stdout can take box drawing and arrows.
 
+    Text for people goes out with every control character escaped (``\\x1b``: an id or a
+    content cannot drive the terminal); JSON goes out as the same JSON value, with the
+    control characters JSON leaves raw written as ``\\u`` escapes.
+
     >>> import io
     >>> out = Output(io.StringIO(), io.StringIO(), as_json=True)
     >>> out.document({"t": 3}); out.out.getvalue()
@@ -107,21 +112,25 @@ class Output:
         return glyphs_for(self.unicode)
 
     def line(self, text: str = "") -> None:
-        print(text, file=self.out)
+        print(terminal_safe(text), file=self.out)
 
     def lines(self, lines: Iterable[str], indent: str = "") -> None:
         for text in lines:
-            print(indent + text if text else "", file=self.out)
+            print(terminal_safe(indent + text) if text else "", file=self.out)
 
     def document(self, doc: Mapping[str, Any]) -> None:
-        print(json.dumps(doc, ensure_ascii=not self.unicode), file=self.out)
+        print(json_terminal_safe(json.dumps(doc, ensure_ascii=not self.unicode)), file=self.out)
+
+    def note(self, text: str) -> None:
+        """A message for people on stderr (control characters escaped)."""
+        print(terminal_safe(text), file=self.err)
 
     def error(self, err: HGMError, code: int, label: str | None = None) -> int:
         """Report ``err`` (JSON on stdout with ``--json``, else text on stderr); returns ``code``."""
         if self.as_json:
             self.document(err.to_json())
         else:
-            print("\n".join(render_error(err, label)), file=self.err)
+            self.note("\n".join(render_error(err, label)))
         return code
 
     def failure(self, category: str, message: str, where: str | None = None) -> int:
@@ -146,7 +155,7 @@ def render_error(err: HGMError, label: str | None = None) -> list[str]:
     """
     lines: list[str] = []
     if label is not None:
-        lines.append(label)
+        lines.append(terminal_safe(label))
     for problem in err.problems:
         place = ""
         if problem.line is not None:
@@ -154,11 +163,11 @@ def render_error(err: HGMError, label: str | None = None) -> list[str]:
         elif problem.where is not None:
             place = f" at {problem.where}"
         prefix = "  " if label is not None else "error: "
-        lines.append(f"{prefix}{problem.category}{place}: {problem.message}")
+        lines.append(terminal_safe(f"{prefix}{problem.category}{place}: {problem.message}"))
         excerpt = "" if err.source is None else caret_excerpt(err.source, problem.line, problem.column, width=EXCERPT_WIDTH)
         if excerpt:
             indent = "      " if label is not None else "    "
-            lines.extend(indent + text for text in excerpt.split("\n"))
+            lines.extend(terminal_safe(indent + text) for text in excerpt.split("\n"))
     return lines
 
 
@@ -359,6 +368,10 @@ def parse_params(text: str | None) -> dict[str, Any] | None:
     Traceback (most recent call last):
     ...
     hgm_engine.errors.QueryAnalysisError: invalid-argument at --params: --params must be a JSON object such as {"s": "pending"}, not a list
+    >>> parse_params('{"s": NaN}')
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.QueryAnalysisError: invalid-argument at --params.s: NaN is not a JSON number: numbers must be finite
     """
     if text is None:
         return None
@@ -367,13 +380,17 @@ def parse_params(text: str | None) -> dict[str, Any] | None:
         return QueryAnalysisError([Problem("invalid-argument", message, where="--params")])
 
     try:
-        value = json.loads(text)
+        value = parse_json(text)
     except json.JSONDecodeError as exc:
         raise refuse(f"--params is not valid JSON: {exc.msg} (character {exc.pos + 1})") from None
     if not isinstance(value, dict):
         kinds = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
         kind = kinds.get(type(value), "null")
         raise refuse(f'--params must be a JSON object such as {{"s": "pending"}}, not {kind}')
+    for name, item in value.items():  # the rules every value follows (docs/transactions.md)
+        problem = text_problem(name, "--params", "a parameter name") or value_problem(item, f"--params.{name}")
+        if problem is not None:
+            raise QueryAnalysisError([Problem("invalid-argument", problem.message, where=problem.where)])
     return value
 
 
@@ -442,11 +459,8 @@ def print_report(out: Output, report: TransactionReport) -> int:
             out.line(f"dirtied: {entry.get('id')} {entry.get('state', '')}{because}".rstrip())
     if refused:
         heading = "dry run: refused" if report.dry_run else "refused"
-        print(
-            f"{heading} by constraints: {plural(len(report.violations), 'violation')}; nothing was committed",
-            file=out.err,
-        )
-        print("\n".join(violation_lines(report.violations)), file=out.err)
+        out.note(f"{heading} by constraints: {plural(len(report.violations), 'violation')}; nothing was committed")
+        out.note("\n".join(violation_lines(report.violations)))
         return EXIT_REFUSED
     return EXIT_OK
 
@@ -475,6 +489,6 @@ def report_failure(out: Output, err: HGMError, doc: Any = None, *, dry_run: bool
         )
         out.document(report.to_json())
     else:
-        print("\n".join(render_error(err)), file=out.err)
-        print("nothing was committed", file=out.err)
+        out.note("\n".join(render_error(err)))
+        out.note("nothing was committed")
     return EXIT_FAILURE

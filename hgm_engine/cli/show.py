@@ -23,7 +23,7 @@ from hgm_engine.errors import HGMError, RequestError
 from hgm_engine.memory import Memory
 from hgm_engine.model import MemoryGraph
 from hgm_engine.render import picture, render
-from hgm_engine.render.text import plural, tree_lines
+from hgm_engine.render.text import plural, terminal_safe, tree_lines
 from hgm_engine.store import graph_from_document
 
 __all__ = ["register"]
@@ -49,7 +49,10 @@ def _draw(graph: MemoryGraph, source: str, args: argparse.Namespace, out: Output
         options = {"root": args.root, "depth": args.depth, "highlight": args.highlight, "as_of": args.as_of}
         try:
             if args.format != "tree":
-                _write_utf8(out, render(memory, args.format, title=source, **options))
+                picture_text = render(memory, args.format, title=source, **options)
+                if args.format != "html":  # Mermaid and DOT are read on terminals too; HTML in a browser
+                    picture_text = terminal_safe(picture_text)
+                _write_utf8(out, picture_text)
                 return EXIT_OK
             drawn = picture(memory, history=False, **options)
         except HGMError as err:

@@ -55,9 +55,10 @@ from hgm_engine.cli.common import (
 )
 from hgm_engine.errors import GraphFileError, HGMError, Problem, TransactionError
 from hgm_engine.memory import Memory
-from hgm_engine.render.text import change_lines, document_label, plural, shorten
+from hgm_engine.model import parse_json
+from hgm_engine.render.text import change_lines, document_label, json_terminal_safe, plural, shorten, terminal_safe
 from hgm_engine.store import check_document
-from hgm_engine.txn import TransactionReport
+from hgm_engine.txn import TransactionReport, apply_op, parse_op
 
 __all__ = ["register", "load_into", "commit_time"]
 
@@ -88,38 +89,38 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> Tran
     problems = check_document(doc, memory.schema)
     if not problems:
         graph = memory.graph
-        for position, node in enumerate(doc["nodes"]):
+        for position, node in enumerate(doc.get("nodes", [])):
             if node["id"] in graph:
                 problems.append(
                     Problem("duplicate-id", f"node {node['id']!r} is already in the memory", where=f"nodes[{position}]")
                 )
     if problems:
         raise GraphFileError(problems)
-    ops: list[dict[str, Any]] = []
-    places: list[str] = []
-    for position, node in enumerate(doc["nodes"]):
-        attributes = {key: value for key, value in node.items() if key not in ("id", "type")}
-        # 'parent' and 'order' are op keys of add_node: attributes of those names are set after.
-        shadowed = {key: attributes.pop(key) for key in ("parent", "order", "op") if key in attributes}
-        ops.append({**attributes, "op": "add_node", "id": node["id"], "type": node["type"]})
-        places.append(f"nodes[{position}]")
-        if shadowed:
-            ops.append({"op": "update_node", "id": node["id"], "set": shadowed})
-            places.append(f"nodes[{position}]")
-    for position, edge in enumerate(doc.get("edges", [])):
-        ops.append({**edge, "op": "add_edge"})
-        places.append(f"edges[{position}]")
-
-    def place(where: str | None) -> str | None:
-        if where and where.startswith("ops[") and where.endswith("]") and where[4:-1].isdigit():
-            index = int(where[4:-1])
-            return places[index] if index < len(places) else where
-        return where
-
+    # Parsed and applied as ops one by one (not as one transaction document): a file may hold
+    # more records than a transaction may hold ops, and each error names its record.
+    ops: list[tuple[Any, str]] = []
     try:
-        report = memory.apply({"author": author, "reason": reason, "ops": ops})
+        for position, node in enumerate(doc.get("nodes", [])):
+            where = f"nodes[{position}]"
+            attributes = {key: value for key, value in node.items() if key not in ("id", "type")}
+            # 'parent' and 'order' are op keys of add_node: attributes of those names are set after.
+            shadowed = {key: attributes.pop(key) for key in ("parent", "order", "op") if key in attributes}
+            ops.append((parse_op({**attributes, "op": "add_node", "id": node["id"], "type": node["type"]}, where), where))
+            if shadowed:
+                ops.append((parse_op({"op": "update_node", "id": node["id"], "set": shadowed}, where), where))
+        for position, edge in enumerate(doc.get("edges", [])):
+            where = f"edges[{position}]"
+            ops.append((parse_op({**edge, "op": "add_edge"}, where), where))
+
+        def build(overlay: Any, ctx: Any) -> list[str]:
+            created: list[str] = []
+            for op, where in ops:
+                created.extend(apply_op(overlay, op, ctx, where))
+            return created
+
+        report = memory.commit_built(build, author=author, reason=reason)
     except TransactionError as err:
-        raise GraphFileError([attrs.evolve(p, where=place(p.where)) for p in err.problems]) from None
+        raise GraphFileError(list(err.problems)) from None
     if not report.committed:
         raise GraphFileError(
             [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations]
@@ -134,9 +135,9 @@ def _load(args: argparse.Namespace, out: Output) -> int:
         if out.as_json:
             out.document({"committed": False, "t": None, "file": name, "db": args.db, **err.to_json()})
         elif err.category in ("io", "store"):
-            print("\n".join(render_error(err)), file=out.err)
+            out.note("\n".join(render_error(err)))
         else:
-            print("\n".join(render_error(err, f"error: {name}: {problem_count(err)}; nothing was loaded")), file=out.err)
+            out.note("\n".join(render_error(err, f"error: {name}: {problem_count(err)}; nothing was loaded")))
         return EXIT_FAILURE
 
     try:
@@ -153,7 +154,7 @@ def _load(args: argparse.Namespace, out: Output) -> int:
         return failed(err)
     finally:
         memory.close()
-    nodes, edges = len(doc["nodes"]), len(doc.get("edges", []))
+    nodes, edges = len(doc.get("nodes", [])), len(doc.get("edges", []))
     if out.as_json:
         out.document(
             {
@@ -181,10 +182,11 @@ def _export(args: argparse.Namespace, out: Output) -> int:
             doc = memory.export(as_of=resolve_t(memory, args.as_of) if args.as_of is not None else None)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
+        # The same JSON value, with what JSON leaves raw (DEL, C1, bidi controls) as \u escapes.
         if args.compact:
-            out.line(json.dumps(doc, ensure_ascii=not out.unicode, separators=(",", ":")))
+            out.line(json_terminal_safe(json.dumps(doc, ensure_ascii=not out.unicode, separators=(",", ":"))))
         else:
-            out.line(json.dumps(doc, ensure_ascii=not out.unicode, indent=1))
+            out.line(json_terminal_safe(json.dumps(doc, ensure_ascii=not out.unicode, indent=1)))
         return EXIT_OK
 
     return on_db(args.db, out, run)
@@ -196,7 +198,7 @@ def _export(args: argparse.Namespace, out: Output) -> int:
 def _read_transaction(path: str) -> Any:
     text = read_text(path)
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         problem = Problem("invalid-json", f"{input_name(path)} is not valid JSON: {exc.msg}", exc.lineno, exc.colno)
         raise TransactionError([problem], text) from None
@@ -212,6 +214,8 @@ def _apply(args: argparse.Namespace, out: Output) -> int:
             memory = open_memory(args.db, create=True)
     except HGMError as err:
         return report_failure(out, err, doc, dry_run=args.dry_run)
+    if args.max_ops is not None:
+        memory.max_ops = args.max_ops
     try:
         report = memory.apply(doc, dry_run=args.dry_run)
     except HGMError as err:  # malformed, an unknown node, a conflict with base_t, a locked store
@@ -276,8 +280,9 @@ def _history(args: argparse.Namespace, out: Output) -> int:
         rows = []
         for commit in commits:
             count = "-" if commit.genesis else str(len(commit.changes))
-            reason = shorten(commit.reason or "", 60, out.glyphs.ellipsis)
-            rows.append([str(commit.t), commit.kind, count, commit_time(commit.timestamp), commit.author or "-", reason])
+            reason = terminal_safe(shorten(commit.reason or "", 60, out.glyphs.ellipsis), lines=False)
+            author = terminal_safe(commit.author or "-", lines=False)
+            rows.append([str(commit.t), commit.kind, count, commit_time(commit.timestamp), author, reason])
         widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header) - 1)]
         for row in [header, *rows]:
             out.line("  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip())
@@ -295,10 +300,10 @@ def _history(args: argparse.Namespace, out: Output) -> int:
             return EXIT_OK
         now = memory.node(node_id)
         state = "now: " + document_label(now, out.glyphs) if now else "deleted since"
-        out.line(f"history of {node_id} ({plural(len(entries), 'commit')}; {state})")
+        out.line(f"history of {terminal_safe(node_id, lines=False)} ({plural(len(entries), 'commit')}; {state})")
         for entry in entries:
-            by = f" by {entry['author']}" if entry.get("author") else ""
-            reason = f": {entry['reason']}" if entry.get("reason") else ""
+            by = f" by {terminal_safe(entry['author'], lines=False)}" if entry.get("author") else ""
+            reason = f": {terminal_safe(entry['reason'], lines=False)}" if entry.get("reason") else ""
             out.line(f"t={entry['t']} {entry['kind']} {commit_time(entry.get('timestamp'))}{by}{reason}")
             out.lines(change_lines(entry["changes"], unicode=out.unicode), indent="  ")
         return EXIT_OK
@@ -351,10 +356,11 @@ def _snapshots(args: argparse.Namespace, out: Output) -> int:
         if not snapshots:
             out.line(f"(no snapshots; the memory is at t={memory.t})")
             return EXIT_OK
-        width = max(len("NAME"), *(len(name) for name in snapshots))
+        names = {name: terminal_safe(name, lines=False) for name in snapshots}
+        width = max(len("NAME"), *(len(shown_name) for shown_name in names.values()))
         out.line(f"{'NAME'.ljust(width)}  T")
         for name, t in snapshots.items():
-            out.line(f"{name.ljust(width)}  {t}")
+            out.line(f"{names[name].ljust(width)}  {t}")
         out.line(f"(the memory is at t={memory.t})")
         return EXIT_OK
 
@@ -439,6 +445,12 @@ def register(commands: Commands) -> None:
     apply.add_argument("file", metavar="FILE.json", help="transaction file ('-': standard input)")
     apply.add_argument("--db", required=True, metavar="PATH", help=NEW_DB_HELP)
     apply.add_argument("--dry-run", action="store_true", help="check and report, commit nothing")
+    apply.add_argument(
+        "--max-ops",
+        type=non_negative,
+        metavar="N",
+        help="refuse a transaction of more than N ops (default 10,000; limit-exceeded, exit 1)",
+    )
     add_json_flag(apply, "print the transaction report (formats.md)")
 
     history = add_command(

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import attrs
 
 from hgm_engine.errors import LocalizationError, PathError, Problem
+from hgm_engine.model import parse_json, text_problem, value_problem
 from hgm_engine.paths.edits import STEP_RENAMED
 from hgm_engine.paths.localize import PATH_RESULTS, PATH_STATUSES, PathRecord, request_to_trajectory
 from hgm_engine.paths.records import MARKS, PATH_KIND, SCENARIO_KIND, is_path
@@ -134,7 +135,7 @@ def read_jsonl(text: str) -> tuple[list[Any], list[int]]:
         if not line.strip():
             continue
         try:
-            docs.append(json.loads(line))
+            docs.append(parse_json(line))
         except json.JSONDecodeError as exc:
             docs.append(InvalidLine(f"not JSON: {exc.msg} (column {exc.colno})", exc.colno))
         numbers.append(number)
@@ -274,6 +275,12 @@ def _plan(doc: Any, line: int, default_scenario: str | None, max_steps: int = MA
         return IngestProblem(line, None, doc.category, doc.message)
     if not isinstance(doc, Mapping):
         return IngestProblem(line, None, "bad-trajectory", f"a trajectory is a JSON object, not {type(doc).__name__}")
+    # The engine's value rules (model.value_problem); a step's attribute sits three levels down.
+    found = value_problem(doc, None, outer=3)
+    if found is not None:
+        raw = doc.get("id")
+        named = raw if isinstance(raw, str) and text_problem(raw, None) is None else None
+        return IngestProblem(line, named, found.category, f"{found.where}: {found.message}" if found.where else found.message)
     raw_id = doc.get("id")
     if raw_id is None:
         canonical = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)

@@ -24,7 +24,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from hgm_engine.errors import ConflictError, GraphFileError, Problem, RequestError, TransactionError
-from hgm_engine.model import Change, GraphOverlay, Node, apply_changes, bulk_allocation
+from hgm_engine.model import Change, GraphOverlay, Node, apply_changes, bulk_allocation, text_problem
 from hgm_engine.store import check_document, graph_from_document
 from hgm_engine.model import Commit
 from hgm_engine.txn.ops import AddEdge, AddNode, OpContext, apply_op, orphan_violations
@@ -88,6 +88,7 @@ class CommitPipeline:
         """Commit what ``build`` makes (``prepared``: an overlay a transaction already built,
         with its context, created ids and the graph version it was built on, used when no
         other commit landed since). Returns the report; refused or ``dry_run``: not committed."""
+        _check_texts(author, reason)
         state = self.state
 
         def write() -> tuple[Commit | None, TransactionReport]:
@@ -176,6 +177,7 @@ class CommitPipeline:
         >>> m.load(doc).t, m.load({"format": "hgm-graph/1", "nodes": [{"id": "h", "type": "goal"}], "edges": []}).t
         (1, 2)
         """
+        _check_texts(author, reason)
         state = self.state
 
         def genesis_if_empty() -> TransactionReport | None:
@@ -287,6 +289,15 @@ class CommitPipeline:
             return []
 
         return build
+
+
+def _check_texts(author: Any, reason: Any) -> None:
+    """``author`` and ``reason`` are stored with the commit: they follow the value rules."""
+    for key, text in (("author", author), ("reason", reason)):
+        if text is not None:
+            problem = text_problem(text, key)
+            if problem is not None:
+                raise TransactionError([problem])
 
 
 def _content(payload: Any) -> tuple | None:
