@@ -18,9 +18,7 @@ import json
 import os
 import pathlib
 import random
-import resource
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -584,3 +582,84 @@ def test_two_new_memories_on_one_path_do_not_lose_a_commit(tmp_path):
     second.close()
     with Memory(store=open_store(path, create=False)) as again:
         assert again.t == 2 and "zz" in again.graph and "yy" in again.graph
+
+
+# -- PostgreSQL: the same checks where they apply -------------------------------------------------
+
+
+@pytest.fixture
+def good_postgres(postgres_url) -> str:
+    import psycopg  # noqa: F401 - the fixture skipped already if there is no server
+
+    with Memory(store=open_store(postgres_url)) as memory:
+        memory.load(sample_document(), reason="load the sample")
+        memory.apply({"ops": [{"op": "add_node", "id": "n1", "type": "fact", "content": "one"},
+                              {"op": "add_edge", "from": "n1", "to": "trip", "type": "related_to"}]})
+        memory.apply({"ops": [{"op": "update_node", "id": "n1", "set": {"content": "uno"}}]})
+    return postgres_url
+
+
+def _pg(url: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def _pg_tables(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'hgm_%'").fetchall()
+    return {name for (name,) in rows}
+
+
+@pytest.mark.parametrize("table", ["hgm_journal", "hgm_nodes", "hgm_meta"])
+def test_postgres_a_dropped_table_is_damage_not_a_new_empty_table(capsys, good_postgres, table):
+    _pg(good_postgres, f"DROP TABLE {table}")
+    with pytest.raises(StoreError) as caught:
+        open_store(good_postgres)
+    assert f"table '{table}' is missing" in caught.value.message and "damaged" in caught.value.message
+    code, out, err = run_main(capsys, "query", "root", "--db", good_postgres, "--json")
+    assert code == EXIT_FAILURE and f"table '{table}' is missing" in one_document(out)["error"]["message"]
+    assert table not in _pg_tables(good_postgres), "the dropped table was made again, empty"
+
+
+def test_postgres_a_table_without_a_column_is_refused(good_postgres):
+    _pg(good_postgres, "ALTER TABLE hgm_edges DROP COLUMN seq")
+    with pytest.raises(StoreError) as caught:
+        open_store(good_postgres)
+    assert "table 'hgm_edges' has no column 'seq'" in caught.value.message
+
+
+def test_postgres_a_store_without_its_format_row_is_refused(good_postgres):
+    _pg(good_postgres, "DELETE FROM hgm_meta WHERE key = 'schema_version'")
+    with pytest.raises(StoreError) as caught:
+        open_store(good_postgres)
+    assert "no store format row" in caught.value.message
+
+
+def test_postgres_a_node_row_whose_attributes_are_not_an_object_is_refused(capsys, good_postgres):
+    _pg(good_postgres, "UPDATE hgm_nodes SET attrs = '[1, 2]' WHERE id = 'n1'")
+    with pytest.raises(StoreError) as caught:
+        Memory(store=open_store(good_postgres))
+    assert "node 'n1'" in caught.value.message and "damaged" in caught.value.message
+    code, out, err = run_main(capsys, "query", "root", "--db", good_postgres)
+    assert code == EXIT_FAILURE and "node 'n1'" in err and "Traceback" not in err
+
+
+def test_postgres_an_edge_to_a_missing_node_is_refused(good_postgres):
+    _pg(good_postgres, "DELETE FROM hgm_nodes WHERE id = 'n1'")
+    with pytest.raises(StoreError) as caught:
+        Memory(store=open_store(good_postgres))
+    assert "edge n1 -related_to-> trip points to the missing node 'n1'" in caught.value.message
+
+
+def test_postgres_a_bad_journal_row_is_refused_when_history_is_read(capsys, good_postgres):
+    _pg(good_postgres, """UPDATE hgm_journal SET record = '{"author": "x"}' WHERE t = 2""")
+    with Memory(store=open_store(good_postgres)) as memory:
+        with pytest.raises(StoreError) as caught:
+            memory.commits(0)
+        assert "journal row t=2: its 't' is missing" in caught.value.message
+    code, out, err = run_main(capsys, "history", "--db", good_postgres, "--json")
+    assert code == EXIT_FAILURE and "journal row t=2" in one_document(out)["error"]["message"]

@@ -42,12 +42,13 @@ import shlex
 import sqlite3
 import threading
 import zlib
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator
 
 from hgm_engine.errors import Problem, StoreError
-from hgm_engine.model import EMPTY_ATTRS, Commit, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
+from hgm_engine.model import Commit, MemoryGraph, bulk_allocation, thaw
 from hgm_engine.store.base import Store
 from hgm_engine.store.journal import commit_from_row, commit_to_record
+from hgm_engine.store.rows import build_state, edge_name, node_name
 
 __all__ = ["SQLiteStore", "CHECKS", "row_crc"]
 
@@ -92,12 +93,19 @@ CREATE TABLE snapshots (name TEXT PRIMARY KEY, t INTEGER NOT NULL, crc INTEGER);
 CREATE TABLE constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL, crc INTEGER);
 """
 
-# Rows whose values do not have the types hgm writes (a damaged record header, a hand edit).
-_WRONG_TYPES = (
-    "SELECT (SELECT count(*) FROM nodes NOT INDEXED WHERE typeof(id) != 'text' OR typeof(type) != 'text'"
-    " OR typeof(attrs) != 'text' OR typeof(seq) != 'integer'),"
-    " (SELECT count(*) FROM edges NOT INDEXED WHERE typeof(source) != 'text' OR typeof(target) != 'text'"
-    " OR typeof(type) != 'text' OR typeof(attrs) != 'text' OR typeof(seq) != 'integer')"
+# The state rows, each with the text its checksum is of, joined in SQLite (C is quicker than a
+# Python f-string per row); NULL when a value does not have the type hgm writes.
+_NODE_ROWS = (
+    "SELECT id, type, attrs, seq, {crc}, CASE WHEN typeof(id) = 'text' AND typeof(type) = 'text'"
+    " AND typeof(attrs) = 'text' AND typeof(seq) = 'integer'"
+    " THEN id || char(31) || type || char(31) || attrs || char(31) || seq END"
+    " FROM nodes NOT INDEXED ORDER BY seq"
+)
+_EDGE_ROWS = (
+    "SELECT source, target, type, attrs, seq, {crc}, CASE WHEN typeof(source) = 'text'"
+    " AND typeof(target) = 'text' AND typeof(type) = 'text' AND typeof(attrs) = 'text' AND typeof(seq) = 'integer'"
+    " THEN source || char(31) || target || char(31) || type || char(31) || attrs || char(31) || seq END"
+    " FROM edges NOT INDEXED ORDER BY seq"
 )
 
 
@@ -110,46 +118,11 @@ def row_crc(*values: Any) -> int:
     return zlib.crc32("\x1f".join(map(str, values)).encode("utf-8", "surrogatepass"))
 
 
-def _bad_node_crcs(rows: list) -> list:
-    """Rows ``(id, type, attrs, seq, crc)`` whose crc is set and wrong (``row_crc``, inlined)."""
+def _bad_rows(rows: list) -> list:
+    """State rows ``(..., crc, text)`` with a value of the wrong type (``text`` is NULL) or a
+    checksum that does not match (``row_crc`` of the values: ``text``, joined by SQLite)."""
     crc32 = zlib.crc32
-    return [row for row in rows if row[4] is not None and row[4] != crc32(f"{row[0]}\x1f{row[1]}\x1f{row[2]}\x1f{row[3]}".encode())]
-
-
-def _bad_edge_crcs(rows: list) -> list:
-    crc32 = zlib.crc32
-    return [
-        row
-        for row in rows
-        if row[5] is not None and row[5] != crc32(f"{row[0]}\x1f{row[1]}\x1f{row[2]}\x1f{row[3]}\x1f{row[4]}".encode())
-    ]
-
-
-def _decode_all(texts: list[str]) -> list[FrozenDict]:
-    """Frozen attribute maps for JSON object texts, decoded in one pass (ValueError or
-    TypeError when one is not a JSON object)."""
-    full = [i for i, text in enumerate(texts) if text != "{}"]
-    decoded = json.loads("[" + ",".join(texts[i] for i in full) + "]") if full else []
-    if len(decoded) != len(full):  # a text like '1, 2' adds items
-        raise ValueError("an attribute text is not one JSON value")
-    out: list[FrozenDict] = [EMPTY_ATTRS] * len(texts)
-    for i, value in zip(full, decoded):
-        if value.__class__ is not dict:
-            raise ValueError("attributes are not a JSON object")
-        out[i] = freeze(value) if value else EMPTY_ATTRS
-    return out
-
-
-def _first_undecodable(texts: list[str]) -> tuple[int, str]:
-    """The position of the first text that is not a JSON object, and why."""
-    for position, text in enumerate(texts):
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError, RecursionError) as exc:
-            return position, f"its attributes are not a JSON object ({exc})"
-        if value.__class__ is not dict:
-            return position, f"its attributes are not a JSON object but {type(value).__name__}"
-    return 0, "its attributes could not be read"
+    return [row for row in rows if row[-1] is None or (row[-2] is not None and row[-2] != crc32(row[-1].encode()))]
 
 
 def _dumps(value) -> str:
@@ -517,26 +490,15 @@ class SQLiteStore(Store):
                 self._db.execute("BEGIN")
                 try:
                     t = self._latest_t()
-                    node_rows = self._db.execute(
-                        f"SELECT id, type, attrs, seq, {self._crc['nodes']} FROM nodes NOT INDEXED ORDER BY seq"
-                    ).fetchall()
-                    edge_rows = self._db.execute(
-                        f"SELECT source, target, type, attrs, seq, {self._crc['edges']} FROM edges NOT INDEXED ORDER BY seq"
-                    ).fetchall()
-                    wrong_types = self._db.execute(_WRONG_TYPES).fetchone()
+                    node_rows = self._db.execute(_NODE_ROWS.format(crc=self._crc["nodes"])).fetchall()
+                    edge_rows = self._db.execute(_EDGE_ROWS.format(crc=self._crc["edges"])).fetchall()
                 finally:
                     self._end_read()
-            return self._build_state(node_rows, edge_rows, wrong_types), t
+            return self._build_state(node_rows, edge_rows), t
 
-    def _build_state(self, node_rows: list, edge_rows: list, wrong_types: Sequence[int]) -> MemoryGraph:
+    def _build_state(self, node_rows: list, edge_rows: list) -> MemoryGraph:
         """The graph of the state rows, each checked: its checksum, its types, its attributes,
         unique ids, edges between nodes that are there."""
-
-        def node_name(row) -> str:
-            return f"node {row[0]!r}"
-
-        def edge_name(row) -> str:
-            return f"edge {row[0]} -{row[2]}-> {row[1]}"
 
         def node_fix(row) -> str:
             return f"UPDATE nodes SET crc = NULL WHERE id = {_sql_text(row[0])}"
@@ -545,43 +507,14 @@ class SQLiteStore(Store):
             where = " AND ".join(f"{c} = {_sql_text(v)}" for c, v in zip(("source", "target", "type"), row))
             return f"UPDATE edges SET crc = NULL WHERE {where}"
 
-        for bad, name, fix in ((_bad_node_crcs(node_rows), node_name, node_fix), (_bad_edge_crcs(edge_rows), edge_name, edge_fix)):
+        for rows, name, fix in ((node_rows, node_name, node_fix), (edge_rows, edge_name, edge_fix)):
+            bad = _bad_rows(rows)
             if bad:
                 more = f" (and {len(bad) - 1} more rows)" if len(bad) > 1 else ""
+                if bad[0][-1] is None:
+                    raise self._damaged(f"{name(bad[0])} has a value of the wrong type{more}")
                 raise self._damaged(f"{name(bad[0])} does not match its checksum{more}", fix(bad[0]))
-        if wrong_types[0] or wrong_types[1]:
-            for rows, name, types in ((node_rows, node_name, (str, str, str, int)), (edge_rows, edge_name, (str, str, str, str, int))):
-                for row in rows:
-                    if any(type(value) is not kind for value, kind in zip(row, types)):
-                        raise self._damaged(f"{name(row)} has a value of the wrong type")
-            raise self._damaged("a row of nodes or edges has a value of the wrong type")
-        for rows, name in ((node_rows, node_name), (edge_rows, edge_name)):
-            texts = [row[-3] for row in rows]
-            try:
-                attrs = _decode_all(texts)
-            except (TypeError, ValueError, RecursionError):
-                position, why = _first_undecodable(texts)
-                raise self._damaged(f"{name(rows[position])}: {why}") from None
-            if rows is node_rows:
-                node_attrs = attrs
-            else:
-                edge_attrs = attrs
-        nodes = [Node(row[0], row[1], attrs, row[3]) for row, attrs in zip(node_rows, node_attrs)]
-        edges = [Edge(row[0], row[1], row[2], attrs, row[4]) for row, attrs in zip(edge_rows, edge_attrs)]
-        index = {node.id: position for position, node in enumerate(nodes)}
-        if len(index) != len(nodes):
-            seen: set[str] = set()
-            twice = next(node.id for node in nodes if node.id in seen or seen.add(node.id))
-            raise self._damaged(f"node {twice!r} is in the table twice")
-        try:
-            ends = [(index[e.source], index[e.target], e) for e in edges]
-        except KeyError as exc:
-            edge = next(e for e in edges if e.source not in index or e.target not in index)
-            raise self._damaged(f"edge {edge.source} -{edge.type}-> {edge.target} points to a missing node {exc}") from None
-        edge_index = {edge.key: position for position, edge in enumerate(edges)}
-        if len(edge_index) != len(edges):
-            raise self._damaged("an edge is in the table twice")
-        return MemoryGraph.from_numbered(nodes, index, ends, edge_index)
+        return build_state(node_rows, edge_rows, self._damaged)
 
     def _latest_t(self, db: sqlite3.Connection | None = None) -> int:
         row = (db or self._db).execute("SELECT MAX(t) FROM journal").fetchone()
