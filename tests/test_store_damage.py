@@ -262,7 +262,7 @@ def _flip_offsets(size: int, count: int, seed: int) -> list[int]:
 def test_flipped_bytes_in_data_pages_are_refused_or_invisible(good, tmp_path):
     size = good[0].stat().st_size
     refused = invisible = 0
-    for offset in _flip_offsets(size, 60, seed=12):
+    for offset in _flip_offsets(size, 120, seed=12):
         path = copy_of(good, tmp_path, f"flip-{offset}.db")
         with open(path, "r+b") as handle:
             handle.seek(offset)
@@ -280,7 +280,7 @@ def test_flipped_bytes_in_data_pages_are_refused_or_invisible(good, tmp_path):
             invisible += 1
             assert result == good[1], f"a flip at {offset} opened as another state"
         path.unlink()
-    assert refused > 0 and refused + invisible == 60
+    assert refused > 0 and refused + invisible == 120
 
 
 def test_a_flipped_byte_in_a_node_is_named(capsys, good, tmp_path):
@@ -663,3 +663,144 @@ def test_postgres_a_bad_journal_row_is_refused_when_history_is_read(capsys, good
         assert "journal row t=2: its 't' is missing" in caught.value.message
     code, out, err = run_main(capsys, "history", "--db", good_postgres, "--json")
     assert code == EXIT_FAILURE and "journal row t=2" in one_document(out)["error"]["message"]
+
+
+# -- stores from before checksums, WAL damage, races, settings ------------------------------------
+
+_OLD_TABLES = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE journal (t INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE nodes (id TEXT PRIMARY KEY, type TEXT NOT NULL, attrs TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE TABLE edges (source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL, attrs TEXT NOT NULL,
+                    seq INTEGER NOT NULL, PRIMARY KEY (source, target, type));
+CREATE TABLE snapshots (name TEXT PRIMARY KEY, t INTEGER NOT NULL);
+CREATE TABLE constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO journal VALUES (1, '{"t":1,"author":null,"reason":"old","base_t":null,"timestamp":0.0,"changes":[{"kind":"node_added","before":null,"after":{"id":"old","type":"fact","attrs":{"content":"from before"},"seq":1}}],"fired_rules":[],"dirtied":[],"genesis":false,"kind":"transaction"}');
+INSERT INTO nodes VALUES ('old', 'fact', '{"content":"from before"}', 1);
+"""
+
+
+def test_a_store_from_before_checksums_opens_and_its_new_rows_get_them(tmp_path):
+    path = tmp_path / "old.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(_OLD_TABLES)
+    with Memory(store=open_store(path, create=False)) as memory:
+        assert memory.t == 1 and memory.node("old")["content"] == "from before"
+        memory.apply(ADD)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = dict(db.execute("SELECT id, crc FROM nodes"))
+        assert rows["old"] is None and rows["zz"] is not None  # old rows are read unchecked
+        db.execute("""UPDATE nodes SET attrs = '{"content":"edited"}' WHERE id = 'zz'""")
+        db.commit()
+    with pytest.raises(StoreError) as caught:
+        Memory(store=open_store(path, create=False))
+    assert "node 'zz' does not match its checksum" in caught.value.message
+
+
+def test_a_truncated_write_ahead_log_opens_as_a_committed_state(good, tmp_path):
+    path = copy_of(good, tmp_path, "live.db")
+    states = {}
+    memory = Memory.open(path)
+    states[memory.t] = state_of(memory)
+    for step in range(4):
+        memory.apply({"ops": [{"op": "add_node", "id": f"w{step}", "type": "fact", "content": "in the log " * 30}]})
+        states[memory.t] = state_of(memory)
+    frozen = tmp_path / "frozen.db"  # the file and its log as a crash would leave them
+    shutil.copyfile(path, frozen)
+    shutil.copyfile(f"{path}-wal", f"{frozen}-wal")
+    memory.close()
+    wal_size = os.path.getsize(f"{frozen}-wal")
+    assert wal_size > 4096
+    for offset in (0, 31, 32, 100, 4096 + 24, wal_size // 2, wal_size - 1):
+        cut = tmp_path / f"wal-{offset}.db"
+        shutil.copyfile(frozen, cut)
+        shutil.copyfile(f"{frozen}-wal", f"{cut}-wal")
+        with open(f"{cut}-wal", "r+b") as handle:
+            handle.truncate(offset)
+        result = outcome(cut)
+        assert not isinstance(result, StoreError), result
+        assert result == states[result[0]], f"a log cut at {offset} opened as a state never committed"
+
+
+def test_a_first_commit_racing_another_process_for_a_new_file_is_refused_not_lost(tmp_path):
+    path = tmp_path / "fresh.db"
+    mine, theirs = open_store(path), Memory.open(path)
+    with pytest.raises(StoreError) as caught:
+        with mine.write():  # both are building the memory, each in a file of its own
+            mine.set_meta("note", "mine")
+            theirs.apply(ADD)  # the other one commits first and puts its file in place
+    assert "another process created it at the same moment" in caught.value.message
+    assert "was not written" in caught.value.message
+    assert mine.get_meta("note") is None and mine.latest_t() == 1  # it now reads theirs
+    mine.set_meta("note", "again")  # and writes there
+    mine.close()
+    theirs.close()
+    with Memory(store=open_store(path, create=False)) as memory:
+        assert memory.t == 1 and "zz" in memory.graph and memory.store.get_meta("note") == "again"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.db"]
+
+
+def test_the_open_check_can_be_set_and_a_bad_value_is_refused(good, tmp_path, monkeypatch):
+    path = copy_of(good, tmp_path)
+    for check in ("quick", "full", "none"):
+        open_store(path, check=check).close()
+    monkeypatch.setenv("HGM_STORE_CHECK", "never")
+    with pytest.raises(StoreError) as caught:
+        open_store(path)
+    assert "HGM_STORE_CHECK" in caught.value.message and "quick, full, none" in caught.value.message
+
+
+def test_a_commit_refused_by_a_full_disk_does_not_reach_the_memory(good, tmp_path):
+    path = copy_of(good, tmp_path)
+    memory = Memory.open(path)
+    t = memory.t
+    class Full(sqlite3.OperationalError):
+        sqlite_errorname = "SQLITE_FULL"
+
+    real = memory.store._db
+    failing = _FailingCommit(real, Full("database or disk is full"))
+    memory.store._db = failing
+    try:
+        with pytest.raises(StoreError) as caught:
+            memory.apply(ADD)
+    finally:
+        memory.store._db = real
+    assert "no space left" in caught.value.message and "nothing was written" in caught.value.message
+    assert memory.t == t and "zz" not in memory.graph and memory.commits(t) == []
+    assert memory.apply(ADD).t == t + 1  # the memory is still usable once there is room
+    memory.close()
+
+
+class _FailingCommit:
+    """A connection whose COMMIT fails with ``error`` (as SQLite's does when the disk fills)."""
+
+    def __init__(self, db: sqlite3.Connection, error: Exception):
+        self._db, self._error = db, error
+
+    def execute(self, sql: str, *args):
+        if sql == "COMMIT":
+            raise self._error
+        return self._db.execute(sql, *args)
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+
+def test_page_damage_found_after_opening_is_a_store_error(capsys, tmp_path):
+    path = tmp_path / "long.db"
+    with Memory.open(path) as memory:
+        for step in range(60):  # a journal of many pages
+            memory.apply({"reason": f"commit number {step:03d}", "ops": [
+                {"op": "add_node", "id": f"h{step}", "type": "fact", "content": "history " * 40}]})
+    data = bytearray(path.read_bytes())
+    page = data.find(b"commit number 005") // 4096
+    assert page > 1
+    data[page * 4096 : page * 4096 + 8] = b"\xff" * 8  # not a b-tree page any more
+    path.write_bytes(bytes(data))
+    with Memory(store=open_store(path, create=False, check="none")) as memory:  # nothing checks the pages
+        with pytest.raises(StoreError) as caught:
+            memory.commits(0)
+        assert "is damaged" in caught.value.message and ".recover" in caught.value.message
+    code, out, err = run_main(capsys, "history", "--db", path, "--json")
+    assert code == EXIT_FAILURE and "damaged" in one_document(out)["error"]["message"]
