@@ -93,20 +93,8 @@ CREATE TABLE snapshots (name TEXT PRIMARY KEY, t INTEGER NOT NULL, crc INTEGER);
 CREATE TABLE constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL, crc INTEGER);
 """
 
-# The state rows, each with the text its checksum is of, joined in SQLite (C is quicker than a
-# Python f-string per row); NULL when a value does not have the type hgm writes.
-_NODE_ROWS = (
-    "SELECT id, type, attrs, seq, {crc}, CASE WHEN typeof(id) = 'text' AND typeof(type) = 'text'"
-    " AND typeof(attrs) = 'text' AND typeof(seq) = 'integer'"
-    " THEN id || char(31) || type || char(31) || attrs || char(31) || seq END"
-    " FROM nodes NOT INDEXED ORDER BY seq"
-)
-_EDGE_ROWS = (
-    "SELECT source, target, type, attrs, seq, {crc}, CASE WHEN typeof(source) = 'text'"
-    " AND typeof(target) = 'text' AND typeof(type) = 'text' AND typeof(attrs) = 'text' AND typeof(seq) = 'integer'"
-    " THEN source || char(31) || target || char(31) || type || char(31) || attrs || char(31) || seq END"
-    " FROM edges NOT INDEXED ORDER BY seq"
-)
+_NODE_ROWS = "SELECT id, type, attrs, seq, {crc} FROM nodes NOT INDEXED ORDER BY seq"
+_EDGE_ROWS = "SELECT source, target, type, attrs, seq, {crc} FROM edges NOT INDEXED ORDER BY seq"
 
 
 def row_crc(*values: Any) -> int:
@@ -118,11 +106,20 @@ def row_crc(*values: Any) -> int:
     return zlib.crc32("\x1f".join(map(str, values)).encode("utf-8", "surrogatepass"))
 
 
-def _bad_rows(rows: list) -> list:
-    """State rows ``(..., crc, text)`` with a value of the wrong type (``text`` is NULL) or a
-    checksum that does not match (``row_crc`` of the values: ``text``, joined by SQLite)."""
+def _unchecked_or_bad(node_rows: list, edge_rows: list) -> tuple[list, list]:
+    """The state rows ``(..., crc)`` without a checksum or whose checksum does not match
+    (``row_crc`` inlined: a Python f-string per row). A value of the wrong type cannot match:
+    bytes, a float or None print otherwise than the text or integer the checksum was of."""
     crc32 = zlib.crc32
-    return [row for row in rows if row[-1] is None or (row[-2] is not None and row[-2] != crc32(row[-1].encode()))]
+    nodes = [r for r in node_rows if r[4] is None or r[4] != crc32(f"{r[0]}\x1f{r[1]}\x1f{r[2]}\x1f{r[3]}".encode())]
+    edges = [
+        r for r in edge_rows if r[5] is None or r[5] != crc32(f"{r[0]}\x1f{r[1]}\x1f{r[2]}\x1f{r[3]}\x1f{r[4]}".encode())
+    ]
+    return nodes, edges
+
+
+_NODE_TYPES = (str, str, str, int)
+_EDGE_TYPES = (str, str, str, str, int)
 
 
 def _dumps(value) -> str:
@@ -507,13 +504,15 @@ class SQLiteStore(Store):
             where = " AND ".join(f"{c} = {_sql_text(v)}" for c, v in zip(("source", "target", "type"), row))
             return f"UPDATE edges SET crc = NULL WHERE {where}"
 
-        for rows, name, fix in ((node_rows, node_name, node_fix), (edge_rows, edge_name, edge_fix)):
-            bad = _bad_rows(rows)
+        suspects = _unchecked_or_bad(node_rows, edge_rows)
+        for rows, name, fix, types in zip(suspects, (node_name, edge_name), (node_fix, edge_fix), (_NODE_TYPES, _EDGE_TYPES)):
+            bad = [row for row in rows if row[-1] is not None]
             if bad:
                 more = f" (and {len(bad) - 1} more rows)" if len(bad) > 1 else ""
-                if bad[0][-1] is None:
-                    raise self._damaged(f"{name(bad[0])} has a value of the wrong type{more}")
                 raise self._damaged(f"{name(bad[0])} does not match its checksum{more}", fix(bad[0]))
+            for row in rows:  # rows written before checksums: their types are checked one by one
+                if any(type(value) is not kind for value, kind in zip(row, types)):
+                    raise self._damaged(f"{name(row)} has a value of the wrong type")
         return build_state(node_rows, edge_rows, self._damaged)
 
     def _latest_t(self, db: sqlite3.Connection | None = None) -> int:
@@ -739,6 +738,7 @@ class SQLiteStore(Store):
         return [row[:-1] for row in rows]
 
     def snapshots(self) -> dict[str, int]:
+        self._follow()
         # On the reading connection: a reader resolving a snapshot name under the memory's
         # read lock must not wait for a commit that is waiting for readers to finish.
         with self._peek_lock, self._guard("read the snapshots of"):
@@ -752,6 +752,7 @@ class SQLiteStore(Store):
             )
 
     def constraints(self) -> dict[str, str]:
+        self._follow()
         with self._lock, self._guard("read the constraints of"):
             return dict(self._small_rows(self._db, "constraints", "name, text", "ORDER BY name"))
 
@@ -765,6 +766,7 @@ class SQLiteStore(Store):
                 )
 
     def get_meta(self, key: str) -> str | None:
+        self._follow()
         with self._lock, self._guard("read the metadata of"):
             rows = self._small_rows(self._db, "meta", "key, value", "WHERE key = ?", (key,))
         if len(rows) > 1:
