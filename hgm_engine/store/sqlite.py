@@ -601,7 +601,7 @@ class SQLiteStore(Store):
                 return
             if self._unpublished is not None and os.path.exists(self.location):
                 self._adopt_existing()
-            with self._guard("lock for writing"):
+            with self._guard("lock"):
                 self._db.execute("BEGIN IMMEDIATE")
             self._in_write = 1
             self._pending = []
