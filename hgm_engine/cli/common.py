@@ -22,7 +22,7 @@ import shlex
 import sys
 from typing import Any, Callable, Iterable, Mapping, TextIO
 
-from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError, caret_excerpt
+from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError, StoreError, caret_excerpt
 from hgm_engine.memory import Memory
 from hgm_engine.model import parse_json, text_problem, value_problem
 from hgm_engine.render.text import Glyphs, change_lines, glyphs_for, json_terminal_safe, plural, terminal_safe
@@ -282,12 +282,18 @@ def open_memory(path: str, *, create: bool) -> Memory:
                 )
             ]
         )
-    return Memory(store=open_store(path, create=create))
+    store = open_store(path, create=create)
+    try:
+        return Memory(store=store)
+    except BaseException:  # a store that opens but whose state cannot be read (damage)
+        store.close()
+        raise
 
 
 def on_db(path: str, out: Output, command: Callable[[Memory], int], *, create: bool = False) -> int:
     """Run ``command`` on the memory at ``path`` and close it (which saves the path index);
-    exit 1 if it cannot be opened.
+    exit 1 if it cannot be opened, or if the store fails while the command runs (a damaged
+    row, a read-only file, a full disk: the ``StoreError`` is reported like any error).
 
     >>> import io, os, tempfile
     >>> out = Output(io.StringIO(), io.StringIO())
@@ -295,6 +301,12 @@ def on_db(path: str, out: Output, command: Callable[[Memory], int], *, create: b
     0
     >>> on_db("no/such/memory.db", out, lambda memory: memory.t)
     1
+    >>> def damaged(memory):
+    ...     raise StoreError([Problem("store", "m.db is damaged: journal row t=3 is not a JSON object", where="m.db")])
+    >>> on_db(os.path.join(tempfile.mkdtemp(), "new.db"), out, damaged, create=True)
+    1
+    >>> print(out.err.getvalue().splitlines()[-1])
+    error: store at m.db: m.db is damaged: journal row t=3 is not a JSON object
     """
     try:
         memory = open_memory(path, create=create)
@@ -304,6 +316,8 @@ def on_db(path: str, out: Output, command: Callable[[Memory], int], *, create: b
         print(line, file=out.err)
     try:
         return command(memory)
+    except StoreError as err:
+        return out.error(err, EXIT_FAILURE)
     finally:
         memory.close()
 
