@@ -78,6 +78,10 @@ def test_rules_check_runs_the_compile_that_load_runs_so_they_agree(tmp_path, cap
     deep = tmp_path / "deep.hgmr"
     deep.write_text(DEEP_RULE + "\n")
     db = str(tmp_path / "m.db")
+    tx = tmp_path / "tx.json"
+    tx.write_text(json.dumps({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]}))
+    assert main(["apply", str(tx), "--db", db]) == 0  # a memory exists (one is made by its first commit)
+    capsys.readouterr()
     checked = main(["rules", "check", str(deep), "--json"])
     check_error = json.loads(capsys.readouterr().out)["error"]
     loaded = main(["rules", "load", str(deep), "--db", db, "--json"])
