@@ -256,8 +256,6 @@ BAD_TRAJECTORIES = [
     ({"id": "p", "steps": ["a"], "status": ["active"]}, "status"),
     ({"id": "p", "steps": ["a"], "reward": "1"}, "'reward'"),
     ({"id": "p", "steps": ["a"], "reward": True}, "'reward'"),
-    ({"id": "p", "steps": ["a"], "reward": math.nan}, "'reward'"),
-    ({"id": "p", "steps": ["a"], "reward": math.inf}, "'reward'"),
     ({"id": "p", "steps": ["a"], "version": 0}, "'version'"),
     ({"id": "p", "steps": ["a"], "version": True}, "'version'"),
     ({"id": "p", "steps": ["a"], "scenario": ""}, "'scenario'"),
@@ -277,6 +275,17 @@ def test_a_malformed_field_is_a_bad_trajectory_with_its_line_and_nothing_is_stor
     assert (problem.line, problem.category) == (2, "bad-trajectory"), problem
     assert names in problem.message, problem.message
     assert caught.value.problems[0].where == "line 2"
+    assert memory.t == 0 and len(memory) == 0
+
+
+@pytest.mark.parametrize("reward", [math.nan, math.inf])
+def test_a_non_finite_reward_is_an_invalid_value_with_its_line(reward):
+    # Non-finite numbers break the value rules every entry point shares (docs/transactions.md).
+    memory = Memory()
+    with pytest.raises(PathError) as caught:
+        memory.ingest([{"id": "fine", "steps": ["a"]}, {"id": "p", "steps": ["a"], "reward": reward}])
+    [problem] = caught.value.report.problems
+    assert (problem.line, problem.category) == (2, "invalid-value") and "reward" in problem.message
     assert memory.t == 0 and len(memory) == 0
 
 
