@@ -185,6 +185,11 @@ class Program:
         # subqueries' and conditions' paths included; the plan keeps the nodes (and ids) alive.
         self._strategies: dict[int, tuple[Any, Strategy]] = {}
         self._physical: dict[int, tuple[Any, Strategy]] | None = None
+        # id(relative path) -> (path, its program): a condition is compiled more than once
+        # (as a test for paths(), as a loop over ids, as a payload scan), and each compiled
+        # the paths inside it again, so nesting exists(children.where(...)) doubled the work
+        # per level. Each relative path of the plan is compiled once.
+        self._relatives: dict[int, tuple[PathPlan, Callable]] = {}
         self._paths = [self._compile_path(p) for p in query_plan.branches]
 
     def _compile_path(self, path: PathPlan) -> _PathProgram:
@@ -219,8 +224,17 @@ class Program:
         return program
 
     def _relative(self, path: PathPlan) -> Callable[[list, Any], list]:
+        known = self._relatives.get(id(path))
+        if known is not None and known[0] is path:
+            return known[1]
         program = self._compile_path(path)
-        return lambda start_ids, ctx: program.run_fast(ctx, start_ids)
+        run = program.run_fast
+
+        def relative(start_ids, ctx):
+            return run(ctx, start_ids)
+
+        self._relatives[id(path)] = (path, relative)
+        return relative
 
     def count(self, ctx) -> int:
         """The number of nodes the query gives in ``ctx`` (an index's size when that is it).
