@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-import regex
-
 from hgm_engine.query.executor.codegen import ConditionWriter
 from hgm_engine.query.executor.values import contains, member, ordered, values_equal
-from hgm_engine.query.plan import Attr, Cmp, Const, HasAttr, Param, PathCount, PathExists, Truthy
+from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, HasAttr, Negate, Param, PathCount, PathExists, Truthy
+from hgm_engine.query.regexcheck import compile_regex
 
 __all__ = ["condition", "condition_writer", "attr_getter"]
 
@@ -86,8 +85,11 @@ def _operand(operand, compile_path) -> Callable:
 
 
 def _closure(cond, compile_path) -> Callable:
-    """The closure for a truth test or comparison the writer leaves out. (Connectives and
-    attribute-versus-constant comparisons never get here: the writer inlines them.)"""
+    """The closure for a truth test or comparison the writer leaves out. (Attribute-versus-
+    constant comparisons never get here: the writer inlines them; connectives only when they
+    nest deeper than one generated function may, and then they start a function of their own.)"""
+    if isinstance(cond, (AllOf, AnyOf, Negate)):
+        return condition(cond, compile_path)
     if isinstance(cond, Truthy):
         value = _operand(cond.operand, compile_path)
         return lambda node, ctx: value(node, ctx) is True
@@ -116,7 +118,7 @@ def _closure(cond, compile_path) -> Callable:
 
 def _regex_condition(left: Callable, pattern_operand) -> Callable:
     if isinstance(pattern_operand, Const):
-        pattern = regex.compile(pattern_operand.value)
+        pattern = compile_regex(pattern_operand.value)  # analysis checked it within the limits
 
         def matches(node, ctx):
             value = left(node, ctx)
@@ -131,7 +133,7 @@ def _regex_condition(left: Callable, pattern_operand) -> Callable:
             return False
         pattern = ctx.regexes.get(name)
         if pattern is None:
-            pattern = ctx.regexes[name] = regex.compile(ctx.params[name])
+            pattern = ctx.regexes[name] = compile_regex(ctx.params[name])  # checked when bound
         return ctx.search(pattern, value) is not None
 
     return matches_param
