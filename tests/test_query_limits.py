@@ -270,10 +270,21 @@ def test_a_huge_regex_repetition_is_refused_before_it_is_compiled():
         "(?:[a-z]{100}){100}",
         "(?:ab|[cd]){3000}x{3000}y{3000}z{3000}",
         "a{10000,}",
+        "(?x)([a][b][c] # a comment with a ) in it\n){3000}",  # verbose mode read as regex reads it
+        "[]a]{20000}",  # a ']' first in a class is a character
+        "(?P<n>a{20000})",
+        "(?i:a{20000})",
     ],
 )
 def test_regex_size_counts_what_compiling_expands(pattern):
     assert regex_problem(pattern)[0] == "limit-exceeded"
+
+
+@pytest.mark.parametrize("pattern", ["a(?x)b", "(?x:a b)c", "(?-x)a"])
+def test_a_verbose_flag_that_would_hide_part_of_a_pattern_is_refused(pattern):
+    # the size of the part after it could not be trusted: a '#' may start a comment or not
+    category, message, _ = regex_problem(pattern)
+    assert category == "limit-exceeded" and "first group" in message
 
 
 @pytest.mark.parametrize(
@@ -307,6 +318,8 @@ def test_ordinary_patterns_pass_the_regex_checks(pattern):
         (r"(?<x>a)\g<x>", "a back-reference"),
         (r"(a|b(?1))", "a recursive pattern"),
         (r"(?:hotel){e<=2}", "fuzzy matching"),
+        (r"(?:hotel){e}", "fuzzy matching"),
+        (r"(?p)hotel|hotels", "POSIX matching"),
         ("a.*b.*c.*d.*e.*f.*g.*h.*i.*j", "unbounded quantifiers"),
     ],
 )
@@ -497,3 +510,36 @@ def test_the_query_cache_is_bounded_by_the_text_it_holds():
         cache.get(text)
     assert 0 < len(cache) <= 1_000 // len(texts[0])
     assert cache.get(texts[-1]) is cache.get(texts[-1])  # the latest are kept
+
+
+def test_an_error_lists_at_most_twenty_problems():
+    # 2,000 unknown names in one long query made an error of megabytes (each with its line)
+    text = "root" + ".frob()" * 2000
+    elapsed, peak = _measured(lambda: compile_uncached(text))
+    err = _refused(lambda: compile_uncached(text), "unknown-name")
+    assert len(err.problems) == 20 and "1980 more problems" in err.problems[-1].message
+    assert peak < 20_000_000 and elapsed < 2
+
+
+def test_a_filter_is_charged_for_the_size_of_its_condition():
+    memory = _memory()
+    memory.limits = Limits(max_work=500)
+    memory.query("nodes.where(status = 'done' or status = 'x')")  # 3 nodes, 1 each
+    wide = "nodes.where(" + " or ".join(["n = 1"] * 2000) + ")"
+    _refused(lambda: memory.query(wide))  # 3 nodes × 2,000 terms: 750
+    # a list of strings is a set: one term, whatever its length
+    assert memory.query("nodes.where(id in [" + ", ".join(f"'x{i}'" for i in range(1500)) + "])").ids == []
+    _refused(lambda: memory.query("nodes.where(n in [" + ", ".join(["1"] * 2000) + "])"))
+
+
+def test_the_worst_query_bench_measures_every_query_on_a_small_memory():
+    import pathlib
+
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    if str(repo) not in sys.path:
+        sys.path.insert(0, str(repo))
+    from bench import worst_query
+
+    for name in ("regex-largest", "paths-deep-chain", "nested-exists", "union-ids-max-length"):
+        row = worst_query.measure(name, 30)
+        assert row["ended"] in ("answered", "limit-exceeded") and row["wall_s"] >= 0, row

@@ -94,7 +94,7 @@ def analyze(query: S.Query, schema: Schema, limits: Limits = DEFAULT_LIMITS) -> 
     if checker.problems:
         unique = {(offset, p.category, p.message): p for offset, p in checker.problems}
         ordered = [unique[key] for key in sorted(unique, key=lambda k: k[0])]
-        raise QueryAnalysisError(ordered, query.text)
+        raise QueryAnalysisError(_at_most(ordered), query.text)
     roles = {name: frozenset(found) for name, found in checker.roles.items()}
     return Analysis(query, checker.params, checker.focus_offset, roles)
 
@@ -226,7 +226,7 @@ class _Checker:
         """Raise every problem, in text order (problems at one place in the order found)."""
         if self.problems:
             self.problems.sort(key=lambda item: item[0])
-            raise QueryAnalysisError([p for _, p in self.problems], self.text)
+            raise QueryAnalysisError(_at_most([p for _, p in self.problems]), self.text)
 
     def node_type(self, name: str, span: S.Span) -> None:
         if name not in self.schema.node_types:
@@ -478,6 +478,25 @@ class _Checker:
                     f".{step.name}() is a final; it cannot be used inside {call.name}()",
                     step.span.start,
                 )
+
+
+# An error lists at most this many problems: each is shown with its line, and a long text
+# repeating one mistake thousands of times would make an error of megabytes.
+MAX_PROBLEMS = 20
+
+
+def _at_most(problems: list[Problem]) -> list[Problem]:
+    """The first ``MAX_PROBLEMS``, the last of them saying how many more were left out.
+
+    >>> [p.message for p in _at_most([Problem("syntax", str(i)) for i in range(22)])][-1]
+    '19 (and 2 more problems after this one)'
+    """
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    last = problems[MAX_PROBLEMS - 1]
+    more = len(problems) - MAX_PROBLEMS
+    note = f"{last.message} (and {more} more problem{'s' if more > 1 else ''} after this one)"
+    return problems[: MAX_PROBLEMS - 1] + [attrs.evolve(last, message=note)]
 
 
 def _final_name(step: S.Step) -> str | None:

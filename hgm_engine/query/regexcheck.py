@@ -43,15 +43,16 @@ _SPACE = frozenset(" \t\n\r\f\v")
 class RegexShape:
     """What the scanner learned about a pattern: ``size`` (items after expanding counted
     repetitions, an upper estimate), ``unbounded`` (how many unbounded quantifiers),
-    ``hazard`` (the first shape that can backtrack without bound, or None) and where each
-    was found (0-based offsets into the pattern).
+    ``hazard`` (the first shape that can backtrack without bound, or None), ``unsure`` (why
+    the size estimate cannot be trusted, or None) and where each was found (0-based offsets
+    into the pattern).
 
     >>> shape = RegexShape.of(r"\\d{4}-\\d{2}")
     >>> (shape.size, shape.unbounded, shape.hazard)
     (9, 0, None)
     """
 
-    __slots__ = ("size", "unbounded", "hazard", "hazard_at", "unbounded_at")
+    __slots__ = ("size", "unbounded", "hazard", "hazard_at", "unbounded_at", "unsure", "unsure_at")
 
     def __init__(self) -> None:
         self.size = 0
@@ -59,6 +60,8 @@ class RegexShape:
         self.hazard: str | None = None
         self.hazard_at = 0
         self.unbounded_at: list[int] = []
+        self.unsure: str | None = None  # why the size cannot be trusted, when it cannot
+        self.unsure_at = 0
 
     @classmethod
     def of(cls, pattern: str) -> "RegexShape":
@@ -140,7 +143,7 @@ class _Scanner:
         Verbose mode (``(?x)``) changes what the rest of the pattern means (spaces and
         ``#`` comments are skipped), so the scanner follows it only when it is certain: a
         leading global flag group. A verbose flag anywhere else (scoped, turned off, in the
-        middle) could hide part of the pattern from the estimate, so it is a hazard."""
+        middle) could hide part of the pattern from the estimate, so the pattern is refused."""
         p = self.p
         start = 0
         while True:
@@ -158,8 +161,9 @@ class _Scanner:
                     leading = at == 0 and closer == ")" and "-" not in flags
                     if leading:
                         self.verbose = True
-                    else:
-                        self.hazard("a verbose flag (?x) that is not the pattern's first group", at)
+                    elif self.shape.unsure is None:
+                        self.shape.unsure = "a verbose flag (?x) is taken only as the pattern's first group"
+                        self.shape.unsure_at = at
                 if "p" in on:
                     self.hazard("POSIX matching (?p)", at)
                 if "e" in on or "b" in on:
@@ -283,7 +287,7 @@ class _Scanner:
                 low = int(low_text) if low_text else 0
                 high = None if (comma and not high_text) else int(high_text or low_text)
                 return self._quantify(sequence, low, high, pos, close + 1)
-        if body and any(c in body for c in "<=") and set(body) <= set("eidst0123456789<=+, "):
+        if body and any(c in body for c in "eids") and set(body) <= set("eids0123456789<=+, "):
             self.hazard("fuzzy matching", pos)
             return close + 1
         sequence.append((1, False, False))
@@ -363,6 +367,8 @@ def regex_problem(pattern: str, limits: Limits = DEFAULT_LIMITS, *, size_left: i
     when it is fine. ``offset`` is where in the pattern (0-based).
 
     - longer than ``limits.max_regex_length`` characters: ``invalid-regex``;
+    - written so that its size cannot be estimated (a verbose flag after the start):
+      ``limit-exceeded``;
     - expands to more than ``limits.max_regex_size`` items (or than ``size_left``, what the
       rest of the query left of that budget): ``limit-exceeded``;
     - does not compile: ``invalid-regex``;
@@ -381,6 +387,8 @@ def regex_problem(pattern: str, limits: Limits = DEFAULT_LIMITS, *, size_left: i
             limits.max_regex_length,
         )
     shape = RegexShape.of(pattern)
+    if shape.unsure is not None:
+        return "limit-exceeded", f"regular expression {pattern[:80]!r} is refused: {shape.unsure}", shape.unsure_at
     budget = limits.max_regex_size if size_left is None else min(size_left, limits.max_regex_size)
     if shape.size > budget:
         if size_left is not None and size_left < limits.max_regex_size:

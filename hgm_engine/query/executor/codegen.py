@@ -211,12 +211,15 @@ class ConditionWriter:
         return None
 
 
-def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -> tuple[Callable, str] | None:
+def per_source_step(
+    relation: Hop, predicates: tuple, writer: ConditionWriter, weight: int = 1
+) -> tuple[Callable, str] | None:
     """A one-type hop whose per-source predicates are filters followed by at most one index or
     slice, generated as one function: the type test, the conditions and the pick run inline
     for each source's targets (no call per source beyond the adjacency lookup).
 
-    Returns ``(step(ids, ctx) -> ids, what was inlined)``, or None for other hops.
+    Returns ``(step(ids, ctx) -> ids, what was inlined)``, or None for other hops. Each
+    target tested is charged ``weight`` (the filters' :func:`~hgm_engine.query.executor.conditions.condition_weight`).
 
     >>> from hgm_engine.query.plan import Index
     >>> step, inlined = per_source_step(Hop("out", ("parent_of",), "goal"), (Index(0),), ConditionWriter(fallback=None))
@@ -285,7 +288,7 @@ def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -
         f"{body}"
         "    if len(ids) > 1:\n"
         "        out = list(dict.fromkeys(out))\n"
-        "    ctx.charge(scanned)\n"
+        f"    ctx.charge(scanned{' * ' + writer.constant(weight) if weight > 1 and tests else ''})\n"
         "    return out\n"
     )
     hop = f"{relation.direction}({relation.edge_types[0]})"

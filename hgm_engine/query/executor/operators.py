@@ -27,7 +27,7 @@ from typing import Callable
 import attrs
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
-from hgm_engine.query.executor.conditions import attr_getter, condition, condition_writer
+from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer
 from hgm_engine.query.executor.values import sort_key
 from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Slice, SortBy
 
@@ -339,9 +339,10 @@ def list_op(op, compile_path) -> Step:
     if isinstance(op, Filter):
         test = condition(op.condition, compile_path)
         keep = condition_writer(compile_path).id_filter(op.condition)
+        weight = condition_weight(op.condition)
 
         def fast(ids, ctx):
-            ctx.charge(len(ids))
+            ctx.charge(len(ids) * weight)
             return keep(ids, ctx)
 
         def traced(items, ctx):

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
 from hgm_engine.query.executor.codegen import per_source_step
-from hgm_engine.query.executor.conditions import condition_writer
+from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context, Limits
 from hgm_engine.query.executor.operators import (
     Step,
@@ -46,7 +46,7 @@ from hgm_engine.query.executor.operators import (
     traced_navigation,
 )
 from hgm_engine.query.executor.sources import charged, index_counter, scan_filter, source
-from hgm_engine.query.plan import Filter, Navigate, PathPlan, QueryPlan, SubPlan
+from hgm_engine.query.plan import AllOf, Filter, Navigate, PathPlan, QueryPlan, SubPlan
 
 __all__ = ["Program", "build", "navigation_step"]
 
@@ -85,7 +85,9 @@ def navigation_step(op: Navigate, compile_path) -> Step:
         return Step(hop_then_filters(single, filters), traced, Strategy(
             "one-type hop, then filters over the whole list", _one_loop(relation), _generated(predicate_steps())))
     if plain_hop and op.predicates:
-        generated = per_source_step(relation, op.predicates, condition_writer(compile_path))
+        filters = tuple(p.condition for p in op.predicates if isinstance(p, Filter))
+        weight = condition_weight(AllOf(filters)) if filters else 1
+        generated = per_source_step(relation, op.predicates, condition_writer(compile_path), weight)
         if generated is not None:
             step, inlined = generated
             return Step(step, traced, Strategy("generated per source", inlined, (generated_name(step),)))
