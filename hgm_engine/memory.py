@@ -210,7 +210,7 @@ class Memory:
 
     def compile(self, expr: str) -> CompiledQuery:
         """The compiled form of ``expr`` for this memory's schema (cached by text)."""
-        return self._cache.get(expr)
+        return self._cache.get(expr, self.limits)
 
     @contextlib.contextmanager
     def _view(self, as_of: int | str | None) -> Iterator[GraphView]:
@@ -238,7 +238,7 @@ class Memory:
         >>> Memory().query("nodes.count()").value
         0
         """
-        compiled = self._cache.get(expr)
+        compiled = self._cache.get(expr, self.limits)
         with self._state.lock.reading():
             t = self._state.t if as_of is None else self._history.resolve_t(as_of)
             view = self._state.view_at(t)
@@ -260,7 +260,7 @@ class Memory:
         >>> print(Memory().explain("#x.children", physical=True).splitlines()[-1].strip())
         physical: one-type hop: one loop over out(parent_of) of all sources
         """
-        return self._cache.get(expr).explain(physical=physical)
+        return self._cache.get(expr, self.limits).explain(physical=physical)
 
     def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""

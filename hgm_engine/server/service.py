@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextvars
 import os
-import re
 import threading
 from collections import OrderedDict
 from typing import Any, Iterator, Mapping
@@ -33,7 +32,8 @@ import attrs
 
 from hgm_engine.errors import HGMError, Problem, QueryExecutionError, ServiceError, TransactionRefused
 from hgm_engine.memory import Memory
-from hgm_engine.query import Limits
+from hgm_engine.query import Limits, parse
+from hgm_engine.query import regex_hazard as query_regex_hazard
 from hgm_engine.query import syntax as S
 from hgm_engine.txn import TransactionReport
 
@@ -212,66 +212,10 @@ class _BudgetedLimits(Limits):
 
 # -- regular expressions that cannot run away ------------------------------------------------
 
-# The parse tree of Python's own regular-expression compiler (stable since 3.11, the oldest
-# Python hgm supports): the shapes that backtrack are visible there and nowhere else.
-from re import _constants as _sre_constants  # type: ignore[attr-defined]
-from re import _parser as _sre_parse  # type: ignore[attr-defined]
-
-_REPEATS = {_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT, _sre_constants.POSSESSIVE_REPEAT}
-_MAXREPEAT = _sre_constants.MAXREPEAT
-
-
-def regex_hazard(pattern: str, max_unbounded: int = 4) -> str | None:
-    """Why ``pattern`` could backtrack for a very long time (None when it cannot).
-
-    Python's ``re`` cannot be interrupted, so a shared service refuses the shapes behind
-    catastrophic backtracking: a quantifier inside another (``(a+)+``, ``(a?){30}``), an
-    alternation inside an unbounded quantifier (``(a|ab)*``), back-references, and more than
-    ``max_unbounded`` unbounded quantifiers (``.*a.*b.*c...``, polynomial blow-up).
-
-    >>> regex_hazard("^(Mon|Tue)day$") is None, regex_hazard(r"book.*hotel") is None
-    (True, True)
-    >>> regex_hazard("(a+)+$")
-    'a quantifier inside another quantifier'
-    >>> regex_hazard("(a|aa)*b")
-    'an alternation inside an unbounded quantifier'
-    """
-    try:
-        parsed = _sre_parse.parse(pattern)
-    except re.error:
-        return None  # the analyzer reports it as invalid-regex
-    except RecursionError:
-        return "nested too deeply"
-    unbounded = 0
-    # (items, inside a repeating quantifier, inside an unbounded one)
-    stack: list[tuple[Any, bool, bool]] = [(parsed, False, False)]
-    while stack:
-        items, in_repeat, in_unbounded = stack.pop()
-        for op, arg in items:
-            if op in _REPEATS:
-                low, high, body = arg
-                repeats = high is _MAXREPEAT or high > 1
-                if in_repeat and (repeats or low != high):
-                    return "a quantifier inside another quantifier"
-                if high is _MAXREPEAT:
-                    unbounded += 1
-                    if unbounded > max_unbounded:
-                        return f"more than {max_unbounded} unbounded quantifiers"
-                stack.append((body, in_repeat or repeats, in_unbounded or high is _MAXREPEAT))
-            elif op is _sre_constants.BRANCH:
-                if in_unbounded:
-                    return "an alternation inside an unbounded quantifier"
-                for branch in arg[1]:
-                    stack.append((branch, in_repeat, in_unbounded))
-            elif op in (_sre_constants.GROUPREF, _sre_constants.GROUPREF_EXISTS):
-                return "a back-reference"
-            elif op is _sre_constants.SUBPATTERN:
-                stack.append((arg[-1], in_repeat, in_unbounded))
-            elif op in (_sre_constants.ASSERT, _sre_constants.ASSERT_NOT):
-                stack.append((arg[1], in_repeat, in_unbounded))
-            elif op is _sre_constants.ATOMIC_GROUP:
-                stack.append((arg, in_repeat, in_unbounded))
-    return None
+# The engine checks every regular expression before compiling it (hgm_engine.query.regexcheck,
+# in the regex dialect queries run on); the service applies the same check with its stricter
+# ServerLimits.max_regex_repeats. ``regex_hazard`` stays importable from here.
+regex_hazard = query_regex_hazard
 
 
 def _walk(node: Any) -> Iterator[Any]:
@@ -396,6 +340,7 @@ class MemoryService:
         # A budgeted run only takes these (it never compiles); entries are not reordered on use.
         self._known: OrderedDict[str, tuple[Any, tuple[str, ...]]] = OrderedDict()
         self._known_lock = threading.Lock()
+        self._known_chars = 0
         # Texts whose budgeted run went over: skip the budget for their next runs.
         self._heavy: dict[str, int] = {}
 
@@ -472,15 +417,9 @@ class MemoryService:
             raise _fail(
                 "limit-exceeded", f"the query is {len(expr)} characters long; this server takes at most {limits.max_query_length}"
             )
-        try:
-            compiled = self.memory.compile(expr)
-        except RecursionError:
-            raise _fail("limit-exceeded", "the query is nested too deeply") from None
-        except SyntaxError as exc:  # Python's own nesting limit, met by the generated code
-            if "nested" not in str(exc):
-                raise
-            raise _fail("limit-exceeded", "the query is nested too deeply") from None
-        for node in _walk(compiled.ast):
+        # The service's own limits are checked on the syntax tree before the query is compiled:
+        # what this service refuses never enters the memory's compiled-query cache.
+        for node in _walk(parse(expr, self.memory.limits)):
             if isinstance(node, S.RepeatStep):
                 bound = max(node.lower, node.upper or 0)
                 if bound > limits.max_repeat:
@@ -492,16 +431,27 @@ class MemoryService:
             elif isinstance(node, S.Compare) and node.op == "=~":
                 if isinstance(node.right, S.Literal) and isinstance(node.right.value, str):
                     self._check_regex(node.right.value)
+        try:
+            compiled = self.memory.compile(expr)
+        except RecursionError:
+            raise _fail("limit-exceeded", "the query is nested too deeply") from None
+        except SyntaxError as exc:  # Python's own nesting limit, met by the generated code
+            if "nested" not in str(exc):
+                raise
+            raise _fail("limit-exceeded", "the query is nested too deeply") from None
         roles = compiled.analysis.param_roles
         regex_params = tuple(name for name, role in roles.items() if "regex" in role)
         for name in regex_params:
             value = (params or {}).get(name)
             if isinstance(value, str):
                 self._check_regex(value, f"${name}")
-        with self._known_lock:
+        with self._known_lock:  # 256 texts, 64k characters together (what they keep grows with their text)
+            if expr not in self._known:
+                self._known_chars += len(expr)
             self._known[expr] = (compiled, regex_params)
-            while len(self._known) > 256:
-                self._known.popitem(last=False)
+            while len(self._known) > 256 or self._known_chars > 65_536:
+                dropped, _ = self._known.popitem(last=False)
+                self._known_chars -= len(dropped)
         return compiled
 
     def _check_regex(self, pattern: str, what: str = "regular expression") -> None:
