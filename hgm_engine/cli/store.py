@@ -23,7 +23,6 @@ import json
 import pathlib
 from typing import Any
 
-import attrs
 
 from hgm_engine.cli.arguments import (
     DB_HELP,

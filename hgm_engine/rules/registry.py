@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 
 from hgm_engine.errors import HGMError, Problem, RequestError, RuleError, TransactionRefused
-from hgm_engine.query import parse_rule_file
+from hgm_engine.query import Limits, parse_rule_file
 from hgm_engine.query import syntax as S
 from hgm_engine.rules.compile import CompiledRuleSet, RuleSet, compile_rule_file
 from hgm_engine.rules.constraints import UNCOMPILABLE, ConstraintChecker, UserConstraint, uncompilable_problem
@@ -92,10 +92,15 @@ def _stored_error(exc: Exception, text: Any) -> HGMError:
     return RuleError([problem], text if isinstance(text, str) else None)
 
 
+# Reading only the names a stored file declares: nesting does not matter for that (the parser
+# walks its tree without recursion), so a file refused for its depth still names its constraints.
+_NAMES_ONLY = Limits(max_depth=1_000_000)
+
+
 def _declared_constraints(text: Any) -> tuple[str, ...]:
     """The constraint names a rule file declares, when it parses (else none)."""
     try:
-        rule_file = parse_rule_file(text)
+        rule_file = parse_rule_file(text, _NAMES_ONLY)
     except Exception:  # noqa: BLE001 - a broken file: whatever the parser raises, it names nothing
         return ()
     return tuple(s.name for s in rule_file.statements if isinstance(s, S.ConstraintStatement))

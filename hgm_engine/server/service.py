@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import threading
 from collections import OrderedDict
 from typing import Any, Iterator, Mapping
