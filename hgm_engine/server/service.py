@@ -658,15 +658,16 @@ class MemoryService:
         except RecursionError:
             raise _fail("limit-exceeded", "the query is nested too deeply") from None
 
-    def explain(self, expr: str) -> dict[str, Any]:
-        """The optimized plan as text, with the query's parameters and result kind."""
+    def explain(self, expr: str, *, physical: bool = False) -> dict[str, Any]:
+        """The optimized plan as text, with the query's parameters and result kind;
+        ``physical`` adds how each step runs (``hgm explain --physical``)."""
         compiled = self.check_query(expr)
         return {
             "query": expr,
             "kind": compiled.kind,
             "params": list(compiled.params),
             "uses_focus": compiled.uses_focus,
-            "plan": compiled.explain(),
+            "plan": compiled.explain(physical=bool(physical)),
         }
 
     def node(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
@@ -833,7 +834,17 @@ class MemoryService:
 
     # -- path localization (hgm_engine.paths.localize) ---------------------------------------
 
-    def locate(self, text: str, tags: list[str] | None = None, k: int = 5) -> dict[str, Any]:
+    def locate(
+        self,
+        text: str,
+        tags: list[str] | None = None,
+        k: int = 5,
+        *,
+        scenario: str | None = None,
+        cross_scenario: bool = False,
+        steps: list[str] | None = None,
+        hops: int | None = None,
+    ) -> dict[str, Any]:
         """Stored decision paths that fit ``text``: the localization result of formats.md.
 
         >>> from hgm_engine import Memory
@@ -846,8 +857,9 @@ class MemoryService:
             raise _fail("invalid-argument", "'text' must be a non-empty string")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
+        _check_text(text=text, tags=tags, scenario=scenario, steps=steps)
         self.fresh()
-        return self.memory.locate(text, tags=tags, k=k).to_json()
+        return self.memory.locate(text, tags=tags, k=k, scenario=scenario, cross_scenario=cross_scenario, steps=steps, hops=hops).to_json()
 
     def rewrite_path(
         self, path_id: str, steps: list[Any], reason: str | None = None, author: str | None = None
