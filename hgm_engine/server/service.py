@@ -1032,6 +1032,15 @@ class MemoryService:
             raise _fail("limit-exceeded", f"{len(nodes)} nodes; this server loads at most {self.limits.max_ops} per request", "graph.nodes")
         return self._report(self.memory.load(dict(doc), author=author, reason=reason))
 
+    def schema(self) -> dict[str, Any]:
+        """The memory's schema: node and edge types, relations, edge rules (``hgm schema``).
+
+        >>> from hgm_engine import Memory
+        >>> MemoryService(Memory()).schema()["node_types"]
+        ['goal', 'action', 'entity', 'fact', 'result']
+        """
+        return self.memory.schema.to_json()
+
     # paths (docs/paths.md) ---------------------------------------------------------------
 
     def ingest(
