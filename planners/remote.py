@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from hgm_engine.errors import Problem, RequestError
+
 from planners.llm import LLMPlanner, ToolSpec
 from planners.protocol import MemoryView, Observation
 
@@ -61,7 +63,11 @@ def step(memory: Any, request: Mapping[str, Any], *, client: Any, model: str | N
     planner.focus = request.get("focus")
     planner.last_t = request.get("last_t")
     observation = request.get("observation")
-    observed = Observation.task(task) if observation is None else Observation.from_json(observation)
+    try:
+        observed = Observation.task(task) if observation is None else Observation.from_json(observation)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RequestError([Problem("invalid-argument", f"observation: not an observation ({type(exc).__name__}: {exc}); "
+                                    "give kind (task, tool, step-failed) and its fields", where="observation")]) from None
     if observed.kind == "task" and planner.focus is not None:
         observed = Observation("task", observed.text or task, {**observed.data, "focus": planner.focus})
     view = MemoryView(memory)

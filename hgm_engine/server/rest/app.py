@@ -72,7 +72,7 @@ from hgm_engine.server.rest.responses import (
     request_id_var,
     validation_error_response,
 )
-from hgm_engine.server.rest.routes import add_capability_routes, docs_app, public_paths, refine_openapi
+from hgm_engine.server.rest.routes import add_capability_routes, allowed_methods, docs_app, public_paths, refine_openapi
 from hgm_engine.server.service import BudgetExceeded, LLMEndpoint, MemoryService, ServerLimits, error_document, http_status
 
 __all__ = ["create_app"]
@@ -148,8 +148,10 @@ def create_app(
             return error_response("request-too-large", f"the request body is over this server's limit of {limits.max_body} bytes", 413)
         if exc.status_code == 404:
             return error_response("not-found", f"no route {request.method} {request.url.path}", 404)
-        if exc.status_code == 405:  # with the router's Allow header (RFC 9110)
-            return error_response("method-not-allowed", f"{request.method} is not allowed on {request.url.path}", 405, exc.headers)
+        if exc.status_code == 405:  # Allow lists every method of the path (RFC 9110), not one route's
+            allowed = allowed_methods(app, request.scope)
+            headers = {"Allow": ", ".join(allowed)} if allowed else exc.headers
+            return error_response("method-not-allowed", f"{request.method} is not allowed on {request.url.path}", 405, headers)
         category = "invalid-argument" if exc.status_code < 500 else "internal"
         return error_response(category, str(exc.detail), exc.status_code)
 

@@ -51,6 +51,17 @@ def _integral(value: Any) -> Any:
 # An integer field of a request: ``type: integer`` in the document, and 28.0 is accepted.
 Int = Annotated[int, BeforeValidator(_integral)]
 
+
+def int_in(ge: int | None = None, le: int | None = None) -> Any:
+    """:data:`Int` within bounds; the bounds go before the validator, so the document keeps
+    them as ``minimum`` and ``maximum`` in an optional field's ``anyOf`` too.
+
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(int_in(0, 64)).validate_python(3.0), TypeAdapter(int_in(0, 64)).json_schema()["minimum"]
+    (3, 0)
+    """
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_integral)]
+
 # Text that must say something: not empty, not only spaces (what the service refuses).
 NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
 
@@ -203,9 +214,7 @@ class TransactionRequest(BaseModel):
     model_config = _STRICT
     author: str | None = None
     reason: str | None = None
-    base_t: Int | None = Field(
-        None, ge=0, description="Refuse as a conflict if anything this touches changed after this t."
-    )
+    base_t: int_in(0, None) | None = Field(None, description="Refuse as a conflict if anything this touches changed after this t.")
     ops: Ops = Field(description="The operations, in order (each one discriminated by `op`).")
     dry_run: bool = Field(False, description="Check everything, commit nothing.")
 
@@ -227,7 +236,7 @@ class RevertRequest(BaseModel):
 class SnapshotRequest(BaseModel):
     model_config = _STRICT
     name: str = Field(min_length=1, max_length=200, description="Any name that is not a number.")
-    t: Int | None = Field(None, ge=0, description="The state to name (the current one by default).")
+    t: int_in(0, None) | None = Field(None, description="The state to name (the current one by default).")
 
 
 class LocateRequest(BaseModel):
@@ -238,7 +247,7 @@ class LocateRequest(BaseModel):
     scenario: str | None = Field(None, description="Rank paths of this scenario first (with cross_scenario) or only.")
     cross_scenario: bool = Field(False, description="Also consider paths of other scenarios.")
     steps: list[str] | None = Field(None, description="Step names the agent has in mind (matched against paths' steps).")
-    hops: Int | None = Field(None, ge=0, le=64, description="How far to expand from the paths found by text.")
+    hops: int_in(0, 64) | None = Field(None, description="How far to expand from the paths found by text.")
 
 
 class RewritePathRequest(BaseModel):
@@ -270,9 +279,7 @@ class PathRetrieveRequest(BaseModel):
     model_config = _STRICT
     query: NonBlank = Field(description="The question or task, in natural language.")
     max_paths: Int = Field(3, ge=1, le=100)
-    max_hops: Int | None = Field(
-        None, ge=1, le=64, description="Accepted for the origin sketch; whole stored paths are ranked, so it has no effect."
-    )
+    max_hops: int_in(1, 64) | None = Field(None, description="Accepted for the origin sketch; whole stored paths are ranked, so it has no effect.")
     tags: list[str] | None = None
 
 
@@ -681,19 +688,39 @@ class LLMRewriteRequest(BaseModel):
     path_id: NonBlank
     feedback: NonBlank = Field(description="What went wrong or changed.")
     model: str | None = Field(None, description="The model (default: the server's).")
-    attempts: Int | None = Field(None, ge=1, le=10, description="Requests to the model at most (the server may allow fewer).")
+    attempts: int_in(1, 10) | None = Field(None, description="Requests to the model at most (the server may allow fewer).")
     author: str | None = Field(None, description="Who rewrites (default llm:MODEL).")
     dry_run: bool = Field(False, description="Return the validated proposal, commit nothing.")
+
+
+class ToolCallModel(BaseModel):
+    model_config = _STRICT
+    name: NonBlank
+    args: dict[str, Any] | None = None
+    action: str | None = Field(None, description="The action node the call executes.")
+
+
+class ObservationModel(BaseModel):
+    """What happened since the last step (planners.protocol.Observation): the ``task``, a
+    ``tool``'s answer (``call``, ``ok``, ``value`` or ``error``), or ``step-failed`` (the last
+    step's ops were refused: ``error``)."""
+
+    model_config = _STRICT
+    kind: Literal["task", "tool", "step-failed"]
+    text: str | None = None
+    data: dict[str, Any] | None = None
+    call: ToolCallModel | None = None
+    ok: bool | None = None
+    value: Any = None
+    error: dict[str, Any] | None = None
 
 
 class PlannerStepRequest(BaseModel):
     model_config = _STRICT
     task: NonBlank = Field(description="The request the run serves.")
-    observation: dict[str, Any] | None = Field(
-        None, description="What happened since the last step (planners.protocol.Observation: kind task, tool or step-failed)."
-    )
+    observation: ObservationModel | None = Field(None, description="What happened since the last step (default: the task).")
     focus: str | None = Field(None, description="The node the planner works on (from the previous step).")
-    last_t: Int | None = Field(None, ge=0, description="The t after the previous step (from its answer).")
+    last_t: int_in(0, None) | None = Field(None, description="The t after the previous step (from its answer).")
     tools: list[Any] | None = Field(None, description="Tools the model may call: names or {name, description, args}.")
     max_repairs: Int = Field(1, ge=0, le=3)
     max_reads: Int = Field(2, ge=0, le=4)

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI, Query
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response
 
+from hgm_engine.errors import Problem, ServiceError
 from hgm_engine.server.rest.models import (
     CommitsModel,
     ConstraintAddedModel,
@@ -64,7 +65,7 @@ from hgm_engine.server.rest.models import (
 from hgm_engine.server.rest.responses import json_response
 from hgm_engine.server.service import MemoryService
 
-__all__ = ["add_capability_routes", "docs_app", "public_paths", "refine_openapi", "DOCS_ASSETS"]
+__all__ = ["add_capability_routes", "allowed_methods", "known_query_parameters", "docs_app", "public_paths", "refine_openapi", "DOCS_ASSETS"]
 
 # Where the documentation pages' scripts and styles are served (fastapi-offline's static files).
 DOCS_ASSETS = "/docs-assets"
@@ -82,6 +83,7 @@ def docs_app(**kwargs: Any) -> FastAPI:
     True
     """
     kwargs.setdefault("generate_unique_id_function", lambda route: route.name)
+    kwargs.setdefault("dependencies", [Depends(known_query_parameters)])
     try:
         from fastapi_offline import FastAPIOffline
     except ImportError:  # pragma: no cover - the serve extra installs it
@@ -101,6 +103,45 @@ def public_paths(app: FastAPI) -> tuple[str, ...]:
     if any(getattr(r, "path", None) == DOCS_ASSETS for r in app.routes):
         found.append(DOCS_ASSETS + "/")
     return tuple(p for p in found if p)
+
+
+async def known_query_parameters(request: Request) -> None:
+    """Refuse a query parameter the route does not take (400 ``invalid-argument``), as unknown
+    body fields are: a misspelt ``as_of`` would otherwise read the current state unnoticed.
+
+    >>> from fastapi.testclient import TestClient
+    >>> from hgm_engine import Memory
+    >>> from hgm_engine.server import create_app
+    >>> TestClient(create_app(Memory())).get("/api/v1/stale?asof=1").json()["error"]["message"]
+    "unknown query parameter 'asof' (this route takes: as_of)"
+    """
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or not request.query_params:
+        return
+    known = {param.alias for param in dependant.query_params}
+    for name in request.query_params:
+        if name not in known:
+            takes = ", ".join(sorted(known)) or "no query parameters"
+            raise ServiceError([Problem("invalid-argument", f"unknown query parameter {name!r} (this route takes: {takes})", where=name)])
+
+
+def allowed_methods(app: FastAPI, scope: Any) -> list[str]:
+    """Every method some route of ``app`` answers on the path of ``scope`` (for ``Allow``).
+
+    >>> from hgm_engine import Memory
+    >>> from hgm_engine.server import create_app
+    >>> allowed_methods(create_app(Memory()), {"type": "http", "path": "/api/v1/snapshots", "method": "PUT", "root_path": ""})
+    ['GET', 'POST']
+    """
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in app.router.routes:
+        route_methods = getattr(route, "methods", None)
+        if route_methods and route.matches(dict(scope))[0] != Match.NONE:
+            methods |= set(route_methods)
+    return sorted(methods)
 
 
 def refine_openapi(app: FastAPI, schema: dict[str, Any]) -> dict[str, Any]:
@@ -252,6 +293,11 @@ def add_capability_routes(app: FastAPI, service: MemoryService) -> None:
     def list_paths(all_versions: bool = Query(False, description="Every version, not only the current ones.")) -> Response:
         return json_response(service.paths(all_versions))
 
+    @app.get("/api/v1/path", tags=["paths"], summary="One stored path", operation_id="get_path", response_model=PathModel, responses=error_responses(400, 401, 404))
+    def get_path(path_id: str = Query(alias="id", min_length=1, description="The path id (any version of a lineage).")) -> Response:
+        """By query parameter, so no path id can be taken for a route (`/api/v1/paths/metrics`)."""
+        return json_response(service.path(path_id))
+
     @app.get("/api/v1/paths/metrics", tags=["paths"], summary="Rewrites, versions, failure streaks, the index", response_model=PathMetricsModel)
     def path_metrics() -> Response:
         return json_response(service.path_metrics())
@@ -294,9 +340,6 @@ def add_capability_routes(app: FastAPI, service: MemoryService) -> None:
         )
         return json_response(doc)
 
-    @app.get("/api/v1/paths/{path_id:path}", tags=["paths"], summary="One stored path", operation_id="get_path", response_model=PathModel, responses=error_responses(400, 401, 404))
-    def get_path(path_id: str) -> Response:
-        return json_response(service.path(path_id))
 
     # -- the LLM planner ----------------------------------------------------------------------
 
