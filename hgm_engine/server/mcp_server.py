@@ -42,7 +42,7 @@ import attrs
 from hgm_engine import __version__
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
-from hgm_engine.server.service import MemoryService, ServerLimits, error_document
+from hgm_engine.server.service import MemoryService, ServerLimits, add_llm_arguments, error_document, llm_endpoint
 
 __all__ = [
     "TOOLS",
@@ -950,6 +950,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
     parser.add_argument("--query-timeout", type=float, default=defaults.timeout, metavar="SECONDS")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    add_llm_arguments(parser)
     return parser
 
 
@@ -995,7 +996,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         logger.info("serving %s (t=%d, %d nodes) over stdio", args.db, memory.t, len(memory))
-        anyio.run(serve, MemoryService(memory, limits))
+        anyio.run(serve, MemoryService(memory, limits, llm=llm_endpoint(args)))
     except KeyboardInterrupt:
         pass
     finally:

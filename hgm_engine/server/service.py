@@ -50,6 +50,8 @@ __all__ = [
     "node_document",
     "LLMEndpoint",
     "PLANNER_GROUP",
+    "add_llm_arguments",
+    "llm_endpoint",
 ]
 
 
@@ -398,6 +400,36 @@ class LLMEndpoint:
         api_key = self.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
         # As open_client makes it: the attempts (and their waits) are the engine's loop's.
         return openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=0)
+
+
+def add_llm_arguments(parser: Any) -> Any:
+    """The options of the model behind the LLM routes (``hgm serve`` and ``hgm mcp``).
+
+    >>> import argparse
+    >>> args = add_llm_arguments(argparse.ArgumentParser()).parse_args(["--llm-base-url", "http://127.0.0.1:8000/v1"])
+    >>> llm_endpoint(args).base_url, llm_endpoint(args).max_attempts
+    ('http://127.0.0.1:8000/v1', 3)
+    """
+    defaults = LLMEndpoint()
+    parser.add_argument(
+        "--llm-base-url",
+        metavar="URL",
+        help="the OpenAI-compatible endpoint of the LLM routes (default: $OPENAI_BASE_URL; the key: $OPENAI_API_KEY)",
+    )
+    parser.add_argument("--llm-model", metavar="M", help="their default model (default: $HGM_LLM_MODEL or gpt-4o-mini)")
+    parser.add_argument(
+        "--llm-timeout", type=float, default=defaults.timeout, metavar="SECONDS", help=f"seconds per answer (default {defaults.timeout:g})"
+    )
+    parser.add_argument(
+        "--llm-attempts", type=int, default=defaults.max_attempts, metavar="N",
+        help=f"requests one call may make at most, retries included (default {defaults.max_attempts})",
+    )
+    return parser
+
+
+def llm_endpoint(args: Any) -> LLMEndpoint:
+    """The :class:`~hgm_engine.server.service.LLMEndpoint` the options name."""
+    return LLMEndpoint(base_url=args.llm_base_url or None, model=args.llm_model or None, timeout=args.llm_timeout, max_attempts=args.llm_attempts)
 
 
 def _planner_entry() -> Any:
@@ -864,13 +896,14 @@ class MemoryService:
     def rewrite_path(
         self, path_id: str, steps: list[Any], reason: str | None = None, author: str | None = None
     ) -> dict[str, Any]:
-        """A new version of a stored path (full steps or edit ops); the transaction report."""
+        """A new version of a stored path (full steps or edit ops); the transaction report,
+        with ``path``: the new version's id."""
         if not isinstance(path_id, str) or not path_id:
             raise _fail("invalid-argument", "'path_id' must be a non-empty string")
         if not isinstance(steps, list) or not steps:
             raise _fail("invalid-argument", "'steps' must be a non-empty list")
         _check_text(path_id=path_id, steps=steps, reason=reason, author=author)
-        return self._report(self.memory.rewrite_path(path_id, steps, reason or "rewrite", author=author))
+        return self._created(self.memory.rewrite_path(path_id, steps, reason or "rewrite", author=author))
 
     def rewrite_path_from_feedback(
         self, path_id: str, feedback: str, steps: list[Any], session_context: str | None = None
