@@ -38,6 +38,7 @@ __all__ = [
     "add_json_flag",
     "non_negative",
     "commit_number",
+    "state",
 ]
 
 Commands = Any
@@ -153,3 +154,21 @@ def commit_number(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"commits are numbered from 1, not {value}")
     return value
+
+
+def state(text: str) -> str:
+    """A state argument (``--since T``): a t of 0 or more, or a snapshot name (which the
+    command resolves, since only the memory knows its names).
+
+    >>> state("3"), state("before-change")
+    ('3', 'before-change')
+    >>> state("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: a t is 0 or more, not -1
+    """
+    if text.lstrip("-").isdigit() and text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"a t is 0 or more, not {text}")
+    if not text:
+        raise argparse.ArgumentTypeError("a state is a t or a snapshot name, not empty")
+    return text

@@ -34,6 +34,7 @@ from hgm_engine.cli.arguments import (
     commit_number,
     examples,
     non_negative,
+    state,
 )
 from hgm_engine.cli.common import (
     EXIT_FAILURE,
@@ -266,7 +267,11 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         if args.node is not None:
             return node_history(memory, args.node)
-        commits = memory.commits(args.since)
+        try:  # a number is taken as it is (past the last t: no commits); a name must be a snapshot
+            since = int(args.since) if args.since.isdigit() else memory.resolve_t(args.since)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        commits = memory.commits(since)
         if args.last is not None:
             commits = commits[len(commits) - args.last :] if args.last else []
         if out.as_json:
@@ -312,7 +317,8 @@ def _history(args: argparse.Namespace, out: Output) -> int:
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
-        t1, t2 = resolve_t(memory, args.t1), resolve_t(memory, args.t2)
+        t2_text = str(memory.t) if args.t2 is None else args.t2  # one state: from it to now (as REST)
+        t1, t2 = resolve_t(memory, args.t1), resolve_t(memory, t2_text)
         try:
             changes = memory.diff(t1, t2)
         except HGMError as err:
@@ -321,7 +327,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
             out.document({"from": t1, "to": t2, "changes": changes})
             return EXIT_OK
         out.line(
-            f"from {_state_name(args.t1, t1)}{out.glyphs.arrow}{_state_name(args.t2, t2)}: {plural(len(changes), 'change')}"
+            f"from {_state_name(args.t1, t1)}{out.glyphs.arrow}{_state_name(t2_text, t2)}: {plural(len(changes), 'change')}"
         )
         out.lines(change_lines(changes, unicode=out.unicode), indent="  ")
         return EXIT_OK
@@ -462,13 +468,14 @@ def register(commands: Commands) -> None:
         examples(
             "hgm history --db memory.db",
             "hgm history --db memory.db --last 5 --json",
+            "hgm history --db memory.db --since before-change",
             "hgm history a_forbidden --db memory.db",
         ),
         _history,
     )
     history.add_argument("node", nargs="?", metavar="NODE_ID", help="show the history of this node only")
     history.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    history.add_argument("--since", type=non_negative, default=0, metavar="T", help="only commits after t=T")
+    history.add_argument("--since", type=state, default="0", metavar="T", help=f"only commits after state T: {T_HELP}")
     history.add_argument("--last", type=non_negative, metavar="N", help="only the last N commits")
     add_json_flag(history, 'print {"t", "commits": [...]} or {"id", "history": [...]}')
 
@@ -478,15 +485,16 @@ def register(commands: Commands) -> None:
         "what changed between two states of a memory",
         "The net changes from state T1 to state T2 (each a commit number or a snapshot name), one "
         "per node or edge: + added, - removed, ~ updated (attribute: before -> after). T1 later "
-        "than T2 shows the way back.",
+        "than T2 shows the way back. Without T2, from T1 to the current state (as hgm changes T1).",
         examples(
             "hgm diff 1 4 --db memory.db",
+            "hgm diff before-change --db memory.db",
             "hgm diff before-change 5 --db memory.db --json",
         ),
         _diff,
     )
     diff.add_argument("t1", metavar="T1", help=T_HELP)
-    diff.add_argument("t2", metavar="T2", help=T_HELP)
+    diff.add_argument("t2", nargs="?", metavar="T2", help=f"{T_HELP} (default: the current state)")
     diff.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     add_json_flag(diff, 'print {"from": T1, "to": T2, "changes": [...]}')
 
