@@ -53,6 +53,7 @@ from hgm_engine.cli.common import (
     resolve_t,
     shown,
 )
+from hgm_engine.cli.progress import ProgressDisplay
 from hgm_engine.errors import GraphFileError, HGMError, Problem, TransactionError
 from hgm_engine.memory import Memory
 from hgm_engine.model import parse_json
@@ -66,13 +67,14 @@ __all__ = ["register", "load_into", "commit_time"]
 # -- load and export ---------------------------------------------------------------------------
 
 
-def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> TransactionReport:
+def load_into(memory: Memory, doc: Any, author: str | None, reason: str, progress: Any = None) -> TransactionReport:
     """Load a graph document into ``memory`` as one transaction (all or nothing).
 
     An empty memory takes it as its initial load (``Memory.load``). A memory that already holds
     something gets the file's nodes and edges added by one transaction: the same thing, done
     here because ``Memory.load`` into a non-empty memory fails (see the issue report). Problems
-    name their place in the file (``nodes[3]``, ``edges[0]``).
+    name their place in the file (``nodes[3]``, ``edges[0]``). ``progress(phase, done, total)``
+    hears of the work (:mod:`hgm_engine.cli.progress` draws it).
 
     >>> memory = Memory()
     >>> load_into(memory, {"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}, None, "first").t
@@ -85,7 +87,9 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> Tran
     hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node 'h' is already in the memory
     """
     if memory.t == 0 and len(memory) == 0:
-        return memory.load(doc, author=author, reason=reason)
+        return memory.load(doc, author=author, reason=reason, progress=progress)
+    if progress is not None:
+        progress("checking the graph", 0, None)
     problems = check_document(doc, memory.schema)
     if not problems:
         graph = memory.graph
@@ -114,8 +118,12 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> Tran
 
         def build(overlay: Any, ctx: Any) -> list[str]:
             created: list[str] = []
-            for op, where in ops:
+            for count, (op, where) in enumerate(ops, 1):
                 created.extend(apply_op(overlay, op, ctx, where))
+                if progress is not None:
+                    progress("adding nodes and edges", count, len(ops))
+            if progress is not None:
+                progress("checking constraints and writing", 0, None)
             return created
 
         report = memory.commit_built(build, author=author, reason=reason)
@@ -140,20 +148,24 @@ def _load(args: argparse.Namespace, out: Output) -> int:
             out.note("\n".join(render_error(err, f"error: {name}: {problem_count(err)}; nothing was loaded")))
         return EXIT_FAILURE
 
-    try:
-        doc = read_document(args.file)
-        memory = open_memory(args.db, create=True)
-    except HGMError as err:
-        return failed(err)
-    try:
-        first = memory.t == 0 and len(memory) == 0
-        reason = args.reason or f"load {pathlib.Path(args.file).name if args.file != '-' else 'standard input'}"
-        report = load_into(memory, doc, args.author, reason)
-        totals = (len(memory), memory.graph.edge_count)
-    except HGMError as err:
-        return failed(err)
-    finally:
-        memory.close()
+    with ProgressDisplay(out.err) as display:  # on a terminal only: a pipe gets no progress
+        progress = display.callback
+        try:
+            if progress is not None:
+                progress(f"reading {name}", 0, None)
+            doc = read_document(args.file)
+            memory = open_memory(args.db, create=True)
+        except HGMError as err:
+            return failed(err)
+        try:
+            first = memory.t == 0 and len(memory) == 0
+            reason = args.reason or f"load {pathlib.Path(args.file).name if args.file != '-' else 'standard input'}"
+            report = load_into(memory, doc, args.author, reason, progress)
+            totals = (len(memory), memory.graph.edge_count)
+        except HGMError as err:
+            return failed(err)
+        finally:
+            memory.close()
     nodes, edges = len(doc.get("nodes", [])), len(doc.get("edges", []))
     if out.as_json:
         out.document(
