@@ -116,3 +116,14 @@ def test_the_display_passes_on_at_most_ten_updates_a_second_per_phase():
         for done in range(1, 10_001):
             display.callback("counting", done, 10_000)
     assert 1 <= len(seen) <= 20 and seen[-1] == 10_000  # the last one always shows
+
+
+def test_benchmarks_show_their_steps_on_a_terminal_and_nothing_on_a_pipe(terminal):
+    from bench.progress import tracked  # the suite runs from the repository (bench is importable)
+
+    fake = terminal()
+    assert list(tracked(range(5), "sizes")) == [0, 1, 2, 3, 4]
+    assert "sizes" in fake.getvalue() and "5/5" in fake.getvalue()
+    piped = io.StringIO()
+    sys.stderr = piped  # monkeypatch puts the real one back afterwards
+    assert list(tracked(range(5), "sizes")) == [0, 1, 2, 3, 4] and piped.getvalue() == ""

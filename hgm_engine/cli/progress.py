@@ -52,14 +52,18 @@ def wanted(stream: TextIO) -> bool:
 class ProgressDisplay:
     """A context manager whose :attr:`callback` (None when no display is wanted) shows each
     phase as a line with a spinner, a bar and counts when they are known, and the time spent.
-    The lines are cleared when the work ends, leaving the command's own output alone. Updates
+    The lines are cleared when the work ends, leaving the command's own output alone. With
+    ``log_above`` (the benchmarks) what is printed meanwhile is shown above the display;
+    ``refresh`` is how many times a second it is redrawn. Updates
     are passed on to the display at most ten times a second per phase, so the engine may
     report every item.
     """
 
-    def __init__(self, stream: TextIO, *, enabled: bool | None = None):
+    def __init__(self, stream: TextIO, *, enabled: bool | None = None, log_above: bool = False, refresh: float = 10):
         self.stream = stream
         self.enabled = wanted(stream) if enabled is None else enabled
+        self.log_above = log_above  # what is printed to sys.stdout/sys.stderr meanwhile goes above the display
+        self.refresh = refresh
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
         self._shown: dict[str, float] = {}
@@ -87,8 +91,9 @@ class ProgressDisplay:
             TimeElapsedColumn(),
             console=console,
             transient=True,
-            redirect_stdout=False,  # the command's output goes where it always goes
-            redirect_stderr=False,
+            redirect_stdout=self.log_above,  # a command's output goes where it always goes
+            redirect_stderr=self.log_above,
+            refresh_per_second=self.refresh,
         )
         self._progress.start()
         return self
