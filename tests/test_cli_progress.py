@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -15,6 +16,10 @@ import pytest
 
 from hgm_engine.cli import main
 from hgm_engine.cli.progress import PROGRESS_ENV, ProgressDisplay
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the benchmarks are imported from the repository
+    sys.path.insert(0, str(REPO))
 
 
 class FakeTerminal(io.StringIO):
@@ -119,7 +124,7 @@ def test_the_display_passes_on_at_most_ten_updates_a_second_per_phase():
 
 
 def test_benchmarks_show_their_steps_on_a_terminal_and_nothing_on_a_pipe(terminal):
-    from bench.progress import tracked  # the suite runs from the repository (bench is importable)
+    from bench.progress import tracked
 
     fake = terminal()
     assert list(tracked(range(5), "sizes")) == [0, 1, 2, 3, 4]
