@@ -98,3 +98,62 @@ def test_history_since_takes_a_snapshot_name_like_every_other_state(marked, caps
     assert by_number == by_name
     code, doc = run_json(capsys, "history", "--db", marked, "--since", "nope")
     assert code == EXIT_FAILURE and "nope" in doc["error"]["message"]
+
+
+# -- the new state arguments take any text without a traceback ------------------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+STATE_TEXT = st.one_of(
+    st.text(max_size=30),
+    st.integers(min_value=-5, max_value=10**30).map(str),
+    st.sampled_from(["before", "0", "1", "2", "-0", "１", "²", " 1", "1 ", "nan", "\x00", "\u202e1"]),
+)
+
+
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz")
+    db = str(folder / "m.db")
+    change = folder / "tx.json"
+    change.write_text(json.dumps({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]}))
+    assert main(["apply", str(change), "--db", db]) == 0
+    assert main(["snapshot", "before", "--db", db]) == 0
+    return db
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=STATE_TEXT, command=st.sampled_from(["stale", "focus-path", "frontier", "changes", "diff", "history"]))
+def test_any_state_text_is_read_or_refused_with_one_json_error(small_db, capsys, text, command):
+    if text.startswith("-") and not text.lstrip("-").isdigit():
+        text = " " + text  # argparse would take it for an option: a malformed command line
+    argv = {
+        "stale": ["stale", "--as-of", text],
+        "focus-path": ["focus-path", "g", "--as-of", text],
+        "frontier": ["frontier", "g", "--as-of", text],
+        "changes": ["changes", text],
+        "diff": ["diff", text],
+        "history": ["history", "--since", text],
+    }[command]
+    capsys.readouterr()
+    code = main([*argv, "--db", small_db, "--json"])
+    captured = capsys.readouterr()
+    assert code in (EXIT_OK, EXIT_FAILURE) and "Traceback" not in captured.err
+    if captured.out:
+        doc = json.loads(captured.out)
+        assert (code == EXIT_OK) == ("error" not in doc)
+    else:  # refused by the parser (a negative t): a usage message on stderr, exit 1
+        assert code == EXIT_FAILURE and "error:" in captured.err
+
+
+@pytest.mark.parametrize("text", ["²", "١", "٣٤"])
+@pytest.mark.parametrize("argv", [
+    ["query", "root", "--as-of"], ["show", "--as-of"], ["export", "--as-of"], ["stale", "--as-of"],
+    ["frontier", "g", "--as-of"], ["focus-path", "g", "--as-of"], ["changes"], ["changes", "--since"],
+    ["diff"], ["diff", "0"], ["history", "--since"], ["snapshot", "x", "--t"],
+])
+def test_a_digit_that_is_not_0_to_9_is_refused_as_a_state_not_a_traceback(small_db, capsys, argv, text):
+    capsys.readouterr()
+    code = main([*argv, text, "--db", small_db])
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILURE and "digits 0-9" in err and "Traceback" not in err

@@ -16,7 +16,7 @@ import argparse
 import pathlib
 import sys
 
-from hgm_engine.cli.arguments import DB_HELP, FORMATTER, T_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.arguments import DB_HELP, FORMATTER, T_HELP, Commands, add_command, add_json_flag, examples, state
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, on_db, resolve_t
 from hgm_engine.errors import HGMError, Problem, TransactionRefused
 from hgm_engine.memory import Memory
@@ -284,7 +284,7 @@ def register(commands: Commands) -> None:
     )
     frontier.add_argument("goal", metavar="GOAL")
     frontier.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    frontier.add_argument("--as-of", metavar="T", help=f"the state to read: {T_HELP}")
+    frontier.add_argument("--as-of", type=state, metavar="T", help=f"the state to read: {T_HELP}")
     add_json_flag(frontier, 'print {"goal", "frontier": [ids]}')
 
     stale = add_command(
@@ -297,7 +297,7 @@ def register(commands: Commands) -> None:
         _stale,
     )
     stale.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    stale.add_argument("--as-of", metavar="T", help=f"the state to read: {T_HELP}")
+    stale.add_argument("--as-of", type=state, metavar="T", help=f"the state to read: {T_HELP}")
     add_json_flag(stale, 'print {"stale": [...]}')
 
     changes = add_command(
@@ -309,8 +309,8 @@ def register(commands: Commands) -> None:
         examples("hgm changes 3 --db memory.db", "hgm changes before-change --db memory.db --json"),
         _changes,
     )
-    changes.add_argument("since_position", nargs="?", metavar="SINCE", help=T_HELP)
-    changes.add_argument("--since", metavar="T", help="the same as SINCE (the older form, still accepted)")
+    changes.add_argument("since_position", nargs="?", type=state, metavar="SINCE", help=T_HELP)
+    changes.add_argument("--since", type=state, metavar="T", help="the same as SINCE (the older form, still accepted)")
     changes.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     add_json_flag(changes, "print JSON")
 
@@ -324,7 +324,7 @@ def register(commands: Commands) -> None:
     )
     focus.add_argument("node", metavar="NODE")
     focus.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    focus.add_argument("--as-of", metavar="T", help=f"the state to read: {T_HELP}")
+    focus.add_argument("--as-of", type=state, metavar="T", help=f"the state to read: {T_HELP}")
     add_json_flag(focus, 'print {"node", "path"}')
 
     confirm = add_command(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, examples, non_negative
+from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, examples, non_negative, state
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, Output, on_graph_or_db, shown
 from hgm_engine.errors import HGMError, RequestError
 from hgm_engine.memory import Memory
@@ -128,7 +128,7 @@ def register(commands: Commands) -> None:
     source = show.add_mutually_exclusive_group(required=True)
     source.add_argument("--graph", metavar="FILE.json", help="graph file to draw")
     source.add_argument("--db", metavar="PATH", help=DB_HELP)
-    show.add_argument("--as-of", metavar="T", help=f"draw an earlier state (--db only): {T_HELP}")
+    show.add_argument("--as-of", type=state, metavar="T", help=f"draw an earlier state (--db only): {T_HELP}")
     show.add_argument("--root", metavar="ID", help="draw only the subtree of this node")
     show.add_argument("--depth", type=non_negative, metavar="N", help="draw at most N levels below the top (0: tops only)")
     show.add_argument(

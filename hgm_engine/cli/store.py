@@ -280,9 +280,11 @@ def _history(args: argparse.Namespace, out: Output) -> int:
         if args.node is not None:
             return node_history(memory, args.node)
         try:  # a number is taken as it is (past the last t: no commits); a name must be a snapshot
-            since = int(args.since) if args.since.isdigit() else memory.resolve_t(args.since)
+            since = int(args.since) if args.since.lstrip("-").isdigit() else memory.resolve_t(args.since)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
+        if since < 0:
+            return out.failure("invalid-argument", f"--since must be 0 or more, not {since}", where="--since")
         commits = memory.commits(since)
         if args.last is not None:
             commits = commits[len(commits) - args.last :] if args.last else []
@@ -435,7 +437,7 @@ def register(commands: Commands) -> None:
         _export,
     )
     export.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    export.add_argument("--as-of", metavar="T", help=f"the state to export: {T_HELP}")
+    export.add_argument("--as-of", type=state, metavar="T", help=f"the state to export: {T_HELP}")
     export.add_argument("--compact", action="store_true", help="one line instead of indented JSON")
 
     apply = add_command(
@@ -505,8 +507,8 @@ def register(commands: Commands) -> None:
         ),
         _diff,
     )
-    diff.add_argument("t1", metavar="T1", help=T_HELP)
-    diff.add_argument("t2", nargs="?", metavar="T2", help=f"{T_HELP} (default: the current state)")
+    diff.add_argument("t1", type=state, metavar="T1", help=T_HELP)
+    diff.add_argument("t2", nargs="?", type=state, metavar="T2", help=f"{T_HELP} (default: the current state)")
     diff.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     add_json_flag(diff, 'print {"from": T1, "to": T2, "changes": [...]}')
 
@@ -542,7 +544,7 @@ def register(commands: Commands) -> None:
     )
     snapshot.add_argument("name", metavar="NAME", help="the snapshot's name")
     snapshot.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    snapshot.add_argument("--t", metavar="T", help=f"the state to name (default: the current one): {T_HELP}")
+    snapshot.add_argument("--t", type=state, metavar="T", help=f"the state to name (default: the current one): {T_HELP}")
     add_json_flag(snapshot, 'print {"name", "t", "previous"}')
 
     snapshots = add_command(
