@@ -67,7 +67,8 @@ The modules, one per command group, each adding its commands and their arguments
 - :mod:`~hgm_engine.cli.servers` — ``serve`` and ``mcp``
 
 What they share lives in :mod:`~hgm_engine.cli.common` (output, exit codes, errors, files,
-opening a memory, reports) and :mod:`~hgm_engine.cli.arguments` (parser building blocks);
+opening a memory, reports), :mod:`~hgm_engine.cli.arguments` (parser building blocks) and
+:mod:`~hgm_engine.cli.progress` (the progress display of long commands, on a terminal only);
 :mod:`~hgm_engine.cli.app` builds the parser and runs :func:`main`. The text pictures
 (tables, trees, changes) are :mod:`hgm_engine.render.text`.
 
