@@ -383,7 +383,7 @@ def register(commands: Commands) -> None:
     load = add_command(
         commands,
         "load",
-        "fill a memory (SQLite file) from a graph file, as one transaction",
+        "fill a memory (SQLite file or PostgreSQL) from a graph file, as one transaction",
         "Load a graph file into the memory at --db (created if missing) as one transaction: all "
         "or nothing. Into an empty memory it is the initial load (t=1); into one that holds "
         "something, the file's nodes and edges are added by one commit. A file that breaks a "
