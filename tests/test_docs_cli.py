@@ -43,3 +43,27 @@ def test_the_servers_db_option_says_it_takes_a_postgresql_url(server, capsys):
     assert main([server, "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
     assert "postgresql://" in help_text
+
+
+def test_a_file_loaded_into_a_memory_may_join_its_nodes_to_nodes_already_there(tmp_path, capsys):
+    """cli.md: into a memory that holds something, the file's nodes and edges are added, and
+    its edges may point at the memory's nodes (as ``Memory.load`` allows)."""
+    import json
+
+    from hgm_engine.cli import main
+
+    db = str(tmp_path / "m.db")
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}]}))
+    more = tmp_path / "more.json"
+    more.write_text(json.dumps({"format": "hgm-graph/1", "nodes": [{"id": "a", "type": "action"}],
+                                "edges": [{"from": "g", "to": "a", "type": "parent_of"}]}))
+    assert main(["load", str(first), "--db", db]) == 0
+    assert main(["load", str(more), "--db", db]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["query", "#g.children", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ids"] == ["a"]
+    assert main(["load", str(more), "--db", db]) == 1  # a is there now: every problem named
+    err = capsys.readouterr().err
+    assert "duplicate-id at nodes[0]: node id 'a' is already in the memory" in err
+    assert "missing-node" not in err

@@ -81,18 +81,12 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> Tran
     >>> load_into(memory, {"format": "hgm-graph/1", "nodes": [{"id": "h", "type": "goal"}], "edges": []}, None, "again")
     Traceback (most recent call last):
     ...
-    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node 'h' is already in the memory
+    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node id 'h' is already in the memory
     """
     if memory.t == 0 and len(memory) == 0:
         return memory.load(doc, author=author, reason=reason)
-    problems = check_document(doc, memory.schema)
-    if not problems:
-        graph = memory.graph
-        for position, node in enumerate(doc.get("nodes", [])):
-            if node["id"] in graph:
-                problems.append(
-                    Problem("duplicate-id", f"node {node['id']!r} is already in the memory", where=f"nodes[{position}]")
-                )
+    # The memory's nodes: the file may not reuse their ids, and its edges may point at them.
+    problems = check_document(doc, memory.schema, existing=memory.graph.node_map())
     if problems:
         raise GraphFileError(problems)
     # Parsed and applied as ops one by one (not as one transaction document): a file may hold
