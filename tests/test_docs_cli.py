@@ -6,10 +6,16 @@ the parser has is on the page, and every example on it runs against the sample m
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
 from hgm_engine.cli import build_parser
+from tests.conftest import REPO
+from tests.docs_console import parse, run_page
+
+PAGE = REPO / "docs" / "cli.md"
+TEXT = PAGE.read_text(encoding="utf-8")
 
 
 def subcommands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()):
@@ -67,3 +73,65 @@ def test_a_file_loaded_into_a_memory_may_join_its_nodes_to_nodes_already_there(t
     err = capsys.readouterr().err
     assert "duplicate-id at nodes[0]: node id 'a' is already in the memory" in err
     assert "missing-node" not in err
+
+
+def test_the_pages_sessions_run_against_the_sample_and_print_what_the_page_shows(tmp_path):
+    commands = parse(TEXT)
+    assert len(commands) > 100
+    assert commands[0].command == "hgm demo --sample > trip.json"  # everything starts from the sample
+    failures = run_page(TEXT, str(tmp_path), where="docs/cli.md")
+    assert not failures, "\n\n".join(failures)
+
+
+def sections() -> dict[str, str]:
+    """Each ``### `hgm ...` `` heading of the page with the text up to the next heading."""
+    found = {}
+    parts = re.split(r"^(#{2,3} .*)$", TEXT, flags=re.M)
+    for heading, body in zip(parts[1::2], parts[2::2]):
+        found[heading] = body
+    return found
+
+
+def section_of(words: str) -> str:
+    for heading, body in sections().items():
+        if re.search(rf"`hgm {re.escape(words)}(?=[ `])", heading):
+            return heading + body
+    raise AssertionError(f"docs/cli.md has no heading for hgm {words}")
+
+
+def commands_with_options():
+    for words, sub in subcommands(build_parser()):
+        if any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):  # noqa: SLF001
+            continue  # a group (constraint, rules): its commands have the sections
+        if words[0] in ("serve", "mcp"):
+            continue  # their own parsers: below
+        yield " ".join(words), sub
+
+
+@pytest.mark.parametrize("command,sub", list(commands_with_options()), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_command_and_every_option_has_its_place_on_the_page(command, sub):
+    section = section_of(command)
+    for action in sub._actions:  # noqa: SLF001
+        for option in action.option_strings:
+            if option in ("-h", "--help"):
+                continue
+            assert re.search(rf"{re.escape(option)}(?![\w-])", section), f"hgm {command} {option} is not on the page"
+        if not action.option_strings and action.dest != "help":
+            shown = action.metavar or action.dest.upper()
+            assert (shown in section) or all(c in section for c in (action.choices or ())), (
+                f"hgm {command}: argument {shown} is not on the page"
+            )
+
+
+def test_the_servers_options_are_on_the_page():
+    from hgm_engine.server.mcp_server import build_parser as mcp_parser
+    from hgm_engine.server.rest.command import build_parser as rest_parser
+
+    servers = sections()["## Servers"]
+    for name, parser in (("serve", rest_parser()), ("mcp", mcp_parser())):
+        line = next(line for line in servers.split("\n- ") if line.startswith(f"`hgm {name}`"))
+        for action in parser._actions:  # noqa: SLF001
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert re.search(rf"`{re.escape(option)}`", line), f"hgm {name} {option} is not on the page"
+
