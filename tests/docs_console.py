@@ -13,7 +13,9 @@ hundred commands takes a second:
 
 - ``hgm ARGS`` runs :func:`hgm_engine.cli.main` (what the console script runs);
 - ``echo WORDS``, ``echo $?`` (the exit status of the previous command), ``cat [FILE...]``,
-  ``head -n N [FILE]``, ``python3 -m json.tool`` (``--indent N``, ``--compact``);
+  ``head -n N [FILE]``, ``python3 -m json.tool`` (``--indent N``, ``--compact``),
+  ``python3 -`` (the here-document run as a script), ``psql URL -c STATEMENT`` (a statement
+  that returns no rows; prints its command tag);
 - ``A | B`` pipes, ``> FILE`` and ``< FILE`` redirections, ``<<'EOF'`` here-documents;
 - quoting as the shell does (``shlex``); no variables other than ``$?``, no globbing.
 
@@ -155,6 +157,10 @@ class Shell:
             text = self.path(args[2]).read_text(encoding="utf-8") if len(args) == 3 else stdin
             out.write("".join(text.splitlines(keepends=True)[: int(args[1])]))
             return 0
+        if name in ("python", "python3") and args == ["-"]:
+            return self.python(stdin, out, err)
+        if name == "psql" and len(args) == 3 and args[1] == "-c":
+            return self.psql(args[0], args[2], out, err)
         if name in ("python", "python3") and args[:2] == ["-m", "json.tool"]:
             indent: int | None = 4
             options = args[2:]
@@ -166,6 +172,38 @@ class Shell:
             out.write(json.dumps(json.loads(stdin), indent=indent) + "\n")
             return 0
         raise ValueError(f"the docs sessions cannot run {name!r}: {' '.join(words)}")
+
+    def python(self, code: str, out: io.StringIO, err: io.StringIO) -> int:
+        """``python3 - <<'EOF'``: the here-document run as a script (in this process)."""
+        import traceback
+
+        here = os.getcwd()
+        try:
+            os.chdir(self.directory)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    exec(compile(code, "<stdin>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the page's own example
+                except SystemExit as exit_:
+                    return exit_.code if isinstance(exit_.code, int) else 1
+                except Exception:  # noqa: BLE001 - printed as Python prints it
+                    traceback.print_exc()
+                    return 1
+            return 0
+        finally:
+            os.chdir(here)
+
+    def psql(self, url: str, statement: str, out: io.StringIO, err: io.StringIO) -> int:
+        """``psql URL -c STATEMENT`` for statements that return no rows: prints the command tag."""
+        import psycopg
+
+        try:
+            with psycopg.connect(url, autocommit=True) as connection:
+                cursor = connection.execute(statement)
+                out.write(f"{cursor.statusmessage}\n")
+            return 0
+        except psycopg.Error as exc:
+            err.write(f"ERROR:  {str(exc).strip()}\n")
+            return 1
 
     def hgm(self, args: list[str], stdin: str, out: io.StringIO, err: io.StringIO) -> int:
         from hgm_engine.cli import main
@@ -232,7 +270,7 @@ def _redirections(words: list[str]) -> tuple[list[str], str | None, str | None]:
 # Times differ from run to run: an ISO 8601 time (UTC) and a "timestamp" compare as any time.
 TIMES = (
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b"), "<time>"),
-    (re.compile(r'"timestamp": \d+(\.\d+)?'), '"timestamp": <timestamp>'),
+    (re.compile(r'"timestamp": ?\d+(\.\d+)?'), '"timestamp": <timestamp>'),
 )
 
 
@@ -247,15 +285,28 @@ def _normalized(text: str) -> str:
     return "".join(line.rstrip() + "\n" for line in text.splitlines())
 
 
-def run_page(text: str, directory: str, *, where: str = "page") -> list[str]:
+def run_page(
+    text: str, directory: str, *, where: str = "page", substitutions: tuple[tuple[str, str], ...] = ()
+) -> list[str]:
     """Run every session of ``text`` in ``directory``; the failures, described (empty: all
-    passed)."""
+    passed). ``substitutions`` are (as on the page, as run) pairs: each is replaced in the
+    commands before they run, and back in what they print (a page names a database server
+    as ``postgresql://hgm@localhost:5432/memory``; the test's server is elsewhere)."""
     shell = Shell(directory)
     failures: list[str] = []
     commands = parse(text)
     for n, command in enumerate(commands):
+        ran = command
+        for shown, actual in substitutions:
+            ran = attrs.evolve(
+                ran,
+                command=ran.command.replace(shown, actual),
+                heredoc=None if ran.heredoc is None else ran.heredoc.replace(shown, actual),
+            )
         try:
-            got = shell.run(command)
+            got = shell.run(ran)
+            for shown, actual in substitutions:
+                got = got.replace(actual, shown)
         except Exception as exc:  # noqa: BLE001 - reported as a failure of this example
             failures.append(f"{where}:{command.line}: $ {command.command}\n  raised {exc!r}")
             continue
