@@ -541,15 +541,6 @@ def test_cli_unknown_path_exits_1_without_asking(openai_stub, tmp_path, capsys):
     assert "unknown-path" in capsys.readouterr().err and openai_stub.requests == []
 
 
-def test_docs_llm_examples_run():
-    import doctest
-    import pathlib
-
-    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "llm.md"
-    result = doctest.testfile(str(doc), module_relative=False, encoding="utf-8", report=True)
-    assert result.attempted > 10 and result.failed == 0
-
-
 def test_a_model_that_refuses_a_temperature_is_asked_again_without_it(openai_stub):
     openai_stub.push(Scripted.error(400, "Unsupported value: 'temperature' does not support 0"), Scripted.json(VALID))
     proposal = _propose(openai_stub)

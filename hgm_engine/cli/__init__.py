@@ -45,7 +45,7 @@ Exit codes (the same for every command):
 
 With ``--json``, once the command line has been parsed, standard output carries exactly one
 JSON document whatever happens: the result, or ``{"error": {"category", "message", "line",
-"column", ...}}`` (spec/dsl.md §6). ``hgm apply --json`` and ``hgm revert --json`` always
+"column", ...}}`` (docs/formats.md). ``hgm apply --json`` and ``hgm revert --json`` always
 print a transaction report (formats.md): refused ones with ``"committed": false``, ``"t":
 null`` and the violations, failed ones with an ``"error"`` as well. Without ``--json``,
 results go to standard output for people and errors (and refusals) to standard error with

@@ -73,8 +73,9 @@ exit codes:
   3  refused by constraints (apply, revert, constraint add): every violation is listed
 """
 
-DB_HELP = "the memory: a SQLite file (hgm load / hgm apply create it)"
-NEW_DB_HELP = "the memory (a SQLite file; created if missing)"
+# A --db is a SQLite file or a PostgreSQL URL (docs/postgres.md); open_memory tells them apart.
+DB_HELP = "the memory: a SQLite file (hgm load / hgm apply create it) or a postgresql:// URL"
+NEW_DB_HELP = "the memory: a SQLite file (created if missing) or a postgresql:// URL"
 T_HELP = "a commit number t (0 is the empty memory) or a snapshot name"
 
 

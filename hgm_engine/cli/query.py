@@ -168,7 +168,7 @@ def register(commands: Commands) -> None:
         commands,
         "query",
         "evaluate a path expression on a graph file or a memory",
-        "Evaluate a path expression (spec/dsl.md) on a graph file (--graph) or on the memory in "
+        "Evaluate a path expression (docs/language.md) on a graph file (--graph) or on the memory in "
         "a SQLite file (--db), now or as of an earlier state (--as-of, --db only), and print the "
         "nodes, count, boolean or paths it finds.",
         examples(
@@ -195,7 +195,7 @@ def register(commands: Commands) -> None:
     query.add_argument(
         "--params", metavar="JSON", help="parameter values as a JSON object, e.g. '{\"s\": \"pending\"}'"
     )
-    add_json_flag(query, "print one JSON document (spec/dsl.md §6)")
+    add_json_flag(query, "print one JSON document (docs/formats.md)")
 
     explain = add_command(
         commands,

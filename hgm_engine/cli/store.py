@@ -84,9 +84,10 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str, progres
     >>> load_into(memory, {"format": "hgm-graph/1", "nodes": [{"id": "h", "type": "goal"}], "edges": []}, None, "again")
     Traceback (most recent call last):
     ...
-    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node 'h' is already in the memory
+    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node id 'h' is already in the memory
     """
     if memory.t == 0 and len(memory) == 0:
+<<<<<<< HEAD
         return memory.load(doc, author=author, reason=reason, progress=progress)
     if progress is not None:
         progress("checking the graph", 0, None)
@@ -98,6 +99,11 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str, progres
                 problems.append(
                     Problem("duplicate-id", f"node {node['id']!r} is already in the memory", where=f"nodes[{position}]")
                 )
+=======
+        return memory.load(doc, author=author, reason=reason)
+    # The memory's nodes: the file may not reuse their ids, and its edges may point at them.
+    problems = check_document(doc, memory.schema, existing=memory.graph.node_map())
+>>>>>>> w-docs
     if problems:
         raise GraphFileError(problems)
     # Parsed and applied as ops one by one (not as one transaction document): a file may hold
@@ -403,7 +409,7 @@ def register(commands: Commands) -> None:
     load = add_command(
         commands,
         "load",
-        "fill a memory (SQLite file) from a graph file, as one transaction",
+        "fill a memory (SQLite file or PostgreSQL) from a graph file, as one transaction",
         "Load a graph file into the memory at --db (created if missing) as one transaction: all "
         "or nothing. Into an empty memory it is the initial load (t=1); into one that holds "
         "something, the file's nodes and edges are added by one commit. A file that breaks a "

@@ -124,10 +124,10 @@ def open_client(timeout: float, retries: int = DEFAULT_RETRIES) -> Any:
             "and/or OPENAI_API_KEY",
         )
     try:
-        import openai  # optional dependency (pip install 'hgm[llm]')
+        import openai  # optional dependency (pip install 'hgm-engine[llm]')
     except ImportError as exc:
         raise RewriteProposalError.single(
-            "model-unavailable", f"the openai package is not installed (pip install 'hgm[llm]'): {exc}"
+            "model-unavailable", f"the openai package is not installed (pip install 'hgm-engine[llm]'): {exc}"
         ) from None
     # Local servers rarely need a key, but the client refuses to start without one.
     return openai.OpenAI(base_url=base_url or None, api_key=api_key or "unused", timeout=timeout, max_retries=retries)

@@ -945,7 +945,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     5.0
     """
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
     parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length, metavar="CHARS")
     parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
     parser.add_argument("--query-timeout", type=float, default=defaults.timeout, metavar="SECONDS")
@@ -978,7 +978,7 @@ def run(args: argparse.Namespace) -> int:
         import anyio
         import mcp.server.lowlevel  # noqa: F401 - the SDK, before the memory is opened
     except ImportError as exc:
-        print(f"hgm mcp: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+        print(f"hgm mcp: needs the mcp extra: pip install 'hgm-engine[mcp]' ({exc})", file=sys.stderr)
         return 1
 
     handler = logging.StreamHandler(sys.stderr)

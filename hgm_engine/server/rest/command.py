@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ('127.0.0.1', 8765)
     """
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--token", default=None, help=f"require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV})")
@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401 - imported where it serves; checked before anything is opened
     except ImportError as exc:
-        print(f"hgm serve: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+        print(f"hgm serve: needs the server extra: pip install 'hgm-engine[server]' ({exc})", file=sys.stderr)
         return 1
     configure_logging(args.log_level)
     if args.workers < 1:
