@@ -278,7 +278,8 @@ def _outcome(args: argparse.Namespace, out: Output) -> int:
 
 
 def _rollback(args: argparse.Namespace, out: Output) -> int:
-    version: Any = int(args.version) if args.version.isdigit() else args.version
+    digits = args.version.isascii() and args.version.isdigit() and len(args.version) <= 18  # not "²"
+    version: Any = int(args.version) if digits else args.version
     return _change(
         args, out,
         lambda m: m.rollback_path(args.id, version, author=args.author, reason=args.reason),

@@ -158,10 +158,12 @@ def _stale(args: argparse.Namespace, out: Output) -> int:
             out.line("(nothing is stale)")
         else:
             for entry in entries:
-                out.line(f"{entry['id']} [{entry['type']}] {entry['state']}")
+                out.line(f"{entry['id']} [{entry['type']}] {entry['state'] or '(malformed marks)'}")
                 for mark in entry["marks"]:
                     reason = f": {mark['reason']}" if mark.get("reason") else ""
                     out.line(f"    {mark['state']} by {mark['rule']} because {', '.join(mark['because'])} at t={mark['t']}{reason}")
+                for problem in entry.get("problems", ()):
+                    out.line(f"    malformed: {problem}")
         return EXIT_OK
 
     return on_db(args.db, out, run)

@@ -42,6 +42,7 @@ import attrs
 from hgm_engine import __version__
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
+from hgm_engine.model import value_problem
 from hgm_engine.server.service import MemoryService, ServerLimits, add_llm_arguments, error_document, llm_endpoint
 
 __all__ = [
@@ -564,7 +565,13 @@ def call_tool(service: MemoryService, name: str, arguments: Mapping[str, Any] | 
     validator = _VALIDATORS.get(name)
     if validator is None:
         validator = _VALIDATORS[name] = _validator(tool.input_schema)
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    try:
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except (ValueError, RecursionError):  # the validator's message cannot print the value
+        problem = value_problem(arguments, None)
+        if problem is None:
+            return _invalid("the arguments cannot be checked against the tool's schema"), True
+        return _invalid(f"{problem.where + ': ' if problem.where else ''}{problem.message}", problem.where), True
     if errors:
         first = errors[0]
         where = ".".join(str(p) for p in first.absolute_path)

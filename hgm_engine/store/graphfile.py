@@ -25,7 +25,7 @@ from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, b
 from hgm_engine.model import strings_ok, text_problem, value_problem, values_ok
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
-__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text"]
+__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text", "marks_problem"]
 
 # The JSON values ``freeze`` keeps as they are: a map of only these needs no copy per value.
 _FLAT_JSON = frozenset({str, int, float, bool, type(None)})
@@ -146,16 +146,16 @@ def _record_problem(record: dict, where: str, reserved: tuple[str, ...]) -> Prob
         if found is not None:
             return found
     if reserved is _NODE_RESERVED and not _MARK_KEYS.isdisjoint(record):
-        return _marks_problem(record, where)
+        return marks_problem(record, where)
     return None
 
 
-def _marks_problem(record: dict, where: str) -> Problem | None:
+def marks_problem(record: dict, where: str) -> Problem | None:
     """Why a node's ``dirty`` / ``dirty_marks`` are not what the rule engine writes, or None.
 
-    >>> _marks_problem({"dirty": "blocked", "dirty_marks": [{"state": "blocked", "rule": "r", "because": ["a"], "t": 2}]}, "nodes[0]") is None
+    >>> marks_problem({"dirty": "blocked", "dirty_marks": [{"state": "blocked", "rule": "r", "because": ["a"], "t": 2}]}, "nodes[0]") is None
     True
-    >>> print(_marks_problem({"dirty_marks": 5}, "nodes[0]").message)
+    >>> print(marks_problem({"dirty_marks": 5}, "nodes[0]").message)
     'dirty_marks' is a list of marks ({"state", "rule", "because", "t"}), not 5
     """
     states = " or ".join(repr(s) for s in _MARK_STATES)
@@ -372,7 +372,7 @@ def _payloads(
     if not strings_ok(ids) or not values_ok(list(chain.from_iterable(map(dict.values, maps))), keys):
         raise _Malformed
     if not keys.isdisjoint(_MARK_KEYS) and any(
-        _marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)
+        marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)
     ):
         raise _Malformed
     nodes = list(map(Node, ids, types, node_attributes, range(1, len(ids) + 1)))

@@ -152,6 +152,9 @@ def create_app(
             allowed = allowed_methods(app, request.scope)
             headers = {"Allow": ", ".join(allowed)} if allowed else exc.headers
             return error_response("method-not-allowed", f"{request.method} is not allowed on {request.url.path}", 405, headers)
+        unreadable = _unreadable_json(exc)
+        if unreadable is not None:
+            return error_response("invalid-json", f"the body is not valid JSON: {unreadable}", 400)
         category = "invalid-argument" if exc.status_code < 500 else "internal"
         return error_response(category, str(exc.detail), exc.status_code)
 
@@ -398,6 +401,31 @@ def create_app(
     add_capability_routes(app, service)
     app.openapi = lambda: refine_openapi(app, _openapi(app))  # type: ignore[method-assign]
     return app
+
+
+def _unreadable_json(exc: StarletteHTTPException) -> str | None:
+    """Why FastAPI could not parse a body as JSON, when ``exc`` is its "There was an error
+    parsing the body" (the parser raised something else than a ``JSONDecodeError``: nesting
+    past the interpreter's recursion limit, an integer over 4,300 digits, bytes that are not
+    UTF-8); None for any other error.
+
+    >>> err = StarletteHTTPException(400, "There was an error parsing the body")
+    >>> err.__cause__ = RecursionError("maximum recursion depth exceeded")
+    >>> _unreadable_json(err)
+    'it is nested too deeply for this parser'
+    >>> _unreadable_json(StarletteHTTPException(400, "bad")) is None
+    True
+    """
+    cause = exc.__cause__
+    if exc.status_code != 400 or not isinstance(cause, (RecursionError, ValueError)):
+        return None
+    if isinstance(cause, RecursionError):
+        return "it is nested too deeply for this parser"
+    if isinstance(cause, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte {cause.object[cause.start:cause.start + 1]!r} at offset {cause.start})"
+    if "digits" in str(cause):
+        return "an integer has more than 4,300 digits"
+    return str(cause)[:200]
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
