@@ -8,7 +8,7 @@ numbers.
 >>> equal(1, 1.0), equal(True, 1), equal([1, "a"], (1.0, "a"))
 (True, False, True)
 >>> less(1, 2), less("a", 1)
-(False, False)
+(True, False)
 """
 
 from __future__ import annotations
