@@ -40,6 +40,10 @@ class ModelGraph:
     def __init__(self) -> None:
         self.nodes: dict[str, tuple[str, dict[str, Any]]] = {}
         self.edges: dict[EdgeKey, dict[str, Any]] = {}
+        # Which creation each node and edge is (a re-created id is another node): a number
+        # from ``births``, shared by every copy of the graph's history.
+        self.born: dict[Any, int] = {}
+        self.births = [0]
 
     # -- building -------------------------------------------------------------------------
 
@@ -52,22 +56,37 @@ class ModelGraph:
         """
         graph = cls()
         for node in doc.get("nodes", ()):
-            graph.nodes[node["id"]] = (node["type"], {k: copy.deepcopy(v) for k, v in node.items() if k not in ("id", "type")})
+            graph.add_node(node["id"], node["type"], {k: v for k, v in node.items() if k not in ("id", "type")})
         for edge in doc.get("edges", ()):
-            key = (edge["from"], edge["to"], edge["type"])
-            graph.edges[key] = {k: copy.deepcopy(v) for k, v in edge.items() if k not in ("from", "to", "type")}
+            graph.add_edge((edge["from"], edge["to"], edge["type"]), {k: v for k, v in edge.items() if k not in ("from", "to", "type")})
         return graph
+
+    def _birth(self) -> int:
+        self.births[0] += 1
+        return self.births[0]
+
+    def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> None:
+        """Create a node (at the end of creation order)."""
+        self.nodes[node_id] = (node_type, copy.deepcopy(dict(attributes)))
+        self.born[node_id] = self._birth()
+
+    def add_edge(self, key: EdgeKey, attributes: Mapping[str, Any]) -> None:
+        """Create an edge (at the end of creation order)."""
+        self.edges[key] = copy.deepcopy(dict(attributes))
+        self.born[("edge", *key)] = self._birth()
 
     def copy(self) -> "ModelGraph":
         """An independent copy (attribute values too).
 
-        >>> g = ModelGraph(); g.nodes["x"] = ("fact", {"tags": ["a"]})
+        >>> g = ModelGraph(); g.add_node("x", "fact", {"tags": ["a"]})
         >>> h = g.copy(); h.nodes["x"][1]["tags"].append("b"); g.nodes["x"]
         ('fact', {'tags': ['a']})
         """
         other = ModelGraph()
         other.nodes = copy.deepcopy(self.nodes)
         other.edges = copy.deepcopy(self.edges)
+        other.born = dict(self.born)
+        other.births = self.births
         return other
 
     def document(self) -> dict[str, Any]:
@@ -94,13 +113,24 @@ class ModelGraph:
     def remove_node(self, node_id: str) -> None:
         """Drop a node and every edge that touches it.
 
-        >>> g = ModelGraph(); g.nodes["x"] = ("goal", {}); g.edges[("x", "x", "before")] = {}
+        >>> g = ModelGraph(); g.add_node("x", "goal", {}); g.add_edge(("x", "x", "before"), {})
         >>> g.remove_node("x"); g.document()["edges"]
         []
         """
         for key in [k for k in self.edges if node_id in (k[0], k[1])]:
-            del self.edges[key]
+            self.remove_edge(key)
         del self.nodes[node_id]
+        self.born.pop(node_id, None)
+
+    def remove_edge(self, key: EdgeKey) -> None:
+        """Drop one edge."""
+        del self.edges[key]
+        self.born.pop(("edge", *key), None)
+
+    def same(self, other: "ModelGraph", key: Any) -> bool:
+        """Whether a node id (or an edge key) names the same creation here and in ``other``."""
+        born_key = key if isinstance(key, str) else ("edge", *key)
+        return born_key in self.born and self.born.get(born_key) == other.born.get(born_key)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -149,7 +179,7 @@ class ModelGraph:
         """Whether ``goal`` can be reached from ``start`` along edges of ``edge_type``
         (``start`` reaches itself).
 
-        >>> g = ModelGraph(); g.edges[("a", "b", "before")] = {}
+        >>> g = ModelGraph(); g.add_edge(("a", "b", "before"), {})
         >>> g.reaches("a", "b", "before"), g.reaches("b", "a", "before")
         (True, False)
         """

@@ -296,7 +296,7 @@ class _Writer:
         return text
 
     def start(self, depth: int) -> str:
-        choices = ["root", "nodes", "nodes", "focus", "current_goal", "id", "id", "typed id", "quoted id", "id param", "ids param"]
+        choices = ["root", "nodes", "nodes", "scan", "focus", "current_goal", "id", "id", "typed id", "quoted id", "id param", "ids param"]
         if depth > 0:
             choices.append("subquery")
         choice = self.draw(st.sampled_from(choices))
@@ -305,6 +305,11 @@ class _Writer:
             return choice
         if choice in ("root", "nodes"):
             return choice
+        if choice == "scan":  # what the optimizer turns into index scans
+            text = f"nodes.where(type = {quote(self.draw(st.sampled_from(self.schema.node_types)))}"
+            if self.draw(st.booleans()):
+                text += f", {self.draw(st.sampled_from(['status', 'ok', 'priority']))} = {self.value()}"
+            return text + ")"
         if choice == "id":
             return "#" + self.draw(st.sampled_from([i for i in self.ids[:4] + self.ids if " " not in i]))
         if choice == "typed id":
@@ -434,3 +439,141 @@ def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_
     if writer.uses_focus and not (allow_bad and draw(st.integers(0, 19)) == 0):
         focus = draw(st.sampled_from(tuple(ids) + ("nope",)))
     return QueryCase(text, writer.params, focus)
+
+
+# -- transactions ----------------------------------------------------------------------------
+
+
+@st.composite
+def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (), fresh: Iterable[str] = ("m0", "m1", "m2")) -> dict[str, Any]:
+    """One op in transaction-file form, mostly one that can apply to a memory holding ``ids``
+    (and the ``edges``, as ``(from, to, type)``), now and then one that cannot: a missing
+    node, a duplicate id, an unknown type, an op that does not exist.
+
+    >>> from hypothesis import find
+    >>> find(ops(), lambda op: op["op"] == "replace_branch")["op"]
+    'replace_branch'
+    """
+    ids, edges, fresh = list(ids), list(edges), list(fresh)
+    known = ids or ["nope"]
+    kind = draw(st.sampled_from(
+        ["add_node"] * 4 + ["update_node"] * 4 + ["delete_node", "add_edge", "add_edge", "update_edge",
+         "delete_edge", "replace_branch", "confirm", "confirm", "bad"]
+    ))
+    if kind == "add_node":
+        node_type = draw(st.sampled_from(schema.node_types[:5] if draw(st.integers(0, 3)) else schema.node_types))
+        op: dict[str, Any] = {"op": "add_node", "type": node_type}
+        if draw(st.integers(0, 5)):
+            op["id"] = draw(st.sampled_from(fresh + known[:1]))
+        if ids and (node_type == "action" or draw(st.booleans())) and draw(st.integers(0, 7)):
+            op["parent"] = draw(st.sampled_from(ids))
+            if draw(st.booleans()):
+                op["order"] = draw(st.integers(0, 3))
+        for name in draw(st.lists(st.sampled_from(sorted(ATTRIBUTES)), unique=True, max_size=2)):
+            op[name] = draw(ATTRIBUTES[name])
+        return op
+    if kind == "update_node":
+        names = draw(st.lists(st.sampled_from(sorted(ATTRIBUTES)), unique=True, min_size=1, max_size=2))
+        op = {"op": "update_node", "id": draw(st.sampled_from(known)), "set": {n: draw(ATTRIBUTES[n]) for n in names}}
+        if draw(st.integers(0, 3)) == 0:
+            op["unset"] = [draw(st.sampled_from(sorted(ATTRIBUTES)))]
+        return op
+    if kind == "delete_node":
+        return {"op": "delete_node", "id": draw(st.sampled_from(known)), "cascade": draw(st.booleans())}
+    if kind == "add_edge":
+        op = {"op": "add_edge", "from": draw(st.sampled_from(known)), "to": draw(st.sampled_from(known)),
+              "type": draw(st.sampled_from(_COMMON_EDGES + ("produces",) if draw(st.integers(0, 3)) else schema.edge_types))}
+        if draw(st.integers(0, 3)) == 0:
+            op["order"] = draw(st.integers(0, 3))
+        return op
+    if kind in ("update_edge", "delete_edge") and edges:
+        source, target, edge_type = draw(st.sampled_from(edges))
+        op = {"op": kind, "from": source, "to": target, "type": edge_type}
+        if kind == "update_edge":
+            op["set"] = {"order": draw(st.integers(0, 3))}
+        return op
+    if kind == "replace_branch" and ids:
+        plan = [{"type": "action", "status": "pending",
+                 "children": [{"type": "action"}] if draw(st.booleans()) else []}
+                for _ in range(draw(st.integers(0, 2)))]
+        return {"op": "replace_branch", "id": draw(st.sampled_from(ids)), "with": plan,
+                "set": {"status": draw(st.sampled_from(STATUSES[:4]))}}
+    if kind == "confirm":
+        return {"op": "confirm", "id": draw(st.sampled_from(known))}
+    return draw(st.sampled_from([
+        {"op": "fly"}, {"op": "add_node", "type": "gaol"}, {"op": "update_node", "id": "nope", "set": {"x": 1}},
+        {"op": "delete_edge", "from": known[0], "to": known[-1], "type": "causes"} if not edges else {"op": "confirm"},
+    ]))
+
+
+@st.composite
+def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (), max_ops: int = 4) -> dict[str, Any]:
+    """A transaction document (``author``, ``reason``, ``ops``) of 1 to ``max_ops`` ops for
+    a memory holding ``ids`` and ``edges`` (see :func:`ops`).
+
+    >>> from hypothesis import find
+    >>> len(find(transactions(), lambda doc: len(doc["ops"]) == 3)["ops"])
+    3
+    """
+    ids, edges = list(ids), list(edges)
+    drawn = [draw(ops(schema, ids=ids, edges=edges)) for _ in range(draw(st.integers(1, max_ops)))]
+    return {"author": "hypothesis", "reason": "a random transaction", "ops": drawn}
+
+
+# -- rule files ------------------------------------------------------------------------------
+
+_TARGETS = (
+    "self", "parent", "children", "children.where(status = 'pending')", "following", "next", "related",
+    "derived", "derived{1,2}", "ancestors[0]", "siblings", "produced_by", "sources", "actions.where(ok)",
+)
+_RULE_CONDITIONS = (
+    "status = 'failed'", "status = 'done'", "status != 'pending'", "has(priority)", "ok", "priority > 1",
+    "exists(children)", "not exists(parent)", "tags contains 'hotel'", "content =~ 'hotel'",
+)
+_SETS = ("status = 'done'", "status = 'failed'", "status = 'pending'", "ok = true", "ok = false", "priority = 2", "flag = 1", "tags = ['x']")
+_MUSTS = ("has(status)", "status != 'bogus'", "count(children) < 4", "priority <= 3", "not ok", "exists(parent) or type = 'goal'")
+
+
+@st.composite
+def rule_files(draw, schema: Schema = DEFAULT_SCHEMA, *, max_statements: int = 4, constraints: bool = True) -> str:
+    """A rule file of triggers (``mark`` and ``set`` effects on relative targets),
+    propagation declarations and (with ``constraints``) constraints over ``schema``'s types.
+    Some files are refused when loaded (a trigger cycle): that is part of what they test.
+
+    >>> from hypothesis import find
+    >>> print(find(rule_files(), lambda text: text.startswith("propagate") and "from" not in text))
+    propagate parent_of forward
+    """
+    lines = []
+    types = schema.node_types[:5] if "action" in schema.node_types else schema.node_types
+    for i in range(draw(st.integers(1, max_statements))):
+        kind = draw(st.sampled_from(["propagate", "rule", "rule", "rule"] + (["constraint"] if constraints else [])))
+        if kind == "propagate":
+            text = f"propagate {draw(st.sampled_from(_COMMON_EDGES + schema.edge_types))} {draw(st.sampled_from(['forward', 'backward', 'both']))}"
+            if draw(st.booleans()):
+                text += f" depth {draw(st.integers(1, 3))}"
+            if draw(st.integers(0, 3)) == 0:
+                text += f" from {draw(st.sampled_from(types))}"
+            if draw(st.integers(0, 3)) == 0:
+                text += f" to {draw(st.sampled_from(types))}"
+        elif kind == "rule":
+            text = f"rule r{i}: on {draw(st.sampled_from(['add', 'update', 'delete']))} {draw(st.sampled_from(types))}"
+            if draw(st.booleans()):
+                text += f" where {draw(st.sampled_from(_RULE_CONDITIONS))}"
+            effects = []
+            for _ in range(draw(st.integers(1, 2))):
+                target = draw(st.sampled_from(_TARGETS))
+                if draw(st.integers(0, 2)):
+                    state = draw(st.sampled_from(["needs_review", "blocked"]))
+                    because = draw(st.sampled_from(["", " because 'a reason'"]))
+                    effects.append(f"mark {target} as {state}{because}")
+                else:
+                    effects.append(f"set {target} with {draw(st.sampled_from(_SETS))}")
+            text += " then " + "; ".join(effects)
+        else:
+            text = f"constraint c{i}: each {draw(st.sampled_from(types))}"
+            if draw(st.booleans()):
+                text += f" where {draw(st.sampled_from(_RULE_CONDITIONS))}"
+            text += f" must {draw(st.sampled_from(_MUSTS))}"
+        lines.append(text)
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""A memory keeps the value it was told: ``true``, ``1`` and ``1.0`` are three values (the
+language says ``true = 1`` is false), so changing one into another is a change — found by the
+differential tests against the reference model (hgm_engine/testing)."""
+
+from __future__ import annotations
+
+from hgm_engine import Memory
+
+
+def _memory() -> Memory:
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "x", "type": "fact", "ok": True, "v": 2}]})
+    return memory
+
+
+def test_an_update_from_true_to_one_is_a_change() -> None:
+    memory = _memory()
+    report = memory.apply({"ops": [{"op": "update_node", "id": "x", "set": {"ok": 1, "v": 2.0}}]})
+    assert report.to_json()["changes"] == [
+        {"kind": "node_updated", "id": "x", "before": {"ok": True, "v": 2}, "after": {"ok": 1, "v": 2.0}}
+    ]
+    assert memory.query("nodes.where(ok = 1)").ids == ["x"]
+    assert memory.diff(1, 2)[0]["after"] == {"ok": 1, "v": 2.0}
+
+
+def test_a_rule_that_sets_one_over_true_changes_the_node() -> None:
+    memory = _memory()
+    memory.load_rules("rule r: on update fact where v = 3 then set self with ok = 1")
+    memory.apply({"ops": [{"op": "update_node", "id": "x", "set": {"v": 3}}]})
+    assert memory.node("x")["ok"] == 1
+
+
+def test_adding_a_null_attribute_is_an_update_event() -> None:
+    memory = _memory()
+    memory.load_rules("rule r: on update fact then mark self as needs_review")
+    report = memory.apply({"ops": [{"op": "update_node", "id": "x", "set": {"note": None}}]})
+    assert report.fired_rules == ("r",)
