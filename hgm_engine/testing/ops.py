@@ -251,8 +251,10 @@ class Working:
             raise ModelError("invalid-transaction", "with/set")
         for child in self._owned_below(node_id):
             self._remove(child)
-        if op.get("set"):
-            self._update_node({"id": node_id, "set": op["set"]})
+        if op.get("set"):  # not an update_node: the node keeps its marks
+            node_type, attributes = self.graph.nodes[node_id]
+            self.graph.nodes[node_id] = (node_type, {**attributes, **json.loads(json.dumps(op["set"]))})
+            self._touch(node_id)
         for i, plan in enumerate(op["with"]):
             self.created.append(self._plan(plan, node_id, i))
 
