@@ -19,7 +19,7 @@ of existing ids; ``rule_files(schema)`` draws rule files.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import attrs
 import jsonschema
@@ -115,11 +115,13 @@ def _validator(schema: Schema, node_type: str):
     return jsonschema.validators.validator_for(attribute_schema)(attribute_schema)
 
 
-def _attributes(draw, schema: Schema, node_type: str, valid: bool) -> dict[str, Any]:
+def _attributes(draw, schema: Schema, node_type: str, valid: bool, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     validator = _validator(schema, node_type) if valid else None
     attributes = dict(draw(matching(schema.attribute_schemas[node_type]))) if validator is not None else {}
-    for name in draw(st.lists(st.sampled_from(sorted(ATTRIBUTES)), unique=True, min_size=1, max_size=4)):
-        value = draw(ATTRIBUTES[name] if valid or draw(st.integers(0, 4)) else json_values())
+    pool = {**ATTRIBUTES, **(extra or {})}
+    names = sorted(extra) if extra and draw(st.booleans()) else sorted(pool)
+    for name in draw(st.lists(st.sampled_from(names), unique=True, min_size=1, max_size=4)):
+        value = draw(pool[name] if valid or draw(st.integers(0, 4)) else json_values())
         candidate = {**attributes, name: value}
         if validator is None or validator.is_valid(candidate):
             attributes = candidate
@@ -141,12 +143,15 @@ def _allowed(schema: Schema, edge_type: str, source_type: str, target_type: str)
 
 
 @st.composite
-def graphs(draw, schema: Schema = DEFAULT_SCHEMA, *, valid: bool = True, max_nodes: int = 8, max_edges: int = 16) -> dict[str, Any]:
+def graphs(draw, schema: Schema = DEFAULT_SCHEMA, *, valid: bool = True, max_nodes: int = 8, max_edges: int = 16,
+           attributes: Mapping[str, Any] | None = None, prefer: Iterable[str] = ()) -> dict[str, Any]:
     """A graph document of ``schema``. With ``valid`` (the default) it loads: every action has
     one parent (a goal or an action), every result is produced by an action, the acyclic edge
     types form no cycle, every edge keeps to its endpoint rule and every node's attributes
     match its type's JSON Schema. Without, only ``replaces`` stays acyclic (so that ``latest``
-    and ``versions`` have a meaning); everything else goes.
+    and ``versions`` have a meaning); everything else goes. ``attributes`` adds attribute
+    names with strategies for their values (see :func:`ops`); ``prefer`` names node types to
+    draw more often (with goals, so that actions have parents).
 
     >>> from hypothesis import find
     >>> doc = find(graphs(), lambda d: len(d["edges"]) >= 2)
@@ -158,7 +163,8 @@ def graphs(draw, schema: Schema = DEFAULT_SCHEMA, *, valid: bool = True, max_nod
     if count and draw(st.integers(0, 4)) == 0:  # now and then an id that needs quotes
         ids[-1] = draw(st.sampled_from(node_ids[-2:]))
     common = schema.node_types[:5]
-    types = [draw(st.sampled_from(common if draw(st.integers(0, 3)) else schema.node_types)) for _ in ids]
+    preferred = [t for t in (*prefer, "goal") if t in schema.node_types]
+    types = [draw(st.sampled_from(preferred if preferred and draw(st.booleans()) else common if draw(st.integers(0, 3)) else schema.node_types)) for _ in ids]
     planners = {"goal", "action"} & set(schema.node_types)
     edges: dict[tuple, dict] = {}
     position = {node: i for i, node in enumerate(ids)}
@@ -200,7 +206,7 @@ def graphs(draw, schema: Schema = DEFAULT_SCHEMA, *, valid: bool = True, max_nod
                 if source == target and edge_type in schema.acyclic_edge_types:
                     continue
             edges[(source, target, edge_type)] = _edge_attributes(draw) if edge_type in ("parent_of", "before", "uses") else {}
-    nodes = [{"id": node, "type": kinds[node], **_attributes(draw, schema, kinds[node], valid)} for node in ids]
+    nodes = [{"id": node, "type": kinds[node], **_attributes(draw, schema, kinds[node], valid, attributes)} for node in ids]
     keys = draw(st.permutations(list(edges)))  # creation order of the edges
     return {
         "format": "hgm-graph/1",
@@ -445,10 +451,13 @@ def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_
 
 
 @st.composite
-def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (), fresh: Iterable[str] = ("m0", "m1", "m2")) -> dict[str, Any]:
+def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
+        fresh: Iterable[str] = ("m0", "m1", "m2"), attributes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One op in transaction-file form, mostly one that can apply to a memory holding ``ids``
     (and the ``edges``, as ``(from, to, type)``), now and then one that cannot: a missing
-    node, a duplicate id, an unknown type, an op that does not exist.
+    node, a duplicate id, an unknown type, an op that does not exist. ``attributes`` maps
+    more attribute names to strategies for their values (those of a rule file, say), drawn
+    as often as the built-in ones (:data:`ATTRIBUTES`).
 
     >>> from hypothesis import find
     >>> find(ops(), lambda op: op["op"] == "replace_branch")["op"]
@@ -456,6 +465,12 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
     """
     ids, edges, fresh = list(ids), list(edges), list(fresh)
     known = ids or ["nope"]
+    pool = {**ATTRIBUTES, **(attributes or {})}
+    names = sorted(attributes or ()) or sorted(ATTRIBUTES)
+
+    def some(minimum: int) -> list[str]:
+        return draw(st.lists(st.sampled_from(names if draw(st.booleans()) else sorted(pool)), unique=True, min_size=minimum, max_size=2))
+
     kind = draw(st.sampled_from(
         ["add_node"] * 4 + ["update_node"] * 4 + ["delete_node", "add_edge", "add_edge", "update_edge",
          "delete_edge", "replace_branch", "confirm", "confirm", "bad"]
@@ -469,14 +484,13 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
             op["parent"] = draw(st.sampled_from(ids))
             if draw(st.booleans()):
                 op["order"] = draw(st.integers(0, 3))
-        for name in draw(st.lists(st.sampled_from(sorted(ATTRIBUTES)), unique=True, max_size=2)):
-            op[name] = draw(ATTRIBUTES[name])
+        for name in some(0):
+            op[name] = draw(pool[name])
         return op
     if kind == "update_node":
-        names = draw(st.lists(st.sampled_from(sorted(ATTRIBUTES)), unique=True, min_size=1, max_size=2))
-        op = {"op": "update_node", "id": draw(st.sampled_from(known)), "set": {n: draw(ATTRIBUTES[n]) for n in names}}
+        op = {"op": "update_node", "id": draw(st.sampled_from(known)), "set": {n: draw(pool[n]) for n in some(1)}}
         if draw(st.integers(0, 3)) == 0:
-            op["unset"] = [draw(st.sampled_from(sorted(ATTRIBUTES)))]
+            op["unset"] = [draw(st.sampled_from(sorted(pool)))]
         return op
     if kind == "delete_node":
         return {"op": "delete_node", "id": draw(st.sampled_from(known)), "cascade": draw(st.booleans())}
@@ -507,7 +521,8 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
 
 
 @st.composite
-def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (), max_ops: int = 4) -> dict[str, Any]:
+def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
+                 max_ops: int = 4, attributes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A transaction document (``author``, ``reason``, ``ops``) of 1 to ``max_ops`` ops for
     a memory holding ``ids`` and ``edges`` (see :func:`ops`).
 
@@ -516,7 +531,7 @@ def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = 
     3
     """
     ids, edges = list(ids), list(edges)
-    drawn = [draw(ops(schema, ids=ids, edges=edges)) for _ in range(draw(st.integers(1, max_ops)))]
+    drawn = [draw(ops(schema, ids=ids, edges=edges, attributes=attributes)) for _ in range(draw(st.integers(1, max_ops)))]
     return {"author": "hypothesis", "reason": "a random transaction", "ops": drawn}
 
 

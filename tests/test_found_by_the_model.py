@@ -1,10 +1,16 @@
-"""A memory keeps the value it was told: ``true``, ``1`` and ``1.0`` are three values (the
-language says ``true = 1`` is false), so changing one into another is a change — found by the
-differential tests against the reference model (hgm_engine/testing)."""
+"""Engine bugs the differential tests against the reference model (hgm_engine/testing) found,
+one regression test each.
+
+- A memory keeps the value it was told: ``true``, ``1`` and ``1.0`` are three values (the
+  language says ``true = 1`` is false), so changing one into another is a change.
+- A walk (``.paths()``) that follows a loop edge from a node to itself passes through the node
+  again; only steps that stay put (level 0 of a repetition, ``latest`` of the newest) add
+  nothing."""
 
 from __future__ import annotations
 
-from hgm_engine import Memory
+from hgm_engine import Memory, compile
+from hgm_engine.store import graph_from_document
 
 
 def _memory() -> Memory:
@@ -35,3 +41,12 @@ def test_adding_a_null_attribute_is_an_update_event() -> None:
     memory.load_rules("rule r: on update fact then mark self as needs_review")
     report = memory.apply({"ops": [{"op": "update_node", "id": "x", "set": {"note": None}}]})
     assert report.fired_rules == ("r",)
+
+
+def test_a_walk_along_a_loop_edge_repeats_the_node() -> None:
+    graph = graph_from_document({"format": "hgm-graph/1", "nodes": [{"id": "n0", "type": "goal"}],
+                                 "edges": [{"from": "n0", "to": "n0", "type": "related_to"}]})
+    assert compile("#n0.out().paths()").run(graph).value == [["n0", "n0"]]
+    assert compile("#n0.out(){0}.out().paths()").run(graph).value == [["n0", "n0"]]
+    assert compile("#n0.out(){0,1}.paths()").run(graph).value == [["n0"]]
+    assert compile("#n0.latest.paths()").run(graph).value == [["n0"]]
