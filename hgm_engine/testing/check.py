@@ -199,7 +199,8 @@ class _Checker:
                         smaller = {k: v for k, v in node.items() if k != key}
                         yield _Scenario({**s.graph, "nodes": nodes[:i] + [smaller] + nodes[i + 1:]}, s.transaction)
             for i, op in enumerate(ops):
-                for key in [k for k in op if k not in ("op", "id", "type", "from", "to", "parent", "with")]:
+                fixed = ("op", "type", "from", "to", "with") + (() if op.get("op") == "add_node" else ("id",))
+                for key in [k for k in op if k not in fixed]:
                     smaller = {k: v for k, v in op.items() if k != key}
                     yield _Scenario(s.graph, {**s.transaction, "ops": ops[:i] + [smaller] + ops[i + 1:]})
 

@@ -471,8 +471,10 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
     def some(minimum: int) -> list[str]:
         return draw(st.lists(st.sampled_from(names if draw(st.booleans()) else sorted(pool)), unique=True, min_size=minimum, max_size=2))
 
+    # With a vocabulary (a rule file's attributes), most ops write those attributes.
+    focused = ["add_node", "update_node", "update_node"] * 3 if attributes else []
     kind = draw(st.sampled_from(
-        ["add_node"] * 4 + ["update_node"] * 4 + ["delete_node", "add_edge", "add_edge", "update_edge",
+        ["add_node"] * 4 + ["update_node"] * 4 + focused + ["delete_node", "add_edge", "add_edge", "update_edge",
          "delete_edge", "replace_branch", "confirm", "confirm", "bad"]
     ))
     if kind == "add_node":
