@@ -171,8 +171,8 @@ class _Run:
     def mark(self, node: str, state: str, rule: str, cause: str, reason: str | None) -> None:
         node_type, attributes = self.graph.nodes[node]
         marks = list(attributes.get("dirty_marks", []))
-        if any(m.get("rule") == rule and m.get("because") == [cause] for m in marks):
-            return  # once per rule and cause
+        if any(m.get("rule") == rule and m.get("because") == [cause] and m.get("state") == state for m in marks):
+            return  # once per rule, cause and state
         record = {"state": state, "rule": rule, "because": [cause], "t": self.work.t}
         if reason is not None:
             record["reason"] = reason
