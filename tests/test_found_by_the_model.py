@@ -50,3 +50,20 @@ def test_a_walk_along_a_loop_edge_repeats_the_node() -> None:
     assert compile("#n0.out(){0}.out().paths()").run(graph).value == [["n0", "n0"]]
     assert compile("#n0.out(){0,1}.paths()").run(graph).value == [["n0"]]
     assert compile("#n0.latest.paths()").run(graph).value == [["n0"]]
+
+
+def test_a_node_added_by_the_transaction_starts_no_propagation_even_when_a_rule_sets_it() -> None:
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "n0", "type": "goal"}]})
+    memory.load_rules("rule r1: on add goal then set self with status = 'done'\npropagate parent_of backward")
+    report = memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal", "parent": "n0"}]})
+    assert report.fired_rules == ("r1",) and report.dirtied == ()
+
+
+def test_a_diff_across_a_re_created_node_lists_its_edges_removed_and_added() -> None:
+    memory = Memory()
+    memory.load({"format": "hgm-graph/1", "nodes": [{"id": "a", "type": "goal"}, {"id": "b", "type": "entity"}],
+                 "edges": [{"from": "b", "to": "a", "type": "related_to"}]})
+    memory.apply({"ops": [{"op": "delete_node", "id": "a"}]})
+    memory.revert(2)
+    assert [c["kind"] for c in memory.diff(1, 3)] == ["node_removed", "node_added", "edge_removed", "edge_added"]

@@ -213,7 +213,10 @@ class _Run:
 
     def _propagate(self) -> None:
         for origin in list(self.origins):
-            origin_node = self.overlay.node(origin) or self.base.node(origin)
+            before, after = self.base.node(origin), self.overlay.node(origin)
+            if after is not None and (before is None or before.seq != after.seq):
+                continue  # added by the transaction (docs/rules.md, step 5): not a starting point
+            origin_node = after or before
             for declaration in self.engine._propagations:
                 if declaration.from_type is not None and origin_node.type != declaration.from_type:
                     continue

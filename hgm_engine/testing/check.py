@@ -13,11 +13,11 @@ hypothesis to a minimal counterexample:
   of that type but never both by the same one (a search result, not a proof).
 
 >>> result = check_rules('''
-... rule retry: on update action where status = 'failed' then set self with status = 'pending'
-... constraint never_pending: each action must status != 'pending'
-... ''', examples=30, seed=1)
->>> [f.kind for f in result.findings]
-['marks-refused']
+... rule settle: on add fact then set self with status = 'done'
+... rule review: on add fact where status = 'done' then mark self as needs_review
+... ''', examples=20, seed=1)
+>>> [(f.kind, f.transaction["ops"]) for f in result.findings]
+[('non-confluence', [{'op': 'add_node', 'type': 'fact'}])]
 """
 
 from __future__ import annotations

@@ -93,6 +93,9 @@ def net_changes(before_view, after_view, commits: Iterable[Commit]) -> list[dict
             out.append(Change("edge_added", None, new))
         elif old is not None and new is None:
             out.append(Change("edge_removed", old, None))
+        elif old is not None and new is not None and old.seq != new.seq:
+            # Re-created (its node was removed and put back, say): removed and added, as nodes are.
+            out.extend([Change("edge_removed", old, None), Change("edge_added", None, new)])
         elif old is not None and new is not None and not same_json(old.attrs, new.attrs):
             out.append(Change("edge_updated", old, new))
     return [change_to_json(c) for c in out]
