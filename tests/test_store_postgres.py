@@ -186,7 +186,7 @@ except StoreError as err:
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "hgm[postgres]" in done.stdout
+    assert "pip install 'hgm-engine[postgres]'" in done.stdout
 
 
 def test_many_processes_may_create_the_tables_at_once(postgres_url):

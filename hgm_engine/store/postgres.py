@@ -15,7 +15,7 @@ snapshot; the snapshot starts after the lock is held, and every writer sees ever
 commit. The lock is released when the transaction ends, also when the client dies. A commit is
 durable when it returns (the server's ``synchronous_commit`` decides what durable means).
 
-psycopg 3 is an optional dependency (``pip install 'hgm[postgres]'``); it is imported when a
+psycopg 3 is an optional dependency (``pip install 'hgm-engine[postgres]'``); it is imported when a
 store is opened, so the engine imports without it.
 
 Nothing here needs a server to show:
@@ -146,7 +146,7 @@ def _psycopg():
             [
                 Problem(
                     "store",
-                    "a PostgreSQL store needs psycopg 3: pip install 'hgm[postgres]' (or 'psycopg[binary]')",
+                    "a PostgreSQL store needs psycopg 3: pip install 'hgm-engine[postgres]' (or 'psycopg[binary]')",
                 )
             ]
         ) from None
