@@ -39,7 +39,7 @@ import time
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hgm_engine import HGMError, Memory, compile as compile_query
@@ -750,6 +750,7 @@ def test_any_jsonl_file_ingested_by_the_cli_is_stored_or_changes_nothing(workspa
 
 ARG = HOSTILE_STRINGS | st.text(max_size=6) | st.sampled_from(GRAPH_IDS + ["order-17", "loaded", "plan", "goals_ok", "1", "2", "3"])
 QUERY_ARG = QUERY_TEXT
+NUMBER_ARG = st.sampled_from(["0", "1", "2", "-1", "²", "١", "1e3", "x", "9" * 30, "9" * 5000]) | ARG
 PARAMS_TEXT = st.builds(json_text, st.dictionaries(st.sampled_from(["p", "q", "ids"]) | KEYS, ANY_VALUE, max_size=3)) | st.sampled_from(
     ["{", "[1]", "null", '{"p": NaN}', '{"p": ' + "[" * 50000 + "]" * 50000 + "}", '{"p": ' + "9" * 5000 + "}", '{"\\ud800": 1}']
 )
@@ -758,7 +759,16 @@ COMMANDS = {
     "query": lambda d: ["query", d.draw(QUERY_ARG), "--params", d.draw(PARAMS_TEXT), "--focus", d.draw(ARG), "--as-of", d.draw(ARG)],
     "explain": lambda d: ["explain", d.draw(QUERY_ARG)],
     "export": lambda d: ["export", "--as-of", d.draw(ARG)],
-    "history": lambda d: ["history", d.draw(ARG)],
+    "history": lambda d: ["history", d.draw(ARG), *(["--since", d.draw(ARG)] if d.draw(st.booleans()) else []),
+                          *(["--last", d.draw(NUMBER_ARG)] if d.draw(st.booleans()) else [])],
+    "show": lambda d: ["show", "--format", d.draw(st.sampled_from(["tree", "mermaid", "dot", "html"])),
+                       *(["--as-of", d.draw(ARG)] if d.draw(st.booleans()) else []),
+                       *(["--root", d.draw(ARG)] if d.draw(st.booleans()) else []),
+                       *(["--depth", d.draw(NUMBER_ARG)] if d.draw(st.booleans()) else []),
+                       *(["--highlight", d.draw(QUERY_ARG)] if d.draw(st.booleans()) else []),
+                       *(["--max-nodes", d.draw(NUMBER_ARG)] if d.draw(st.booleans()) else [])],
+    "constraint list": lambda d: ["constraint", "list"],
+    "rules list": lambda d: ["rules", "list"],
     "diff": lambda d: ["diff", d.draw(ARG), d.draw(ARG)],
     "revert": lambda d: ["revert", d.draw(ARG)],
     "snapshot": lambda d: ["snapshot", d.draw(ARG), *(["--t", d.draw(ARG)] if d.draw(st.booleans()) else [])],
@@ -767,9 +777,9 @@ COMMANDS = {
     "constraint remove": lambda d: ["constraint", "remove", d.draw(ARG)],
     "rules remove": lambda d: ["rules", "remove", d.draw(ARG)],
     "frontier": lambda d: ["frontier", d.draw(ARG), "--as-of", d.draw(ARG)],
-    "stale": lambda d: ["stale"],
-    "changes": lambda d: ["changes", "--since", d.draw(ARG)],
-    "focus-path": lambda d: ["focus-path", d.draw(ARG)],
+    "stale": lambda d: ["stale", *(["--as-of", d.draw(ARG)] if d.draw(st.booleans()) else [])],
+    "changes": lambda d: ["changes", *d.draw(st.sampled_from([["--since"], []])), d.draw(ARG)],
+    "focus-path": lambda d: ["focus-path", d.draw(ARG), *(["--as-of", d.draw(ARG)] if d.draw(st.booleans()) else [])],
     "confirm": lambda d: ["confirm", d.draw(ARG), "--author", d.draw(ARG)],
     "locate": lambda d: ["locate", d.draw(ARG), "--tags", d.draw(ARG), "--steps", d.draw(ARG)],
     "paths": lambda d: ["paths", *(["--all"] if d.draw(st.booleans()) else []), *(["--metrics"] if d.draw(st.booleans()) else [])],
@@ -777,8 +787,21 @@ COMMANDS = {
     "outcome": lambda d: ["outcome", d.draw(ARG), d.draw(st.sampled_from(["success", "failure"])), "--reward", d.draw(st.sampled_from(["0.5", "nan", "inf", "-1", "1e999", "2"]))],
     "rollback": lambda d: ["rollback", d.draw(ARG), d.draw(ARG)],
     "path-reset": lambda d: ["path-reset", d.draw(ARG)],
+    "rewrite-path": lambda d: ["rewrite-path", d.draw(st.just("order-17") | ARG), "--reason", d.draw(ARG),
+                               "--steps", InputFile(d.draw(st.builds(json_text, STEPS) | st.binary(max_size=20)))],
 }
-CHANGING = {"revert", "snapshot", "constraint add", "constraint remove", "rules remove", "confirm", "outcome", "rollback", "path-reset"}
+CHANGING = {"revert", "snapshot", "constraint add", "constraint remove", "rules remove", "confirm", "outcome", "rollback",
+            "path-reset", "rewrite-path"}
+
+
+class InputFile:
+    """A file argument: its content, written to the example's folder when the command runs."""
+
+    def __init__(self, content: str | bytes):
+        self.content = content
+
+    def __repr__(self) -> str:
+        return f"InputFile({self.content!r:.200})"
 
 
 @boundary(60)
@@ -788,8 +811,10 @@ def test_any_command_line_exits_0_to_3_without_a_traceback_and_a_failure_changes
     args = COMMANDS[name](data)
     as_json = data.draw(st.booleans(), label="--json")
     with workspaces() as ws:
+        args = [write_bytes(ws.folder, "input.json", a.content) if isinstance(a, InputFile) else a for a in args]
         before = store_bytes(ws.db), reopened_state(ws.db)
         code, out, err = run_cli(*args, "--db", ws.db, *(["--json"] if as_json else []))
+        event(f"hgm {name}: exit {code}")
         if code != 0 or name not in CHANGING:
             assert (store_bytes(ws.db), reopened_state(ws.db)) == before, (args, code, out, err)
         else:
@@ -802,34 +827,61 @@ STEPS = st.lists(st.sampled_from(["check", "refund", {"name": "ask", "content": 
 
 
 def field_value(name: str, data: st.DataObject) -> Any:
-    """A value for the body field ``name``: often one that fits it, else anything."""
+    """A value for the body or tool field ``name``: often one that fits it, else anything."""
+    if not data.draw(st.booleans(), label=f"{name} fits?"):
+        return data.draw(ANY_VALUE, label=name)
+    if name == "ops":
+        return transaction_document(data)["ops"]
+    if name == "graph":
+        return mutate(GRAPH, data, ids=GRAPH_IDS, json_only=True) if data.draw(st.booleans(), label="mutated") else GRAPH
+    if name in ("trajectories", "records"):
+        return [mutate(dict(TRAJECTORY, id=f"t{i}"), data, ids=["order-17", "t0"], rounds=2, json_only=True)
+                for i in range(data.draw(st.integers(0, 2), label="trajectories"))]
+    if name == "text":
+        return data.draw(st.sampled_from(["refund my order", "x", "each action must has(content)"]), label="text") if data.draw(
+            st.booleans(), label="plain text") else rule_file_text(data)
     fitting = {
-        "expr": QUERY_TEXT, "text": st.sampled_from(["refund my order", "x"]), "query": st.sampled_from(["order status"]),
-        "ops": st.builds(lambda: None).flatmap(lambda _: st.data()).map(lambda d: transaction_document(d)["ops"]),
+        "expr": QUERY_TEXT, "query": st.sampled_from(["order status"]),
         "params": PARAMS.filter(lambda p: all(not isinstance(v, (set, bytes, complex, tuple)) and type(v).__module__ == "builtins" for v in p.values())),
         "steps": STEPS, "id": st.sampled_from(GRAPH_IDS), "path_id": st.sampled_from(["order-17", "nope"]),
         "t": st.integers(-1, 8), "base_t": st.integers(-1, 8), "as_of": AS_OF.filter(lambda v: not isinstance(v, list)),
-        "name": st.sampled_from(["s1", "loaded", "9"]) | HOSTILE_STRINGS,
+        "name": st.sampled_from(["s1", "loaded", "9", "plan", "goals_ok"]) | HOSTILE_STRINGS,
+        "nodes": st.lists(st.sampled_from(GRAPH_IDS) | HOSTILE_STRINGS, max_size=3), "version": st.integers(-1, 4) | HOSTILE_STRINGS,
+        "outcome": st.sampled_from(["success", "failure", "partial"]) | HOSTILE_STRINGS,
+        "reward": st.floats(allow_nan=True, allow_infinity=True) | BIG_NUMBERS, "feedback": st.sampled_from(["the refund failed"]),
+        "since": st.integers(-1, 8) | HOSTILE_STRINGS, "limit": st.integers(-1, 5), "focus": st.sampled_from(GRAPH_IDS) | HOSTILE_STRINGS,
     }
-    choice = fitting.get(name)
-    if choice is not None and data.draw(st.booleans(), label=f"{name} fits?"):
-        return data.draw(choice, label=name)
-    return data.draw(ANY_VALUE, label=name)
+    return data.draw(fitting.get(name, ANY_VALUE), label=name)
 
 
-REST_ROUTES = {
-    "/api/v1/query": ["expr", "focus", "params", "as_of", "nodes"],
-    "/api/v1/explain": ["expr"],
-    "/api/v1/transactions": ["author", "reason", "base_t", "ops", "dry_run"],
-    "/api/v1/confirm": ["id", "author", "reason"],
-    "/api/v1/revert": ["t", "author", "reason"],
-    "/api/v1/snapshots": ["name", "t"],
-    "/api/v1/locate": ["text", "tags", "k"],
-    "/api/v1/rewrite": ["path_id", "steps", "reason", "author"],
-    "/api/v1/memory/node": ["content", "type", "level", "session_id", "parent_id", "id", "metadata", "author", "reason"],
-    "/api/v1/memory/path/retrieve": ["query", "max_paths", "max_hops", "tags"],
-    "/api/v1/memory/path/rewrite": ["path_id", "feedback", "steps", "session_context"],
-}
+def rest_routes(app) -> list[tuple[str, str, list[str], list[str]]]:
+    """Every operation of the app's OpenAPI document: (method, path, its path and query
+    parameters, its body's fields), so that a new route is fuzzed without being listed here."""
+    document = app.openapi()
+    schemas = document["components"]["schemas"]
+    routes = []
+    for path, operations in sorted(document["paths"].items()):
+        for method, operation in sorted(operations.items()):
+            parameters = [parameter["name"] for parameter in operation.get("parameters", [])]
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            fields = sorted(schemas[body["$ref"].rsplit("/", 1)[-1]].get("properties", {})) if "$ref" in body else []
+            routes.append((method.upper(), path, parameters, fields))
+    return routes
+
+
+# The LLM routes may answer 502/503 when no model answers (none is configured here), and the
+# planner's step 501 when no planner package is installed.
+UNAVAILABLE = {502: {"model-unavailable", "invalid-model-answer"}, 503: {"model-unavailable", "invalid-model-answer"},
+               501: {"missing-package"}}
+QUERY_VALUE = st.sampled_from(["0", "1", "2", "-1", "true", "false", "loaded", "nope", "g", "trip", "order-17", "9" * 5000]) | ARG
+
+
+def query_string(values: dict[str, str]) -> str:
+    """``values`` as a URL query, each percent-encoded from its UTF-8 bytes (a lone surrogate
+    as the three bytes CESU would write: not valid UTF-8)."""
+    from urllib.parse import quote
+
+    return "&".join(f"{quote(k, safe='')}={quote(v.encode('utf-8', 'surrogatepass'), safe='')}" for k, v in values.items())
 
 
 @pytest.fixture(scope="module")
@@ -847,27 +899,41 @@ def served(template, tmp_path_factory):
     memory.close()
 
 
-@boundary(60)
+@boundary(80)
 @given(data=st.data())
-def test_any_rest_body_is_a_document_or_a_4xx_error_and_a_refusal_changes_nothing(served, data):
+def test_any_rest_request_is_a_document_or_a_4xx_error_and_a_refusal_changes_nothing(served, data):
     memory, db, client = served
-    route = data.draw(st.sampled_from(sorted(REST_ROUTES)), label="route")
-    fields = data.draw(st.lists(st.sampled_from(REST_ROUTES[route]), unique=True), label="fields")
-    body = {name: field_value(name, data) for name in fields}
-    text = json_text(body)
-    if data.draw(st.integers(0, 5), label="damage?") == 0:
-        text = text_damage(text, data)
+    method, path, parameters, fields = data.draw(st.sampled_from(rest_routes(client.app)), label="route")
+    chosen = data.draw(st.lists(st.sampled_from(parameters), unique=True), label="parameters") if parameters else []
+    values = {name: data.draw(QUERY_VALUE, label=name) for name in chosen}
+    url = path
+    for name in [n for n in parameters if "{" + n + "}" in path]:
+        url = url.replace("{" + name + "}", query_string({"": values.pop(name, data.draw(QUERY_VALUE, label=name))})[1:] or "x")
+    if values:
+        url += "?" + query_string(values)
+    content = None
+    if method in ("POST", "PUT", "PATCH"):
+        names = data.draw(st.lists(st.sampled_from(fields + ["bogus"]), unique=True), label="fields")
+        body = {name: field_value(name, data) for name in names}
+        if data.draw(st.integers(0, 9), label="not an object?") == 0:
+            body = data.draw(ANY_VALUE, label="body")
+        text = json_text(body)
+        if data.draw(st.integers(0, 5), label="damage?") == 0:
+            text = text_damage(text, data)
+        content = text.encode("utf-8", "surrogatepass")
     before = store_bytes(db), memory_state(memory)
     started = time.monotonic()
-    response = client.post(route, content=text.encode("utf-8", "surrogatepass"), headers={"content-type": "application/json"})
+    response = client.request(method, url, content=content, headers={"content-type": "application/json"})
     assert time.monotonic() - started < HANG
-    assert response.status_code < 500, response.text
+    event(f"{method} {path}: {response.status_code // 100}xx")
     doc = response.json()
+    if response.status_code >= 500:
+        assert doc["error"]["category"] in UNAVAILABLE.get(response.status_code, ()), (method, url, response.text)
     if response.status_code >= 400:
         error = doc["error"]
         assert error["category"] and error["category"] != "store", error
         assert error["request_id"] == response.headers["x-request-id"]
-        assert (store_bytes(db), memory_state(memory)) == before, (route, body, doc)
+        assert (store_bytes(db), memory_state(memory)) == before, (method, url, content, doc)
 
 
 @boundary(60)
@@ -885,10 +951,78 @@ def test_any_mcp_tool_call_is_a_result_or_an_error_with_a_category_and_a_refusal
     started = time.monotonic()
     doc, failed = call_tool(MemoryService(memory), tool.name, arguments)
     assert time.monotonic() - started < HANG
+    event(f"tool {tool.name}: {'error' if failed else 'result'}")
     json.dumps(doc, default=str)
     if failed:
         assert doc["error"]["category"] not in (None, "internal", "store"), doc
         assert (store_bytes(db), memory_state(memory)) == before, (tool.name, arguments, doc)
+
+
+MCP_MESSAGE = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+               "params": {"name": "query", "arguments": {"expr": "root.children", "params": {"p": 1}}}}
+
+
+def mcp_line(data: st.DataObject) -> str:
+    kind = data.draw(st.sampled_from(["mutated", "mutated", "damaged", "value", "text"]), label="line")
+    if kind == "text":
+        return data.draw(st.text(max_size=40), label="text")
+    if kind == "value":
+        return json_text(data.draw(ANY_VALUE, label="value"))
+    line = json_text(mutate(MCP_MESSAGE, data, ids=["2.0", "tools/call", "tools/list", "query"], json_only=True))
+    return text_damage(line, data) if kind == "damaged" else line
+
+
+@boundary(80)
+@given(data=st.data())
+def test_any_mcp_line_is_a_message_for_the_sdk_or_is_answered_with_a_json_rpc_error(data):
+    import mcp_types
+
+    from hgm_engine.server.mcp_server import INVALID_REQUEST, PARSE_ERROR, line_error
+
+    line = mcp_line(data).replace("\n", " ")
+    error = timed(line_error, line)
+    if error is None:  # the SDK takes it, and a request keeps its id
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        event(f"line: a {type(message).__name__}")
+    else:
+        code, text, id_ = error
+        event(f"line: error {code}")
+        assert code in (PARSE_ERROR, INVALID_REQUEST) and isinstance(text, str) and text
+        assert id_ is None or (isinstance(id_, (str, int)) and not isinstance(id_, bool))
+        answer = mcp_types.JSONRPCError(jsonrpc="2.0", id=id_, error=mcp_types.ErrorData(code=code, message=text))
+        json.loads(answer.model_dump_json())  # the answer can be written
+
+
+RESOURCE_URI = st.sampled_from(["hgm://health", "hgm://stale", "hgm://export", "hgm://paths/metrics", "hgm://nope", "hgm://", ""]) | st.builds(
+    lambda prefix, rest: prefix + rest,
+    st.sampled_from(["hgm://nodes/", "hgm://history/", "hgm://paths/", "hgm://nodes", "http://"]),
+    st.sampled_from(GRAPH_IDS + ["order-17", "%ff", "%ED%A0%80", "%00", "a/b", "9" * 5000]) | HOSTILE_STRINGS | st.text(max_size=6),
+)
+
+
+@boundary(40)
+@given(data=st.data())
+def test_any_mcp_resource_or_prompt_read_is_a_document_or_an_error_and_changes_nothing(served, data):
+    from hgm_engine.server.mcp_server import PROMPTS, get_prompt, read_resource
+    from hgm_engine.server.service import MemoryService
+
+    memory, db, _ = served
+    before = store_bytes(db), memory_state(memory)
+    uri = data.draw(RESOURCE_URI, label="uri")
+    doc, failed = timed(read_resource, MemoryService(memory), uri)
+    if doc is not None:
+        json.dumps(doc, default=str)
+        assert not failed or doc["error"]["category"] not in (None, "internal", "store"), doc
+    name = data.draw(st.sampled_from([p.name for p in PROMPTS] + ["nope"]) | HOSTILE_STRINGS, label="prompt")
+    arguments = data.draw(st.none() | st.dictionaries(st.sampled_from(["goal", "path_id", "feedback"]) | KEYS,
+                                                      HOSTILE_STRINGS | st.text(max_size=5) | st.just("{goal}"), max_size=3), label="prompt arguments")
+    try:
+        found = get_prompt(name, arguments)
+    except ValueError as err:  # a required argument missing: the server answers -32602
+        assert "needs the argument" in str(err)
+    else:
+        assert found is None or all(isinstance(part, str) for part in found)
+    assert (store_bytes(db), memory_state(memory)) == before
 
 
 
@@ -950,19 +1084,31 @@ def test_query_parameters_over_rest_and_mcp_follow_the_value_rules():
     assert failed and doc["error"]["category"] == "invalid-argument"
 
 
-@pytest.mark.parametrize("route", ["/api/v1/transactions", "/api/v1/snapshots", "/api/v1/query"])
-def test_a_rest_body_nested_50000_deep_is_a_400_invalid_json(route):
+UNREADABLE_BODIES = {
+    "50k-deep-in-a-field": '{"name": ' + "[" * 50_000 + "]" * 50_000 + "}",
+    "50k-deep": "[" * 50_000 + "]" * 50_000,
+    "5000-digits": '{"expr": ' + "9" * 5000 + "}",
+    "not-utf-8": b'{"expr": "\xff"}',
+}
+
+
+@pytest.mark.parametrize("body", UNREADABLE_BODIES.values(), ids=UNREADABLE_BODIES.keys())
+def test_a_rest_body_the_json_parser_cannot_read_is_a_400_invalid_json_on_every_post_route(body):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
     from hgm_engine.server.rest import create_app
 
     memory = Memory.from_document(GRAPH)
-    client = TestClient(create_app(memory), raise_server_exceptions=False)
-    body = '{"name": ' + "[" * 50_000 + "]" * 50_000 + "}"
-    response = client.post(route, content=body, headers={"content-type": "application/json"})
-    assert response.status_code == 400, response.text
-    assert response.json()["error"]["category"] == "invalid-json" and memory.t == 1
+    app = create_app(memory)
+    client = TestClient(app, raise_server_exceptions=False)
+    routes = [route.path for route in app.routes if "POST" in (getattr(route, "methods", None) or ())]
+    assert {"/api/v1/query", "/api/v1/transactions", "/api/v1/load", "/api/v1/rules"} <= set(routes)
+    for route in routes:
+        response = client.post(route, content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400, (route, response.text)
+        assert response.json()["error"]["category"] == "invalid-json", route
+    assert memory.t == 1
 
 
 MALFORMED_MARKS = [
