@@ -16,8 +16,8 @@ language's keywords, and from random bytes. The command line runs in process
 (:func:`hgm_engine.cli.main`) with a standard output that encodes UTF-8 strictly, as a
 terminal's does, and a standard error that escapes what it cannot encode, as Python's does.
 
-The suite runs a few dozen examples per boundary (a few seconds in all); for a long run set
-``HYPOTHESIS_PROFILE=long`` (tests/conftest.py), which multiplies every count by 40::
+The suite runs a few dozen examples per boundary; for a long run set ``HYPOTHESIS_PROFILE=long``
+(:mod:`hgm_engine.testing.profiles`), which multiplies every count by 50::
 
     HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_boundary_fuzz.py
 """
@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 
 from hgm_engine import HGMError, Memory, compile as compile_query
 from hgm_engine.cli import build_parser, main
+from hgm_engine.testing import examples
 
 from tests.test_fuzz import TOKENS as QUERY_TOKENS
 
@@ -53,16 +54,10 @@ HANG = 30.0  # seconds: no single call may take longer (the default limits stop 
 EXIT_CODES = {0, 1, 2, 3}
 
 
-def boundary(examples: int, **kwargs: Any) -> settings:
-    """``examples`` per run in the suite, 40 times as many under ``HYPOTHESIS_PROFILE=long``
-    (the profile's ``max_examples`` over hypothesis' default of 100, times the count)."""
-    scale = settings().max_examples / 100
-    return settings(
-        max_examples=max(1, round(examples * scale)),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        **kwargs,
-    )
+def boundary(count: int, **kwargs: Any) -> settings:
+    """``count`` examples per run in the suite (profile ``ci``), fifty times as many under
+    ``HYPOTHESIS_PROFILE=long`` (:func:`hgm_engine.testing.examples`)."""
+    return settings(max_examples=examples(count), deadline=None, suppress_health_check=list(HealthCheck), **kwargs)
 
 
 # -- hostile values, shared by every boundary -------------------------------------------------------
