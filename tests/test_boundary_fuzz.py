@@ -675,7 +675,9 @@ def test_any_rule_file_loads_or_is_an_hgm_error_and_never_poisons_the_memory(wor
 @boundary(30)
 @given(data=st.data())
 def test_rules_check_and_load_agree_on_any_rule_file_and_a_refused_load_changes_nothing(workspaces, data):
-    text = rule_file_text(data)
+    text: str | bytes = rule_file_text(data)
+    if data.draw(st.integers(0, 5), label="as bytes?") == 0:  # bytes that may not be UTF-8
+        text = data.draw(st.sampled_from([b"propagate derived_from backward // caf\xe9", b"\xff\xfe"]) | st.binary(max_size=40), label="bytes")
     with workspaces() as ws:
         file = write_bytes(ws.folder, "rules.hgmr", text)
         checked, _, _ = run_cli("rules", "check", file, "--json")
@@ -686,7 +688,7 @@ def test_rules_check_and_load_agree_on_any_rule_file_and_a_refused_load_changes_
         if loaded != 0:
             assert (store_bytes(ws.db), reopened_state(ws.db)) == before
         else:
-            assert reopened_state(ws.db)[3].get("fuzz") == text  # reopens without broken objects
+            assert reopened_state(ws.db)[3].get("fuzz") == (text.decode("utf-8") if isinstance(text, bytes) else text)  # reopens without broken objects
 
 
 # == JSON Lines =====================================================================================
@@ -1252,4 +1254,104 @@ def test_a_rollback_to_a_version_that_is_no_number_is_unknown_version(workspaces
             with pytest.raises(HGMError) as caught:
                 memory.rollback_path("order-17", version)
             assert caught.value.category == "unknown-version"
+        assert store_bytes(ws.db) == before
+
+
+# == found by the long run of this fuzz: each failed before its fix ===============================
+
+UNSTORABLE_NAMES = ["\ud800", "a\udfffb", "a\x00b", "a\x1b[2J", "tab\there"]
+
+
+@pytest.mark.parametrize("name", UNSTORABLE_NAMES)
+def test_a_rule_set_name_no_store_can_hold_is_an_invalid_value_that_changes_nothing(workspaces, name):
+    with workspaces() as ws:
+        with Memory.open(ws.db) as memory:
+            before = store_bytes(ws.db), memory_state(memory)
+            with pytest.raises(HGMError) as caught:
+                memory.load_rules("propagate derived_from backward", name=name)
+            assert (caught.value.category, caught.value.problems[0].where) == ("invalid-value", "name")
+            assert (store_bytes(ws.db), memory_state(memory)) == before
+
+
+@pytest.mark.parametrize("name", UNSTORABLE_NAMES)
+def test_a_constraint_name_no_store_can_hold_is_an_invalid_value_that_changes_nothing(workspaces, name):
+    with workspaces() as ws:
+        with Memory.open(ws.db) as memory:
+            before = store_bytes(ws.db), memory_state(memory)
+            with pytest.raises(HGMError) as caught:
+                memory.add_constraint(name, "each goal must true")
+            assert (caught.value.category, caught.value.problems[0].where) == ("invalid-value", "name")
+            assert (store_bytes(ws.db), memory_state(memory)) == before
+
+
+@pytest.mark.parametrize(
+    "text,line,column",
+    [("// \ud800\npropagate derived_from backward", 1, 4), ("propagate derived_from backward\n// a\x00b", 2, 5),
+     ("rule r: on add fact where content = 'a\udcff' then mark self as blocked", 1, 39)],
+    ids=["surrogate-in-a-comment", "nul-in-a-comment", "surrogate-in-a-string"],
+)
+def test_a_rule_file_holding_a_character_no_store_can_hold_is_an_invalid_value_at_its_place(workspaces, text, line, column):
+    with workspaces() as ws:
+        file = write_bytes(ws.folder, "rules.hgmr", text)
+        code, out, _ = run_cli("rules", "check", file, "--json")
+        # In a file a lone surrogate is bytes that are not UTF-8: the file cannot be read.
+        assert code != 0 and json.loads(out)["error"]["category"] == ("invalid-value" if "\x00" in text else "io")
+        with Memory.open(ws.db) as memory:
+            before = store_bytes(ws.db), memory_state(memory)
+            with pytest.raises(HGMError) as caught:
+                memory.load_rules(text, name="bad")
+            err = caught.value
+            assert (err.category, err.line, err.column) == ("invalid-value", line, column), err
+            assert (store_bytes(ws.db), memory_state(memory)) == before
+
+
+@pytest.mark.parametrize("text,column", [("each goal must content != '\ud800'", 28), ("each goal must content != 'a\x00'", 29)])
+def test_a_constraint_text_holding_a_character_no_store_can_hold_is_an_invalid_value_at_its_place(workspaces, text, column):
+    with workspaces() as ws:
+        with Memory.open(ws.db) as memory:
+            before = store_bytes(ws.db), memory_state(memory)
+            with pytest.raises(HGMError) as caught:
+                memory.add_constraint("c", text)
+            assert (caught.value.category, caught.value.line, caught.value.column) == ("invalid-value", 1, column)
+            assert (store_bytes(ws.db), memory_state(memory)) == before
+
+
+@pytest.mark.parametrize(
+    "effect,literal",
+    [("set self with checked = '\\ud800'", "'"), ("set self with n = [1, '\\udfff']", "["),
+     ("mark self as blocked because 'a\\ud83d'", "'a")],
+    ids=["set-a-surrogate", "set-a-surrogate-in-a-list", "because-a-surrogate"],
+)
+def test_a_rule_that_would_write_a_value_no_store_can_hold_is_refused_at_its_literal_when_loaded(workspaces, effect, literal):
+    text = f"rule r: on add fact where content = 'x' then {effect}"
+    column = text.rindex(literal, 0, text.index("\\u")) + 1  # the escape is written in the file as six characters
+    with workspaces() as ws:
+        with Memory.open(ws.db) as memory:
+            with pytest.raises(HGMError) as caught:
+                memory.load_rules(text, name="writes")
+            err = caught.value
+            assert (err.category, err.line, err.column) == ("invalid-value", 1, column), err
+            assert "writes" not in memory.rules()
+            timed(memory.apply, {"ops": [{"op": "add_node", "id": "nx", "type": "fact", "content": "x"}]})
+
+
+def test_a_rule_file_holding_nul_is_refused_on_postgresql_before_it_reaches_the_store(postgres_url):
+    with Memory.open(postgres_url) as memory:
+        memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        for call in (lambda: memory.load_rules("// a\x00b\npropagate derived_from backward", name="n"),
+                     lambda: memory.load_rules("propagate derived_from backward", name="a\x00b"),
+                     lambda: memory.add_constraint("a\x00b", "each goal must true")):
+            with pytest.raises(HGMError) as caught:
+                call()
+            assert caught.value.category == "invalid-value"
+        assert memory.rules() == {} and memory.constraints() == {}
+
+
+@pytest.mark.parametrize("command", [["rules", "check"], ["rules", "load", "--name", "x"], ["check", "--examples", "1"]])
+def test_a_rule_file_that_is_not_utf_8_is_an_io_error_not_a_traceback(workspaces, command):
+    with workspaces() as ws:
+        file = write_bytes(ws.folder, "rules.hgmr", b"propagate derived_from backward // caf\xe9\n")
+        before = store_bytes(ws.db)
+        code, _, err = run_cli(*command, file, *(["--db", ws.db] if "load" in command else []))
+        assert code == 1 and "not UTF-8" in err and str(file) in err, err
         assert store_bytes(ws.db) == before

@@ -29,7 +29,7 @@ import pathlib
 import sys
 
 from hgm_engine.cli.arguments import FORMATTER, Commands, add_json_flag, examples
-from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output
+from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, unreadable
 from hgm_engine.errors import HGMError, Problem, SchemaError
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
 
@@ -41,8 +41,8 @@ def _read(path: str, what: str) -> str:
         return sys.stdin.read()
     try:
         return pathlib.Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HGMError([Problem("io", f"cannot read {what} {path}: {exc.strerror}", where=path)]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HGMError([Problem("io", f"cannot read {what} {path}: {unreadable(exc)}", where=path)]) from None
 
 
 def _schema(path: str | None) -> Schema:

@@ -45,6 +45,7 @@ __all__ = [
     "MAX_VALUE_DEPTH",
     "MAX_INT_DIGITS",
     "text_problem",
+    "name_problem",
     "value_problem",
     "values_ok",
     "strings_ok",
@@ -221,6 +222,29 @@ def text_problem(text: Any, where: str | None, what: str = "a string") -> Proble
         "it is not a Unicode character",
         where,
     )
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def name_problem(name: str, where: str | None, what: str) -> Problem | None:
+    """Why ``name`` (of a snapshot, a rule set, a constraint: ``what``) cannot be stored, or
+    None: it holds a lone surrogate (the rule of every stored string) or a control character
+    (``\\x00`` cannot be stored in PostgreSQL, the others would move a terminal that lists
+    the names). ``name`` is a string already.
+
+    >>> name_problem("before-change", "name", "a snapshot name") is None
+    True
+    >>> print(name_problem("a\\x1b[2J", "name", "a rule set name").message)
+    a rule set name may not hold a control character ('\\x1b' at character 2)
+    """
+    found = text_problem(name, where, what)
+    if found is not None:
+        return found
+    control = _CONTROL.search(name)
+    if control is None:
+        return None
+    return _invalid(f"{what} may not hold a control character ({control.group()!r} at character {control.start() + 1})", where)
 
 
 def _kind(value: Any) -> str:
