@@ -1355,3 +1355,31 @@ def test_a_rule_file_that_is_not_utf_8_is_an_io_error_not_a_traceback(workspaces
         code, _, err = run_cli(*command, file, *(["--db", ws.db] if "load" in command else []))
         assert code == 1 and "not UTF-8" in err and str(file) in err, err
         assert store_bytes(ws.db) == before
+
+
+NUL_ID_CALLS = {
+    "add_node": lambda m: m.apply({"ops": [{"op": "add_node", "id": "a\x00b", "type": "fact"}]}),
+    "replace_branch": lambda m: m.apply({"ops": [{"op": "replace_branch", "id": "g", "with": [{"id": "n\x00", "type": "action"}]}]}),
+    "ingest-id": lambda m: m.ingest([{"id": "p\x00", "goal": "x", "steps": ["a"]}]),
+    "ingest-scenario": lambda m: m.ingest([{"id": "p2", "goal": "x", "steps": ["a"]}], scenario="s\x00"),
+}
+
+
+@pytest.mark.parametrize("call", NUL_ID_CALLS.values(), ids=NUL_ID_CALLS.keys())
+def test_a_node_id_holding_nul_is_refused_before_it_reaches_postgresql(postgres_url, call):
+    with Memory.open(postgres_url) as memory:
+        memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        before = memory_state(memory)
+        result = timed(call, memory)  # a store error fails here: the id reached the store
+        assert isinstance(result, HGMError) or getattr(result, "t", None) is None, result
+        assert memory_state(memory) == before
+
+
+def test_a_graph_file_with_a_node_id_holding_nul_is_an_invalid_value_at_the_id(tmp_path):
+    doc = {"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}, {"id": "a\x00", "type": "action"}], "edges": []}
+    with pytest.raises(HGMError) as caught:
+        Memory.from_document(doc)
+    assert [(p.category, p.where) for p in caught.value.problems] == [("invalid-value", "nodes[1].id")]
+    file = write_bytes(tmp_path, "nul.json", json.dumps(doc))
+    code, out, _ = run_cli("validate", file, "--json")
+    assert code == 1 and "nodes[1].id" in out

@@ -46,6 +46,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "text_problem",
     "name_problem",
+    "id_problem",
     "value_problem",
     "values_ok",
     "strings_ok",
@@ -245,6 +246,22 @@ def name_problem(name: str, where: str | None, what: str) -> Problem | None:
     if control is None:
         return None
     return _invalid(f"{what} may not hold a control character ({control.group()!r} at character {control.start() + 1})", where)
+
+
+def id_problem(node_id: str, where: str | None) -> Problem | None:
+    """Why the string ``node_id`` cannot be a node's id, or None: a lone surrogate (as in
+    every string) or NUL, which PostgreSQL cannot store in the text column of an id (a memory
+    holding one could not move there).
+
+    >>> id_problem("trip", "ops[0].id") is None
+    True
+    >>> print(id_problem("a\\x00b", "ops[0].id").message)
+    an id may not hold the character NUL (PostgreSQL cannot store it)
+    """
+    found = text_problem(node_id, where)
+    if found is None and "\x00" in node_id:
+        found = _invalid("an id may not hold the character NUL (PostgreSQL cannot store it)", where)
+    return found
 
 
 def _kind(value: Any) -> str:

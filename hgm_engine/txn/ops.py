@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import attrs
 
 from hgm_engine.errors import Problem, TransactionError
-from hgm_engine.model import GraphOverlay, Schema, closest, text_problem, value_problem
+from hgm_engine.model import GraphOverlay, Schema, closest, id_problem, text_problem, value_problem
 from hgm_engine.txn.report import Violation
 
 __all__ = [
@@ -449,7 +449,7 @@ def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
     _check_values(attributes, where)
     if node_id is not None and (not isinstance(node_id, str) or not node_id):
         raise _fail("'id' must be a non-empty string", where)
-    _raise_if(text_problem(node_id, f"{where}.id") if node_id is not None else None)
+    _raise_if(id_problem(node_id, f"{where}.id") if node_id is not None else None)
     if node_id is None:
         node_id = ctx.new_id(overlay, node_type)
     elif node_id in overlay:
