@@ -1383,3 +1383,25 @@ def test_a_graph_file_with_a_node_id_holding_nul_is_an_invalid_value_at_the_id(t
     file = write_bytes(tmp_path, "nul.json", json.dumps(doc))
     code, out, _ = run_cli("validate", file, "--json")
     assert code == 1 and "nodes[1].id" in out
+
+
+@pytest.mark.parametrize("reward", [10**400, 10**4300 - 1, 10**5000, -(10**400)], ids=["400-digits", "4300-digits", "5000-digits", "negative"])
+def test_a_trajectory_reward_too_large_for_a_float_is_a_bad_trajectory_not_an_overflow(workspaces, reward):
+    with workspaces() as ws:
+        with Memory.open(ws.db) as memory:
+            before = memory_state(memory)
+            result = timed(memory.ingest, [dict(TRAJECTORY, id="t-big", reward=reward)])
+            assert isinstance(result, HGMError), result
+            assert "reward" in result.message and len(result.message) < 300, result.message
+            assert memory_state(memory) == before
+
+
+@pytest.mark.parametrize("reward", [10**400, 10**5000], ids=["400-digits", "5000-digits"])
+def test_an_outcome_reward_too_large_for_a_float_is_a_bad_outcome_with_a_short_message(workspaces, reward):
+    with workspaces() as ws:
+        with Memory.open(ws.db) as memory:
+            before = memory_state(memory)
+            result = timed(memory.record_outcome, "order-17", "success", reward=reward)
+            assert isinstance(result, HGMError) and result.category == "bad-outcome", result
+            assert len(result.message) < 200, result.message
+            assert memory_state(memory) == before
