@@ -827,8 +827,9 @@ def field_value(name: str, data: st.DataObject) -> Any:
     """A value for the body or tool field ``name``: often one that fits it, else anything."""
     if not data.draw(st.booleans(), label=f"{name} fits?"):
         return data.draw(ANY_VALUE, label=name)
-    if name == "ops":
-        return transaction_document(data)["ops"]
+    if name == "ops":  # the ops of a transaction document, which a mutation may have made anything
+        doc = transaction_document(data)
+        return doc.get("ops") if isinstance(doc, dict) else doc
     if name == "graph":
         return mutate(GRAPH, data, ids=GRAPH_IDS, json_only=True) if data.draw(st.booleans(), label="mutated") else GRAPH
     if name in ("trajectories", "records"):
@@ -1405,3 +1406,42 @@ def test_an_outcome_reward_too_large_for_a_float_is_a_bad_outcome_with_a_short_m
             assert isinstance(result, HGMError) and result.category == "bad-outcome", result
             assert len(result.message) < 200, result.message
             assert memory_state(memory) == before
+
+
+UNREADABLE_JSON = {"4301-digits": "[" + "9" * 4301 + "]", "50k-deep": "[" * 50_000 + "]" * 50_000}
+
+
+@pytest.mark.parametrize("text", UNREADABLE_JSON.values(), ids=UNREADABLE_JSON.keys())
+def test_a_steps_file_python_cannot_read_is_invalid_json_not_a_traceback(workspaces, text):
+    with workspaces() as ws:
+        file = write_bytes(ws.folder, "steps.json", text)
+        before = store_bytes(ws.db)
+        code, out, _ = run_cli("rewrite-path", "order-17", "--steps", file, "--reason", "r", "--db", ws.db, "--json")
+        assert code == 1 and json.loads(out)["error"]["category"] == "invalid-json"
+        assert store_bytes(ws.db) == before
+
+
+@pytest.mark.parametrize("text", UNREADABLE_JSON.values(), ids=UNREADABLE_JSON.keys())
+def test_a_schema_file_python_cannot_read_is_invalid_json_not_a_traceback(tmp_path, text):
+    rules = write_bytes(tmp_path, "rules.hgmr", "propagate derived_from backward")
+    schema = write_bytes(tmp_path, "schema.json", text)
+    code, out, _ = run_cli("check", rules, "--schema", schema, "--examples", "1", "--json")
+    assert code == 1 and json.loads(out)["error"]["category"] == "invalid-json"
+
+
+@pytest.mark.parametrize("text", UNREADABLE_JSON.values(), ids=UNREADABLE_JSON.keys())
+def test_a_model_answer_python_cannot_read_is_an_answer_problem_not_an_exception(text):
+    from hgm_engine.llm.chat import read_json
+
+    doc, problems = read_json(text)
+    assert doc is None and problems and problems[0].startswith("not valid JSON: ")
+
+
+def test_an_mcp_notification_the_sdk_cannot_read_is_answered_with_invalid_request():
+    pytest.importorskip("mcp_types")
+    from hgm_engine.server.mcp_server import INVALID_REQUEST, line_error
+
+    line = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]})
+    assert line_error(line)[::2] == (INVALID_REQUEST, None)
+    # a notification the SDK reads, with the text "id" inside a value, still goes to the SDK
+    assert line_error(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {"id": 1}})) is None

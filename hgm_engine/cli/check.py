@@ -31,7 +31,7 @@ import sys
 from hgm_engine.cli.arguments import FORMATTER, Commands, add_json_flag, examples
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, unreadable
 from hgm_engine.errors import HGMError, Problem, SchemaError
-from hgm_engine.model import DEFAULT_SCHEMA, Schema
+from hgm_engine.model import DEFAULT_SCHEMA, Schema, parse_json
 
 __all__ = ["register"]
 
@@ -50,7 +50,7 @@ def _schema(path: str | None) -> Schema:
         return DEFAULT_SCHEMA
     text = _read(path, "schema file")
     try:
-        doc = json.loads(text)
+        doc = parse_json(text)  # nested past the recursion limit or a 4,301-digit integer: a JSONDecodeError
     except json.JSONDecodeError as exc:
         raise SchemaError([Problem("invalid-json", f"{path} is not JSON: {exc.msg}", exc.lineno, exc.colno, where=path)]) from None
     return Schema.from_document(doc)

@@ -29,6 +29,7 @@ from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, Output, i
 from hgm_engine.cli.progress import ProgressDisplay
 from hgm_engine.errors import HGMError, PathError, Problem, TransactionError
 from hgm_engine.memory import Memory
+from hgm_engine.model import parse_json
 from hgm_engine.paths import REFUSALS, read_jsonl
 from hgm_engine.render.text import plural, shorten
 from hgm_engine.txn import TransactionReport
@@ -291,7 +292,7 @@ def _rollback(args: argparse.Namespace, out: Output) -> int:
 def _rewrite_path(args: argparse.Namespace, out: Output) -> int:
     try:
         text = read_text(args.steps)
-        spec = json.loads(text)
+        spec = parse_json(text)  # nested past the recursion limit or a 4,301-digit integer: a JSONDecodeError
     except HGMError as err:
         return _failed(out, err, args.reason)
     except json.JSONDecodeError as exc:

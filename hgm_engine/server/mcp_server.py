@@ -746,11 +746,12 @@ def line_error(line: str) -> tuple[int, str, str | int | None] | None:
     import mcp_types
     from pydantic import ValidationError
 
-    unreadable = ""
+    unreadable, validated = "", False
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         if not isinstance(message, mcp_types.JSONRPCNotification) or '"id"' not in line:
             return None
+        validated = True
         # A notification has no id; one that came with an id the SDK could not take (a list,
         # an object) was meant as a request: say so rather than drop it.
     except ValidationError as exc:
@@ -763,7 +764,7 @@ def line_error(line: str) -> tuple[int, str, str | int | None] | None:
         doc = json.loads(line, parse_int=lambda digits: int(digits) if len(digits) <= 4000 else 0)
     except (ValueError, RecursionError):
         return PARSE_ERROR, f"Parse error: the line is not JSON{': ' + unreadable[:200] if unreadable else ''}", None
-    if not unreadable and isinstance(doc, dict) and "id" not in doc and "jsonrpc" in doc and isinstance(doc.get("method"), str):
+    if validated and isinstance(doc, dict) and "id" not in doc:
         return None  # a notification after all (the text "id" was inside a value)
     found = doc.get("id") if isinstance(doc, dict) else None
     usable = isinstance(found, (str, int)) and not isinstance(found, bool) and (isinstance(found, str) or abs(found) < 2**63)
