@@ -452,18 +452,21 @@ def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_
 
 @st.composite
 def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
-        fresh: Iterable[str] = ("m0", "m1", "m2"), attributes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        fresh: Iterable[str] = ("m0", "m1", "m2"), attributes: Mapping[str, Any] | None = None,
+        prefer: Iterable[str] = ()) -> dict[str, Any]:
     """One op in transaction-file form, mostly one that can apply to a memory holding ``ids``
     (and the ``edges``, as ``(from, to, type)``), now and then one that cannot: a missing
     node, a duplicate id, an unknown type, an op that does not exist. ``attributes`` maps
     more attribute names to strategies for their values (those of a rule file, say), drawn
-    as often as the built-in ones (:data:`ATTRIBUTES`).
+    as often as the built-in ones (:data:`ATTRIBUTES`); ``prefer`` names node types an
+    ``add_node`` draws more often (those a rule file is about, say).
 
     >>> from hypothesis import find
     >>> find(ops(), lambda op: op["op"] == "replace_branch")["op"]
     'replace_branch'
     """
     ids, edges, fresh = list(ids), list(edges), list(fresh)
+    preferred = [t for t in prefer if t in schema.node_types]
     known = ids or ["nope"]
     pool = {**ATTRIBUTES, **(attributes or {})}
     names = sorted(attributes or ()) or sorted(ATTRIBUTES)
@@ -478,7 +481,8 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
          "delete_edge", "replace_branch", "confirm", "confirm", "bad"]
     ))
     if kind == "add_node":
-        node_type = draw(st.sampled_from(schema.node_types[:5] if draw(st.integers(0, 3)) else schema.node_types))
+        choices = preferred if preferred and draw(st.booleans()) else schema.node_types[:5] if draw(st.integers(0, 3)) else schema.node_types
+        node_type = draw(st.sampled_from(choices))
         op: dict[str, Any] = {"op": "add_node", "type": node_type}
         if draw(st.integers(0, 5)):
             op["id"] = draw(st.sampled_from(fresh + known[:1]))
@@ -524,16 +528,18 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
 
 @st.composite
 def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
-                 max_ops: int = 4, attributes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 max_ops: int = 4, attributes: Mapping[str, Any] | None = None, prefer: Iterable[str] = ()) -> dict[str, Any]:
     """A transaction document (``author``, ``reason``, ``ops``) of 1 to ``max_ops`` ops for
-    a memory holding ``ids`` and ``edges`` (see :func:`ops`).
+    a memory holding ``ids`` and ``edges`` (see :func:`ops`; an id listed more than once is
+    drawn more often).
 
     >>> from hypothesis import find
     >>> len(find(transactions(), lambda doc: len(doc["ops"]) == 3)["ops"])
     3
     """
     ids, edges = list(ids), list(edges)
-    drawn = [draw(ops(schema, ids=ids, edges=edges, attributes=attributes)) for _ in range(draw(st.integers(1, max_ops)))]
+    prefer = list(prefer)
+    drawn = [draw(ops(schema, ids=ids, edges=edges, attributes=attributes, prefer=prefer)) for _ in range(draw(st.integers(1, max_ops)))]
     return {"author": "hypothesis", "reason": "a random transaction", "ops": drawn}
 
 
