@@ -211,3 +211,18 @@ def test_a_missing_rule_file_is_an_io_error(tmp_path, capsys):
     assert main(["check", str(tmp_path / "nope.hgmr")]) == 1
     err = capsys.readouterr().err
     assert "io at" in err and "cannot read rule file" in err and "Traceback" not in err
+
+
+def test_without_hypothesis_hgm_check_says_which_extra_to_install(tmp_path):
+    import subprocess
+    import sys
+
+    rules = tmp_path / "ok.hgmr"
+    rules.write_text("propagate derived_from forward")
+    script = ("import sys; sys.modules['hypothesis'] = None\n"  # as if hypothesis were not installed
+              "from hgm_engine.cli import main\n"
+              f"raise SystemExit(main(['check', {str(rules)!r}]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "missing-dependency" in done.stderr and "pip install 'hgm[testing]'" in done.stderr
+    assert "Traceback" not in done.stderr

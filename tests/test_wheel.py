@@ -1,5 +1,6 @@
 """The wheel carries the grammar (the only definition of the syntax), the package data (the
-HTML picture's page, style and script; the sample memory) and both packages."""
+HTML picture's page, style and script; the sample memory), both packages, and the testing kit
+with its extra (``hgm[testing]``)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,9 @@ def test_wheel_ships_the_grammar_package_data_and_packages(tmp_path):
         assert "planners/__init__.py" in names
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "hgm = hgm_engine.cli:main" in archive.read(entry_points).decode()
+        # hgm[testing]: the kit of docs/testing.md, and hypothesis with it
+        assert {"hgm_engine/testing/__init__.py", "hgm_engine/testing/check.py", "hgm_engine/testing/stores.py"} <= names
+        metadata = archive.read(next(n for n in names if n.endswith("METADATA"))).decode()
+        assert "Provides-Extra: testing" in metadata
+        assert any(line.startswith("Requires-Dist: hypothesis") and "extra == 'testing'" in line.replace('"', "'")
+                   for line in metadata.splitlines())

@@ -66,7 +66,7 @@ def _check(args: argparse.Namespace, out: Output) -> int:
         return out.error(err, EXIT_FAILURE, label=args.schema)
     try:
         from hgm_engine.testing.check import check_rules
-    except ImportError:  # pragma: no cover - hypothesis is part of the test and testing extras
+    except ImportError:  # hypothesis comes with the test and testing extras
         return out.failure("missing-dependency", "hgm check needs hypothesis: pip install 'hgm[testing]'")
     try:
         result = check_rules(text, schema, examples=args.examples, seed=args.seed)
