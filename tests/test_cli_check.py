@@ -226,3 +226,12 @@ def test_without_hypothesis_hgm_check_says_which_extra_to_install(tmp_path):
     assert done.returncode == 1
     assert "missing-dependency" in done.stderr and "pip install 'hgm[testing]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_out_folder_that_cannot_be_written_is_refused_before_the_search(tmp_path, capsys):
+    rules = tmp_path / "agent.hgmr"
+    rules.write_text(ORDER)
+    (tmp_path / "afile").write_text("")
+    assert main(["check", str(rules), "--out", str(tmp_path / "afile" / "sub")]) == 1
+    err = capsys.readouterr().err
+    assert "io at" in err and "is not a folder" in err and "Traceback" not in err
