@@ -235,3 +235,53 @@ def test_an_out_folder_that_cannot_be_written_is_refused_before_the_search(tmp_p
     assert main(["check", str(rules), "--out", str(tmp_path / "afile" / "sub")]) == 1
     err = capsys.readouterr().err
     assert "io at" in err and "is not a folder" in err and "Traceback" not in err
+
+
+# -- fuzz: hgm check's two inputs never end in a traceback -------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hgm_engine.errors import HGMError  # noqa: E402
+from hgm_engine.model import Schema  # noqa: E402
+from hgm_engine.testing.jsonvalues import json_values  # noqa: E402
+
+_SCHEMA_PARTS = {
+    "format": st.sampled_from(["hgm-schema/1", "hgm-schema/2", 1, None]),
+    "extends": st.sampled_from(["default", "none", 3]),
+    "node_types": st.one_of(st.lists(st.sampled_from(["tool", "goal", "", "a b", "x"]), max_size=3), json_values()),
+    "edge_types": st.one_of(st.lists(st.sampled_from(["uses", "parent_of", "", "e"]), max_size=3), json_values()),
+    "relations": st.one_of(st.dictionaries(st.sampled_from(["r", "children", ""]), st.fixed_dictionaries(
+        {}, optional={"kind": st.sampled_from(["hop", "closure", "bogus"]), "direction": st.sampled_from(["out", "in", "up"]),
+                      "edge_types": st.lists(st.sampled_from(["uses", "nope"]), max_size=2), "node_type": st.sampled_from(["tool", "zz", None])}),
+        max_size=2), json_values()),
+    "attribute_schemas": st.one_of(st.dictionaries(st.sampled_from(["tool", "zz"]), json_values(), max_size=2), json_values()),
+    "edge_rules": json_values(),
+    "acyclic_edge_types": st.one_of(st.lists(st.sampled_from(["uses", "nope"]), max_size=2), json_values()),
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(json_values(), st.fixed_dictionaries({}, optional=_SCHEMA_PARTS)))
+def test_any_schema_document_is_read_or_refused_with_schema_errors(doc):
+    try:
+        schema = Schema.from_document(doc)
+    except HGMError as err:
+        assert err.problems and all(p.category and p.message for p in err.problems)
+    else:
+        assert schema.node_types
+
+
+_RULE_WORDS = ["rule", "r:", "on", "add", "update", "delete", "fact", "goal", "action", "where", "then", "mark", "set",
+               "self", "parent", "as", "blocked", "needs_review", "with", "status", "=", "'done'", "1", "constraint",
+               "c:", "each", "must", "has(priority)", "propagate", "derived_from", "backward", "depth", "2", ";", "\n", "(", ")"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(_RULE_WORDS), max_size=14).map(" ".join))
+def test_any_rule_file_text_gets_a_clear_answer_from_hgm_check(tmp_path_factory, text):
+    folder = tmp_path_factory.mktemp("fuzz")
+    rules = folder / "fuzz.hgmr"
+    rules.write_text(text)
+    code = main(["check", str(rules), "--examples", "1", "--seed", "1", "--out", str(folder), "--json"])
+    assert code in (0, 1, 2, 3)
