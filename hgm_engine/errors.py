@@ -20,7 +20,7 @@ that already handles bad values handles them too:
     ├── TransactionRefused                   constraints refused a commit (``report``)
     ├── RuleError              (ValueError)  rules
     ├── RequestError           (ValueError)  memory: unknown snapshot, t out of range, ...
-    ├── StoreError                           store: not a database, locked, newer format
+    ├── StoreError                           store: no memory, damaged, read-only, full, locked, newer
     ├── PathError              (ValueError)  paths: ingest, versions, guards (``report``)
     ├── LocalizationError      (ValueError)  localize: path index, embedders, data sets
     ├── RewriteProposalError                 llm: no usable rewrite from the model
@@ -246,7 +246,12 @@ class QueryExecutionError(HGMError):
 
 
 class GraphFileError(HGMError, ValueError):
-    """A graph document is malformed or breaks the schema; nothing was loaded."""
+    """A graph document is malformed or breaks the schema; nothing was loaded.
+
+    Categories include ``invalid-json``, ``invalid-document``, ``unknown-name``,
+    ``duplicate-id``, ``missing-node`` and ``invalid-value`` (a value the engine does not store:
+    a lone surrogate, NaN, an integer of more than 4,300 digits, nesting deeper than 64 levels,
+    malformed staleness marks; ``where`` is its place, ``nodes[3].content``)."""
 
     stage = "load"
 
@@ -258,7 +263,12 @@ class SchemaError(HGMError, ValueError):
 
 
 class TransactionError(HGMError, ValueError):
-    """A transaction that cannot be applied as written (malformed, unknown node, ...)."""
+    """A transaction that cannot be applied as written (malformed, unknown node, ...).
+
+    Categories include ``invalid-transaction`` (its shape, a reserved name), ``invalid-value``
+    (a value the engine does not store, ``where`` going down to it: ``ops[3].set.tags[1]``),
+    ``limit-exceeded`` (more ops than the memory's ``max_ops``), ``unknown-node``,
+    ``unknown-edge``, ``unknown-name``, ``duplicate-id`` and ``duplicate-edge``."""
 
     stage = "transaction"
 
@@ -281,7 +291,11 @@ class TransactionRefused(HGMError):
 
 
 class RuleError(HGMError, ValueError):
-    """A rule file that cannot be loaded (syntax, unknown names, a trigger cycle)."""
+    """A rule file that cannot be loaded: ``rule-cycle`` (a trigger cycle), ``limit-exceeded``
+    (a condition, target or constraint too deeply nested to compile, or over the query
+    compiler's limits, placed at its line and column in the file); syntax and unknown names
+    raise the query errors. Also why a stored rule set is broken: any of those, ``store`` (the
+    stored list of rule sets cannot be read) or ``internal`` (compiling it failed otherwise)."""
 
     stage = "rules"
 
@@ -294,7 +308,14 @@ class RequestError(HGMError, ValueError):
 
 
 class StoreError(HGMError):
-    """The store cannot be opened or written (not a database, newer format, locked...)."""
+    """The store cannot be opened, read or written; category ``store``, ``where`` the store.
+
+    It covers: no hgm memory there (a missing file or database, a 0-byte file, another
+    program's database, tables without a commit), a damaged store (a missing table or column,
+    no store format row, a page or row checksum that does not match, a row that cannot be
+    decoded; the message says how to recover), a read-only file or database, no space left
+    on the disk, a lock another process holds past the timeout, and a newer store format
+    than this hgm reads. Nothing was written when a write fails."""
 
     stage = "store"
 
@@ -302,7 +323,8 @@ class StoreError(HGMError):
 class PathError(HGMError, ValueError):
     """A path request that changed nothing, with why: ``unknown-path``, ``stale-version``,
     ``bad-steps``, ``bad-rewrite``, ``no-change``, ``bad-outcome``, ``unknown-version``, the guard refusals
-    ``rewrite-cap``, ``version-cap``, ``needs-human``, and for ingest ``invalid-json``,
+    ``rewrite-cap``, ``version-cap``, ``needs-human``, ``limit-exceeded`` (more steps or edges
+    than ``PathGuards.max_steps`` / ``max_edges``), and for ingest ``invalid-json``,
     ``bad-trajectory``, ``duplicate-id``, ``bad-scenario``, ``unknown-node``,
     ``constraint-violation`` (``report`` then holds the ingest report).
 
@@ -343,6 +365,13 @@ class RewriteProposalError(HGMError):
 
 
 class ServiceError(HGMError):
-    """A request the service refuses before it reaches the engine (limits, missing features)."""
+    """A request the service refuses before it reaches the engine (limits, missing features).
+
+    Besides the engine's categories, the REST server answers with these of its own (as
+    ``{"error": ...}`` documents; ``hgm_engine.server.service.STATUS_BY_CATEGORY`` has the
+    statuses): ``request-timeout`` (408: headers or body came too slowly), ``overloaded``
+    (503: the work limit is reached; retry), ``stopping`` (503: the server stopped before it
+    answered), alongside ``unauthorized``, ``request-too-large`` and ``unsupported-media-type``.
+    """
 
     stage = "server"

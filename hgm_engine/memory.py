@@ -33,9 +33,10 @@ from hgm_engine.facade import PathVerb, forward
 from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
-from hgm_engine.rules import RuleRegistry
-from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
+from hgm_engine.rules import MAX_ROUNDS, RuleRegistry
+from hgm_engine.store import InMemoryStore, Store, marks_problem, open_store, parse_graph_text
 from hgm_engine.txn import (
+    MAX_OPS,
     CommitPipeline,
     HistoricalMemory,
     MemoryHistory,
@@ -62,13 +63,26 @@ class Memory:
     """A task memory: typed hierarchical graph, schema, constraints, history and a store.
 
     ``Memory()`` is empty and lives in the process; ``Memory.open(path)`` uses a SQLite file.
+    ``max_rule_rounds`` caps the rounds of rule triggers in one transaction (docs/rules.md).
+    A stored constraint or rule set that does not compile never stops a memory from opening:
+    it is inactive and listed by :meth:`broken` until it is removed or replaced.
     """
 
-    def __init__(self, schema: Schema = DEFAULT_SCHEMA, *, limits: Limits = DEFAULT_LIMITS, store: Store | None = None):
+    def __init__(
+        self,
+        schema: Schema = DEFAULT_SCHEMA,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        store: Store | None = None,
+        max_rule_rounds: int = MAX_ROUNDS,
+        max_ops: int = MAX_OPS,
+    ):
         self.schema = schema
         self.limits = limits
+        self.max_ops = max_ops  # ops per transaction (apply and transaction()); loads and ingests are not ops
         self._store = store if store is not None else InMemoryStore()
-        self._rules = RuleRegistry(self)  # empty until synced with the store, after the state
+        # empty until synced with the store, after the state
+        self._rules = RuleRegistry(self, max_rounds=max_rule_rounds)
         self._state = MemoryState(self._store, sync_meta=self._rules.sync)
         self._rules.sync()
         self._history = MemoryHistory(self._state)
@@ -196,7 +210,7 @@ class Memory:
 
     def compile(self, expr: str) -> CompiledQuery:
         """The compiled form of ``expr`` for this memory's schema (cached by text)."""
-        return self._cache.get(expr)
+        return self._cache.get(expr, self.limits)
 
     @contextlib.contextmanager
     def _view(self, as_of: int | str | None) -> Iterator[GraphView]:
@@ -224,7 +238,7 @@ class Memory:
         >>> Memory().query("nodes.count()").value
         0
         """
-        compiled = self._cache.get(expr)
+        compiled = self._cache.get(expr, self.limits)
         with self._state.lock.reading():
             t = self._state.t if as_of is None else self._history.resolve_t(as_of)
             view = self._state.view_at(t)
@@ -246,7 +260,7 @@ class Memory:
         >>> print(Memory().explain("#x.children", physical=True).splitlines()[-1].strip())
         physical: one-type hop: one loop over out(parent_of) of all sources
         """
-        return self._cache.get(expr).explain(physical=physical)
+        return self._cache.get(expr, self.limits).explain(physical=physical)
 
     def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""
@@ -294,6 +308,22 @@ class Memory:
     load_rules = forward("_rules", RuleRegistry.load_rules)
     remove_rules = forward("_rules", RuleRegistry.remove_rules)
     rules = forward("_rules", RuleRegistry.rules)
+    broken = forward("_rules", RuleRegistry.broken)
+
+    @property
+    def max_rule_rounds(self) -> int:
+        """The cap on rule trigger rounds in one transaction (default 32); settable.
+
+        >>> m = Memory(max_rule_rounds=64)
+        >>> m.max_rule_rounds
+        64
+        >>> m.max_rule_rounds = 100
+        """
+        return self._rules.engine.max_rounds
+
+    @max_rule_rounds.setter
+    def max_rule_rounds(self, value: int) -> None:
+        self._rules.engine.max_rounds = value
 
     # -- planner views --------------------------------------------------------------------------
 
@@ -312,12 +342,45 @@ class Memory:
         return self.query(FRONTIER_QUERY, params={"goal": goal}, as_of=as_of).ids
 
     def stale(self, *, as_of: int | str | None = None) -> list[dict[str, Any]]:
-        """Nodes marked ``needs_review`` or ``blocked``, with every mark's rule, cause and t."""
+        """Nodes marked ``needs_review`` or ``blocked``, with every mark's rule, cause and t.
+
+        Marks that are not what the rule engine writes (stored before graph files and
+        transactions were checked for them, or by another program) are not passed on as
+        marks: the entry's ``state`` is None when ``dirty`` is no staleness state, ``marks``
+        holds the well-formed marks only, and ``problems`` says what is wrong with the rest.
+
+        >>> m = Memory()
+        >>> _ = m.load_rules("rule watch: on update action where status = 'failed' then mark parent as needs_review")
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
+        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"}]})
+        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "failed"}}]})
+        >>> [(s["id"], s["state"], [mark["rule"] for mark in s["marks"]]) for s in m.stale()]
+        [('g', 'needs_review', ['watch'])]
+        """
         result = self.query("nodes.where(has(dirty))", as_of=as_of)
-        return [
-            {"id": node["id"], "type": node["type"], "state": node["dirty"], "marks": node.get("dirty_marks", [])}
-            for node in result.nodes
-        ]
+        entries = []
+        for node in result.nodes:
+            state, problems = node["dirty"], []
+            found = marks_problem({"dirty": state}, node["id"])
+            if found is not None:
+                state = None
+                problems.append(found.message)
+            stored = node.get("dirty_marks", [])
+            marks = []
+            if isinstance(stored, list):
+                for i, mark in enumerate(stored):
+                    found = marks_problem({"dirty_marks": [mark]}, node["id"])
+                    if found is None:
+                        marks.append(mark)
+                    else:
+                        problems.append(f"dirty_marks[{i}]: {found.message}")
+            else:
+                problems.append(marks_problem({"dirty_marks": stored}, node["id"]).message)
+            entry = {"id": node["id"], "type": node["type"], "state": state, "marks": marks}
+            if problems:
+                entry["problems"] = problems
+            entries.append(entry)
+        return entries
 
     def focus_path(self, node_id: str, *, as_of: int | str | None = None) -> list[str]:
         """The path from a root down to ``node_id``, following first parents (edge order).
@@ -399,7 +462,7 @@ class Memory:
         """Apply a transaction document (formats.md). Returns the report: committed, or
         refused with every violation. Malformed documents and conflicts raise
         :class:`TransactionError` / :class:`ConflictError` and change nothing."""
-        parsed = parse_transaction(doc)
+        parsed = parse_transaction(doc, max_ops=self.max_ops)
         dry_run = dry_run or bool(doc.get("dry_run", False))
         return self._pipeline.commit(
             ops_builder(parsed.ops), author=parsed.author, reason=parsed.reason, base_t=parsed.base_t, dry_run=dry_run

@@ -224,7 +224,7 @@ def test_without_hypothesis_hgm_check_says_which_extra_to_install(tmp_path):
               f"raise SystemExit(main(['check', {str(rules)!r}]))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
-    assert "missing-dependency" in done.stderr and "pip install 'hgm[testing]'" in done.stderr
+    assert "missing-dependency" in done.stderr and "pip install 'hgm-engine[testing]'" in done.stderr
     assert "Traceback" not in done.stderr
 
 

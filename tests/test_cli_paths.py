@@ -63,7 +63,8 @@ def test_malformed_lines_exit_1_with_line_numbers_and_skip_invalid_ingests_the_r
     doc = _json(capsys)
     assert [(p["line"], p["category"]) for p in doc["problems"]] == [(2, "invalid-json"), (3, "bad-trajectory")]
     assert doc["ingested"] == [] and doc["error"]["category"] == "invalid-json"
-    assert main(["paths", "--db", db, "--json"]) == 0 and _json(capsys) == {"paths": []}
+    # Nothing was committed, so no memory was made (a failed first command leaves no file).
+    assert main(["paths", "--db", db, "--json"]) == 1 and "no memory at" in _json(capsys)["error"]["message"]
     assert main(["ingest", path, "--db", db, "--skip-invalid"]) == 0
     captured = capsys.readouterr()
     assert captured.out.strip() == "ingested 2 paths at t=1" and "skipped 2 lines" in captured.err

@@ -67,3 +67,78 @@ def test_frontier_focus_path_and_changes(tmp_path, travel_graph_path, capsys):
     assert json.loads(capsys.readouterr().out)["path"] == ["trip", "day1", "a_hotel", "a_pay"]
     assert main(["changes", "--since", "0", "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["commits"][0]["t"] == 1
+
+
+# -- broken stored objects (issue 12) --------------------------------------------------------
+
+DEEP_RULE = "rule a: on add fact where " + "not " * 200 + "ok then mark self as blocked"
+
+
+def test_rules_check_runs_the_compile_that_load_runs_so_they_agree(tmp_path, capsys):
+    deep = tmp_path / "deep.hgmr"
+    deep.write_text(DEEP_RULE + "\n")
+    db = str(tmp_path / "m.db")
+    tx = tmp_path / "tx.json"
+    tx.write_text(json.dumps({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]}))
+    assert main(["apply", str(tx), "--db", db]) == 0  # a memory exists (one is made by its first commit)
+    capsys.readouterr()
+    checked = main(["rules", "check", str(deep), "--json"])
+    check_error = json.loads(capsys.readouterr().out)["error"]
+    loaded = main(["rules", "load", str(deep), "--db", db, "--json"])
+    load_error = json.loads(capsys.readouterr().out)["error"]
+    assert checked == loaded == 2
+    assert check_error == load_error and check_error["category"] and check_error["line"] == 1
+    assert main(["rules", "list", "--db", db, "--json"]) == 0  # the memory still opens
+    assert json.loads(capsys.readouterr().out) == {"rule_sets": []}
+
+
+def _broken_db(tmp_path) -> str:
+    """A memory whose store holds a rule set and a constraint that do not compile, written
+    straight into the store (as an older hgm or another program could have)."""
+    from hgm_engine.store import open_store
+
+    db = str(tmp_path / "m.db")
+    store = open_store(db)
+    with store.write():
+        store.set_meta("rule_sets", json.dumps(["bad"]))
+        store.set_meta("rules:bad", DEEP_RULE)
+        store.set_constraint("nope", "each fakt must has(content)")
+    store.close()
+    return db
+
+
+def test_every_command_on_a_memory_with_broken_objects_warns_on_stderr_how_to_remove_them(tmp_path, capsys):
+    db = _broken_db(tmp_path)
+    assert main(["stale", "--db", db, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"stale": []}
+    assert "warning: rule set 'bad' is broken and inactive" in captured.err
+    assert f"hgm rules remove bad --db {db}" in captured.err
+    assert "warning: constraint 'nope' is broken and inactive: unknown-name" in captured.err
+    assert f"hgm constraint remove nope --db {db}" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_rules_list_and_constraint_list_show_broken_objects(tmp_path, capsys):
+    db = _broken_db(tmp_path)
+    assert main(["rules", "list", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("== bad (broken, inactive: ") and "line 1, column 27" in out
+    assert main(["rules", "list", "--db", db, "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["rule_sets"]
+    assert (entry["name"], entry["text"]) == ("bad", DEEP_RULE) and entry["broken"]["category"]
+    assert main(["constraint", "list", "--db", db, "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["constraints"]
+    assert entry["name"] == "nope" and entry["broken"]["category"] == "unknown-name"
+    assert main(["constraint", "list", "--db", db]) == 0
+    assert "nope  each fakt must has(content)  (broken, inactive: unknown-name" in capsys.readouterr().out
+
+
+def test_rules_remove_and_constraint_remove_work_on_broken_objects(tmp_path, capsys):
+    db = _broken_db(tmp_path)
+    assert main(["rules", "remove", "bad", "--db", db]) == 0
+    assert main(["constraint", "remove", "nope", "--db", db]) == 0
+    assert "removed constraint nope: each fakt must has(content)" in capsys.readouterr().out
+    assert main(["rules", "list", "--db", db, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"rule_sets": []} and captured.err == ""

@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import shlex
 import sys
 from typing import Any, Callable, Iterable, Mapping, TextIO
 
-from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError, caret_excerpt
+from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError, StoreError, caret_excerpt
 from hgm_engine.memory import Memory
-from hgm_engine.render.text import Glyphs, change_lines, glyphs_for, plural
+from hgm_engine.model import parse_json, text_problem, value_problem
+from hgm_engine.render.text import Glyphs, change_lines, glyphs_for, json_terminal_safe, plural, terminal_safe
 from hgm_engine.store import open_store
 from hgm_engine.store.graphfile import parse_graph_text  # not (yet) exported by hgm_engine.store
 from hgm_engine.txn import TransactionReport, change_to_json
@@ -88,6 +90,10 @@ class Output:
     ``as_json`` is the command's ``--json``: results and errors are then one JSON document on
     stdout. ``unicode`` says whether stdout can take box drawing and arrows.
 
+    Text for people goes out with every control character escaped (``\\x1b``: an id or a
+    content cannot drive the terminal); JSON goes out as the same JSON value, with the
+    control characters JSON leaves raw written as ``\\u`` escapes.
+
     >>> import io
     >>> out = Output(io.StringIO(), io.StringIO(), as_json=True)
     >>> out.document({"t": 3}); out.out.getvalue()
@@ -106,21 +112,25 @@ class Output:
         return glyphs_for(self.unicode)
 
     def line(self, text: str = "") -> None:
-        print(text, file=self.out)
+        print(terminal_safe(text), file=self.out)
 
     def lines(self, lines: Iterable[str], indent: str = "") -> None:
         for text in lines:
-            print(indent + text if text else "", file=self.out)
+            print(terminal_safe(indent + text) if text else "", file=self.out)
 
     def document(self, doc: Mapping[str, Any]) -> None:
-        print(json.dumps(doc, ensure_ascii=not self.unicode), file=self.out)
+        print(json_terminal_safe(json.dumps(doc, ensure_ascii=not self.unicode)), file=self.out)
+
+    def note(self, text: str) -> None:
+        """A message for people on stderr (control characters escaped)."""
+        print(terminal_safe(text), file=self.err)
 
     def error(self, err: HGMError, code: int, label: str | None = None) -> int:
         """Report ``err`` (JSON on stdout with ``--json``, else text on stderr); returns ``code``."""
         if self.as_json:
             self.document(err.to_json())
         else:
-            print("\n".join(render_error(err, label)), file=self.err)
+            self.note("\n".join(render_error(err, label)))
         return code
 
     def failure(self, category: str, message: str, where: str | None = None) -> int:
@@ -145,7 +155,7 @@ def render_error(err: HGMError, label: str | None = None) -> list[str]:
     """
     lines: list[str] = []
     if label is not None:
-        lines.append(label)
+        lines.append(terminal_safe(label))
     for problem in err.problems:
         place = ""
         if problem.line is not None:
@@ -153,11 +163,11 @@ def render_error(err: HGMError, label: str | None = None) -> list[str]:
         elif problem.where is not None:
             place = f" at {problem.where}"
         prefix = "  " if label is not None else "error: "
-        lines.append(f"{prefix}{problem.category}{place}: {problem.message}")
+        lines.append(terminal_safe(f"{prefix}{problem.category}{place}: {problem.message}"))
         excerpt = "" if err.source is None else caret_excerpt(err.source, problem.line, problem.column, width=EXCERPT_WIDTH)
         if excerpt:
             indent = "      " if label is not None else "    "
-            lines.extend(indent + text for text in excerpt.split("\n"))
+            lines.extend(terminal_safe(indent + text) for text in excerpt.split("\n"))
     return lines
 
 
@@ -272,12 +282,18 @@ def open_memory(path: str, *, create: bool) -> Memory:
                 )
             ]
         )
-    return Memory(store=open_store(path, create=create))
+    store = open_store(path, create=create)
+    try:
+        return Memory(store=store)
+    except BaseException:  # a store that opens but whose state cannot be read (damage)
+        store.close()
+        raise
 
 
 def on_db(path: str, out: Output, command: Callable[[Memory], int], *, create: bool = False) -> int:
     """Run ``command`` on the memory at ``path`` and close it (which saves the path index);
-    exit 1 if it cannot be opened.
+    exit 1 if it cannot be opened, or if the store fails while the command runs (a damaged
+    row, a read-only file, a full disk: the ``StoreError`` is reported like any error).
 
     >>> import io, os, tempfile
     >>> out = Output(io.StringIO(), io.StringIO())
@@ -285,15 +301,52 @@ def on_db(path: str, out: Output, command: Callable[[Memory], int], *, create: b
     0
     >>> on_db("no/such/memory.db", out, lambda memory: memory.t)
     1
+    >>> def damaged(memory):
+    ...     raise StoreError([Problem("store", "m.db is damaged: journal row t=3 is not a JSON object", where="m.db")])
+    >>> on_db(os.path.join(tempfile.mkdtemp(), "new.db"), out, damaged, create=True)
+    1
+    >>> print(out.err.getvalue().splitlines()[-1])
+    error: store at m.db: m.db is damaged: journal row t=3 is not a JSON object
     """
     try:
         memory = open_memory(path, create=create)
     except HGMError as err:
         return out.error(err, EXIT_FAILURE)
+    for line in broken_notice(memory, path):
+        print(line, file=out.err)
     try:
         return command(memory)
+    except StoreError as err:
+        return out.error(err, EXIT_FAILURE)
     finally:
         memory.close()
+
+
+def broken_notice(memory: Memory, path: str) -> list[str]:
+    """Lines for stderr naming each stored object of ``memory`` that is broken (so inactive),
+    why, and the command that removes it.
+
+    >>> from hgm_engine.store import InMemoryStore
+    >>> store = InMemoryStore()
+    >>> store.set_constraint("bad", "each fakt must has(content)")
+    >>> print("\\n".join(broken_notice(Memory(store=store), "m.db")))
+    warning: constraint 'bad' is broken and inactive: unknown-name at line 1, column 6: unknown node type 'fakt'; did you mean 'fact'?
+      remove it with: hgm constraint remove bad --db m.db
+    """
+    def word(text: str) -> str:  # a shell word; a name with control characters only as its repr
+        return shlex.quote(text) if text.isprintable() else f"NAME (the name {text!r})"
+
+    lines = []
+    db = word(shown(path))
+    for broken in memory.broken():
+        if broken.kind == "constraint":
+            fix = f"remove it with: hgm constraint remove {word(broken.name)} --db {db}"
+        elif broken.kind == "rule set":
+            fix = f"remove it with: hgm rules remove {word(broken.name)} --db {db}"
+        else:
+            fix = f"loading a rule set rewrites it: hgm rules load FILE --db {db}"
+        lines += [f"warning: {broken}", f"  {fix}"]
+    return lines
 
 
 def on_graph_or_db(args: Any, out: Output, command: Callable[[Memory, str], int]) -> int:
@@ -329,6 +382,10 @@ def parse_params(text: str | None) -> dict[str, Any] | None:
     Traceback (most recent call last):
     ...
     hgm_engine.errors.QueryAnalysisError: invalid-argument at --params: --params must be a JSON object such as {"s": "pending"}, not a list
+    >>> parse_params('{"s": NaN}')
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.QueryAnalysisError: invalid-argument at --params.s: NaN is not a JSON number: numbers must be finite
     """
     if text is None:
         return None
@@ -337,13 +394,17 @@ def parse_params(text: str | None) -> dict[str, Any] | None:
         return QueryAnalysisError([Problem("invalid-argument", message, where="--params")])
 
     try:
-        value = json.loads(text)
+        value = parse_json(text)
     except json.JSONDecodeError as exc:
         raise refuse(f"--params is not valid JSON: {exc.msg} (character {exc.pos + 1})") from None
     if not isinstance(value, dict):
         kinds = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
         kind = kinds.get(type(value), "null")
         raise refuse(f'--params must be a JSON object such as {{"s": "pending"}}, not {kind}')
+    for name, item in value.items():  # the rules every value follows (docs/transactions.md)
+        problem = text_problem(name, "--params", "a parameter name") or value_problem(item, f"--params.{name}")
+        if problem is not None:
+            raise QueryAnalysisError([Problem("invalid-argument", problem.message, where=problem.where)])
     return value
 
 
@@ -351,10 +412,11 @@ def resolve_t(memory: Memory, text: str) -> int | str:
     """``text`` (an ``--as-of``, ``--since`` or T argument) as a ``t``: a number, or the ``t`` a
     snapshot names (unknown names are left for the memory to refuse, with the known ones).
 
-    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before")
-    (3, 'before')
+    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before"), resolve_t(Memory(), "²")
+    (3, 'before', '²')
     """
-    if text.lstrip("-").isdigit():
+    digits = text.lstrip("-")
+    if digits.isascii() and digits.isdigit() and len(digits) <= 18:  # a longer one: the memory says why not
         return int(text)
     return memory.snapshots().get(text, text)
 
@@ -412,11 +474,8 @@ def print_report(out: Output, report: TransactionReport) -> int:
             out.line(f"dirtied: {entry.get('id')} {entry.get('state', '')}{because}".rstrip())
     if refused:
         heading = "dry run: refused" if report.dry_run else "refused"
-        print(
-            f"{heading} by constraints: {plural(len(report.violations), 'violation')}; nothing was committed",
-            file=out.err,
-        )
-        print("\n".join(violation_lines(report.violations)), file=out.err)
+        out.note(f"{heading} by constraints: {plural(len(report.violations), 'violation')}; nothing was committed")
+        out.note("\n".join(violation_lines(report.violations)))
         return EXIT_REFUSED
     return EXIT_OK
 
@@ -445,6 +504,6 @@ def report_failure(out: Output, err: HGMError, doc: Any = None, *, dry_run: bool
         )
         out.document(report.to_json())
     else:
-        print("\n".join(render_error(err)), file=out.err)
-        print("nothing was committed", file=out.err)
+        out.note("\n".join(render_error(err)))
+        out.note("nothing was committed")
     return EXIT_FAILURE

@@ -71,14 +71,23 @@ def _add(args: argparse.Namespace, out: Output) -> int:
 
 def _list(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
-        constraints = memory.constraints()
+        entries = [{"name": name, "text": text} for name, text in memory.constraints().items()]
+        for broken in memory.broken():
+            if broken.kind == "constraint":
+                doc = broken.to_json()
+                entries.append({"name": doc["name"], "text": doc["text"], "broken": doc["error"]})
         if out.as_json:
-            out.document({"constraints": [{"name": name, "text": text} for name, text in constraints.items()]})
-        elif not constraints:
+            out.document({"constraints": entries})
+        elif not entries:
             out.line("(no constraints besides the schema's own)")
         else:
-            width = max(len(name) for name in constraints)
-            out.lines(f"{name.ljust(width)}  {text}" for name, text in constraints.items())
+            width = max(len(entry["name"]) for entry in entries)
+            for entry in entries:
+                note = ""
+                if "broken" in entry:
+                    error = entry["broken"]
+                    note = f"  (broken, inactive: {error['category']}: {error['message']})"
+                out.line(f"{entry['name'].ljust(width)}  {entry['text']}{note}")
         return EXIT_OK
 
     return on_db(args.db, out, run)
@@ -88,6 +97,8 @@ def _remove(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         try:
             text = memory.constraints().get(args.name)
+            if text is None:  # a broken one
+                text = next((b.text for b in memory.broken() if b.kind == "constraint" and b.name == args.name), None)
             memory.remove_constraint(args.name)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)

@@ -18,7 +18,7 @@ import argparse
 from collections import Counter
 from typing import Any, Iterable
 
-from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples, state
 from hgm_engine.cli.common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -29,6 +29,7 @@ from hgm_engine.cli.common import (
     problem_count,
     read_document,
     render_error,
+    resolve_t,
 )
 from hgm_engine.errors import GraphFileError, HGMError, RequestError
 from hgm_engine.memory import Memory
@@ -48,12 +49,16 @@ def _query(args: argparse.Namespace, out: Output) -> int:
 
     def run(memory: Memory, source: str) -> int:
         try:
-            result = memory.query(args.expr, focus=args.focus, params=params, as_of=args.as_of)
+            with memory.reading():  # no commit lands between the query and the t it read
+                result = memory.query(args.expr, focus=args.focus, params=params, as_of=args.as_of)
+                read = memory.t if args.as_of is None else resolve_t(memory, args.as_of)
         except HGMError as err:
             # An unknown snapshot or a t outside the history is bad input, not a query error.
             return out.error(err, EXIT_FAILURE if isinstance(err, RequestError) else EXIT_QUERY_ERROR)
         if out.as_json:
-            out.document(result.to_json())
+            # With --db, "t" is the state read: a safe base_t for a transaction built on this
+            # answer (a graph file has no history, and its document is spec §6's exactly).
+            out.document({**result.to_json(), "t": read} if args.db is not None else result.to_json())
         else:
             out.lines(result_lines(result, unicode=out.unicode))
         return EXIT_OK
@@ -123,15 +128,16 @@ def _validate(args: argparse.Namespace, out: Output) -> int:
             err = GraphFileError(problems, source)
             out.lines(render_error(err, label=f"{path}: invalid: {problem_count(err)}"))
         return EXIT_FAILURE
-    node_types = _type_counts(doc["nodes"])
-    edge_types = _type_counts(doc.get("edges", []))
+    nodes, edges = doc.get("nodes", []), doc.get("edges", [])  # a file without them is empty
+    node_types = _type_counts(nodes)
+    edge_types = _type_counts(edges)
     if out.as_json:
         out.document(
             {
                 "valid": True,
                 "file": path,
-                "nodes": len(doc["nodes"]),
-                "edges": len(doc.get("edges", [])),
+                "nodes": len(nodes),
+                "edges": len(edges),
                 "node_types": node_types,
                 "edge_types": edge_types,
             }
@@ -142,8 +148,8 @@ def _validate(args: argparse.Namespace, out: Output) -> int:
         return f" ({', '.join(f'{n} {name}' for name, n in counts.items())})" if counts else ""
 
     out.line(
-        f"{path}: valid: {plural(len(doc['nodes']), 'node')}{breakdown(node_types)}, "
-        f"{plural(len(doc.get('edges', [])), 'edge')}{breakdown(edge_types)}"
+        f"{path}: valid: {plural(len(nodes), 'node')}{breakdown(node_types)}, "
+        f"{plural(len(edges), 'edge')}{breakdown(edge_types)}"
     )
     return EXIT_OK
 
@@ -162,7 +168,7 @@ def register(commands: Commands) -> None:
         commands,
         "query",
         "evaluate a path expression on a graph file or a memory",
-        "Evaluate a path expression (spec/dsl.md) on a graph file (--graph) or on the memory in "
+        "Evaluate a path expression (docs/language.md) on a graph file (--graph) or on the memory in "
         "a SQLite file (--db), now or as of an earlier state (--as-of, --db only), and print the "
         "nodes, count, boolean or paths it finds.",
         examples(
@@ -174,7 +180,8 @@ def register(commands: Commands) -> None:
             "hgm query 'root.actions' --db memory.db --as-of before-change",
             note="with --json, stdout holds one document: {\"kind\": \"nodes\", \"ids\": [...], \"nodes\": [...]},\n"
             "{\"kind\": \"count\", \"value\": N}, {\"kind\": \"exists\", \"value\": B}, {\"kind\": \"paths\", \"paths\": [...]}\n"
-            "or {\"error\": {\"category\": C, \"message\": M, \"line\": L, \"column\": K}}.\n"
+            "or {\"error\": {\"category\": C, \"message\": M, \"line\": L, \"column\": K}}; with --db it also\n"
+            "holds \"t\", the state the query read (a safe base_t for a transaction built on it).\n"
             "An unknown --as-of snapshot or a t outside the history exits 1.",
         ),
         _query,
@@ -183,12 +190,12 @@ def register(commands: Commands) -> None:
     source = query.add_mutually_exclusive_group(required=True)
     source.add_argument("--graph", metavar="FILE.json", help="graph file to query")
     source.add_argument("--db", metavar="PATH", help=DB_HELP)
-    query.add_argument("--as-of", metavar="T", help=f"query an earlier state (--db only): {T_HELP}")
+    query.add_argument("--as-of", type=state, metavar="T", help=f"query an earlier state (--db only): {T_HELP}")
     query.add_argument("--focus", metavar="ID", help="the node 'focus' and 'current_goal' start from")
     query.add_argument(
         "--params", metavar="JSON", help="parameter values as a JSON object, e.g. '{\"s\": \"pending\"}'"
     )
-    add_json_flag(query, "print one JSON document (spec/dsl.md §6)")
+    add_json_flag(query, "print one JSON document (docs/formats.md)")
 
     explain = add_command(
         commands,

@@ -23,7 +23,6 @@ import json
 import pathlib
 from typing import Any
 
-import attrs
 
 from hgm_engine.cli.arguments import (
     DB_HELP,
@@ -35,6 +34,7 @@ from hgm_engine.cli.arguments import (
     commit_number,
     examples,
     non_negative,
+    state,
 )
 from hgm_engine.cli.common import (
     EXIT_FAILURE,
@@ -53,11 +53,13 @@ from hgm_engine.cli.common import (
     resolve_t,
     shown,
 )
+from hgm_engine.cli.progress import ProgressDisplay
 from hgm_engine.errors import GraphFileError, HGMError, Problem, TransactionError
 from hgm_engine.memory import Memory
-from hgm_engine.render.text import change_lines, document_label, plural, shorten
+from hgm_engine.model import parse_json
+from hgm_engine.render.text import change_lines, document_label, json_terminal_safe, plural, shorten, terminal_safe
 from hgm_engine.store import check_document
-from hgm_engine.txn import TransactionReport
+from hgm_engine.txn import TransactionReport, apply_op, parse_op
 
 __all__ = ["register", "load_into", "commit_time"]
 
@@ -65,13 +67,14 @@ __all__ = ["register", "load_into", "commit_time"]
 # -- load and export ---------------------------------------------------------------------------
 
 
-def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> TransactionReport:
+def load_into(memory: Memory, doc: Any, author: str | None, reason: str, progress: Any = None) -> TransactionReport:
     """Load a graph document into ``memory`` as one transaction (all or nothing).
 
     An empty memory takes it as its initial load (``Memory.load``). A memory that already holds
     something gets the file's nodes and edges added by one transaction: the same thing, done
     here because ``Memory.load`` into a non-empty memory fails (see the issue report). Problems
-    name their place in the file (``nodes[3]``, ``edges[0]``).
+    name their place in the file (``nodes[3]``, ``edges[0]``). ``progress(phase, done, total)``
+    hears of the work (:mod:`hgm_engine.cli.progress` draws it).
 
     >>> memory = Memory()
     >>> load_into(memory, {"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}, None, "first").t
@@ -81,45 +84,45 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> Tran
     >>> load_into(memory, {"format": "hgm-graph/1", "nodes": [{"id": "h", "type": "goal"}], "edges": []}, None, "again")
     Traceback (most recent call last):
     ...
-    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node 'h' is already in the memory
+    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node id 'h' is already in the memory
     """
     if memory.t == 0 and len(memory) == 0:
-        return memory.load(doc, author=author, reason=reason)
-    problems = check_document(doc, memory.schema)
-    if not problems:
-        graph = memory.graph
-        for position, node in enumerate(doc["nodes"]):
-            if node["id"] in graph:
-                problems.append(
-                    Problem("duplicate-id", f"node {node['id']!r} is already in the memory", where=f"nodes[{position}]")
-                )
+        return memory.load(doc, author=author, reason=reason, progress=progress)
+    if progress is not None:
+        progress("checking the graph", 0, None)
+    # The memory's nodes: the file may not reuse their ids, and its edges may point at them.
+    problems = check_document(doc, memory.schema, existing=memory.graph.node_map())
     if problems:
         raise GraphFileError(problems)
-    ops: list[dict[str, Any]] = []
-    places: list[str] = []
-    for position, node in enumerate(doc["nodes"]):
-        attributes = {key: value for key, value in node.items() if key not in ("id", "type")}
-        # 'parent' and 'order' are op keys of add_node: attributes of those names are set after.
-        shadowed = {key: attributes.pop(key) for key in ("parent", "order", "op") if key in attributes}
-        ops.append({**attributes, "op": "add_node", "id": node["id"], "type": node["type"]})
-        places.append(f"nodes[{position}]")
-        if shadowed:
-            ops.append({"op": "update_node", "id": node["id"], "set": shadowed})
-            places.append(f"nodes[{position}]")
-    for position, edge in enumerate(doc.get("edges", [])):
-        ops.append({**edge, "op": "add_edge"})
-        places.append(f"edges[{position}]")
-
-    def place(where: str | None) -> str | None:
-        if where and where.startswith("ops[") and where.endswith("]") and where[4:-1].isdigit():
-            index = int(where[4:-1])
-            return places[index] if index < len(places) else where
-        return where
-
+    # Parsed and applied as ops one by one (not as one transaction document): a file may hold
+    # more records than a transaction may hold ops, and each error names its record.
+    ops: list[tuple[Any, str]] = []
     try:
-        report = memory.apply({"author": author, "reason": reason, "ops": ops})
+        for position, node in enumerate(doc.get("nodes", [])):
+            where = f"nodes[{position}]"
+            attributes = {key: value for key, value in node.items() if key not in ("id", "type")}
+            # 'parent' and 'order' are op keys of add_node: attributes of those names are set after.
+            shadowed = {key: attributes.pop(key) for key in ("parent", "order", "op") if key in attributes}
+            ops.append((parse_op({**attributes, "op": "add_node", "id": node["id"], "type": node["type"]}, where), where))
+            if shadowed:
+                ops.append((parse_op({"op": "update_node", "id": node["id"], "set": shadowed}, where), where))
+        for position, edge in enumerate(doc.get("edges", [])):
+            where = f"edges[{position}]"
+            ops.append((parse_op({**edge, "op": "add_edge"}, where), where))
+
+        def build(overlay: Any, ctx: Any) -> list[str]:
+            created: list[str] = []
+            for count, (op, where) in enumerate(ops, 1):
+                created.extend(apply_op(overlay, op, ctx, where))
+                if progress is not None:
+                    progress("adding nodes and edges", count, len(ops))
+            if progress is not None:
+                progress("checking constraints and writing", 0, None)
+            return created
+
+        report = memory.commit_built(build, author=author, reason=reason)
     except TransactionError as err:
-        raise GraphFileError([attrs.evolve(p, where=place(p.where)) for p in err.problems]) from None
+        raise GraphFileError(list(err.problems)) from None
     if not report.committed:
         raise GraphFileError(
             [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations]
@@ -134,26 +137,30 @@ def _load(args: argparse.Namespace, out: Output) -> int:
         if out.as_json:
             out.document({"committed": False, "t": None, "file": name, "db": args.db, **err.to_json()})
         elif err.category in ("io", "store"):
-            print("\n".join(render_error(err)), file=out.err)
+            out.note("\n".join(render_error(err)))
         else:
-            print("\n".join(render_error(err, f"error: {name}: {problem_count(err)}; nothing was loaded")), file=out.err)
+            out.note("\n".join(render_error(err, f"error: {name}: {problem_count(err)}; nothing was loaded")))
         return EXIT_FAILURE
 
-    try:
-        doc = read_document(args.file)
-        memory = open_memory(args.db, create=True)
-    except HGMError as err:
-        return failed(err)
-    try:
-        first = memory.t == 0 and len(memory) == 0
-        reason = args.reason or f"load {pathlib.Path(args.file).name if args.file != '-' else 'standard input'}"
-        report = load_into(memory, doc, args.author, reason)
-        totals = (len(memory), memory.graph.edge_count)
-    except HGMError as err:
-        return failed(err)
-    finally:
-        memory.close()
-    nodes, edges = len(doc["nodes"]), len(doc.get("edges", []))
+    with ProgressDisplay(out.err) as display:  # on a terminal only: a pipe gets no progress
+        progress = display.callback
+        try:
+            if progress is not None:
+                progress(f"reading {name}", 0, None)
+            doc = read_document(args.file)
+            memory = open_memory(args.db, create=True)
+        except HGMError as err:
+            return failed(err)
+        try:
+            first = memory.t == 0 and len(memory) == 0
+            reason = args.reason or f"load {pathlib.Path(args.file).name if args.file != '-' else 'standard input'}"
+            report = load_into(memory, doc, args.author, reason, progress)
+            totals = (len(memory), memory.graph.edge_count)
+        except HGMError as err:
+            return failed(err)
+        finally:
+            memory.close()
+    nodes, edges = len(doc.get("nodes", [])), len(doc.get("edges", []))
     if out.as_json:
         out.document(
             {
@@ -181,10 +188,11 @@ def _export(args: argparse.Namespace, out: Output) -> int:
             doc = memory.export(as_of=resolve_t(memory, args.as_of) if args.as_of is not None else None)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
+        # The same JSON value, with what JSON leaves raw (DEL, C1, bidi controls) as \u escapes.
         if args.compact:
-            out.line(json.dumps(doc, ensure_ascii=not out.unicode, separators=(",", ":")))
+            out.line(json_terminal_safe(json.dumps(doc, ensure_ascii=not out.unicode, separators=(",", ":"))))
         else:
-            out.line(json.dumps(doc, ensure_ascii=not out.unicode, indent=1))
+            out.line(json_terminal_safe(json.dumps(doc, ensure_ascii=not out.unicode, indent=1)))
         return EXIT_OK
 
     return on_db(args.db, out, run)
@@ -196,7 +204,7 @@ def _export(args: argparse.Namespace, out: Output) -> int:
 def _read_transaction(path: str) -> Any:
     text = read_text(path)
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         problem = Problem("invalid-json", f"{input_name(path)} is not valid JSON: {exc.msg}", exc.lineno, exc.colno)
         raise TransactionError([problem], text) from None
@@ -212,6 +220,8 @@ def _apply(args: argparse.Namespace, out: Output) -> int:
             memory = open_memory(args.db, create=True)
     except HGMError as err:
         return report_failure(out, err, doc, dry_run=args.dry_run)
+    if args.max_ops is not None:
+        memory.max_ops = args.max_ops
     try:
         report = memory.apply(doc, dry_run=args.dry_run)
     except HGMError as err:  # malformed, an unknown node, a conflict with base_t, a locked store
@@ -263,7 +273,13 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         if args.node is not None:
             return node_history(memory, args.node)
-        commits = memory.commits(args.since)
+        try:  # a number is taken as it is (past the last t: no commits); a name must be a snapshot
+            since = int(args.since) if args.since.lstrip("-").isdigit() else memory.resolve_t(args.since)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        if since < 0:
+            return out.failure("invalid-argument", f"--since must be 0 or more, not {since}", where="--since")
+        commits = memory.commits(since)
         if args.last is not None:
             commits = commits[len(commits) - args.last :] if args.last else []
         if out.as_json:
@@ -276,8 +292,9 @@ def _history(args: argparse.Namespace, out: Output) -> int:
         rows = []
         for commit in commits:
             count = "-" if commit.genesis else str(len(commit.changes))
-            reason = shorten(commit.reason or "", 60, out.glyphs.ellipsis)
-            rows.append([str(commit.t), commit.kind, count, commit_time(commit.timestamp), commit.author or "-", reason])
+            reason = terminal_safe(shorten(commit.reason or "", 60, out.glyphs.ellipsis), lines=False)
+            author = terminal_safe(commit.author or "-", lines=False)
+            rows.append([str(commit.t), commit.kind, count, commit_time(commit.timestamp), author, reason])
         widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header) - 1)]
         for row in [header, *rows]:
             out.line("  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip())
@@ -295,10 +312,10 @@ def _history(args: argparse.Namespace, out: Output) -> int:
             return EXIT_OK
         now = memory.node(node_id)
         state = "now: " + document_label(now, out.glyphs) if now else "deleted since"
-        out.line(f"history of {node_id} ({plural(len(entries), 'commit')}; {state})")
+        out.line(f"history of {terminal_safe(node_id, lines=False)} ({plural(len(entries), 'commit')}; {state})")
         for entry in entries:
-            by = f" by {entry['author']}" if entry.get("author") else ""
-            reason = f": {entry['reason']}" if entry.get("reason") else ""
+            by = f" by {terminal_safe(entry['author'], lines=False)}" if entry.get("author") else ""
+            reason = f": {terminal_safe(entry['reason'], lines=False)}" if entry.get("reason") else ""
             out.line(f"t={entry['t']} {entry['kind']} {commit_time(entry.get('timestamp'))}{by}{reason}")
             out.lines(change_lines(entry["changes"], unicode=out.unicode), indent="  ")
         return EXIT_OK
@@ -308,7 +325,8 @@ def _history(args: argparse.Namespace, out: Output) -> int:
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
-        t1, t2 = resolve_t(memory, args.t1), resolve_t(memory, args.t2)
+        t2_text = str(memory.t) if args.t2 is None else args.t2  # one state: from it to now (as REST)
+        t1, t2 = resolve_t(memory, args.t1), resolve_t(memory, t2_text)
         try:
             changes = memory.diff(t1, t2)
         except HGMError as err:
@@ -317,7 +335,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
             out.document({"from": t1, "to": t2, "changes": changes})
             return EXIT_OK
         out.line(
-            f"from {_state_name(args.t1, t1)}{out.glyphs.arrow}{_state_name(args.t2, t2)}: {plural(len(changes), 'change')}"
+            f"from {_state_name(args.t1, t1)}{out.glyphs.arrow}{_state_name(t2_text, t2)}: {plural(len(changes), 'change')}"
         )
         out.lines(change_lines(changes, unicode=out.unicode), indent="  ")
         return EXIT_OK
@@ -351,10 +369,11 @@ def _snapshots(args: argparse.Namespace, out: Output) -> int:
         if not snapshots:
             out.line(f"(no snapshots; the memory is at t={memory.t})")
             return EXIT_OK
-        width = max(len("NAME"), *(len(name) for name in snapshots))
+        names = {name: terminal_safe(name, lines=False) for name in snapshots}
+        width = max(len("NAME"), *(len(shown_name) for shown_name in names.values()))
         out.line(f"{'NAME'.ljust(width)}  T")
         for name, t in snapshots.items():
-            out.line(f"{name.ljust(width)}  {t}")
+            out.line(f"{names[name].ljust(width)}  {t}")
         out.line(f"(the memory is at t={memory.t})")
         return EXIT_OK
 
@@ -378,7 +397,7 @@ def register(commands: Commands) -> None:
     load = add_command(
         commands,
         "load",
-        "fill a memory (SQLite file) from a graph file, as one transaction",
+        "fill a memory (SQLite file or PostgreSQL) from a graph file, as one transaction",
         "Load a graph file into the memory at --db (created if missing) as one transaction: all "
         "or nothing. Into an empty memory it is the initial load (t=1); into one that holds "
         "something, the file's nodes and edges are added by one commit. A file that breaks a "
@@ -412,7 +431,7 @@ def register(commands: Commands) -> None:
         _export,
     )
     export.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    export.add_argument("--as-of", metavar="T", help=f"the state to export: {T_HELP}")
+    export.add_argument("--as-of", type=state, metavar="T", help=f"the state to export: {T_HELP}")
     export.add_argument("--compact", action="store_true", help="one line instead of indented JSON")
 
     apply = add_command(
@@ -439,6 +458,12 @@ def register(commands: Commands) -> None:
     apply.add_argument("file", metavar="FILE.json", help="transaction file ('-': standard input)")
     apply.add_argument("--db", required=True, metavar="PATH", help=NEW_DB_HELP)
     apply.add_argument("--dry-run", action="store_true", help="check and report, commit nothing")
+    apply.add_argument(
+        "--max-ops",
+        type=non_negative,
+        metavar="N",
+        help="refuse a transaction of more than N ops (default 10,000; limit-exceeded, exit 1)",
+    )
     add_json_flag(apply, "print the transaction report (formats.md)")
 
     history = add_command(
@@ -451,13 +476,14 @@ def register(commands: Commands) -> None:
         examples(
             "hgm history --db memory.db",
             "hgm history --db memory.db --last 5 --json",
+            "hgm history --db memory.db --since before-change",
             "hgm history a_forbidden --db memory.db",
         ),
         _history,
     )
     history.add_argument("node", nargs="?", metavar="NODE_ID", help="show the history of this node only")
     history.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    history.add_argument("--since", type=non_negative, default=0, metavar="T", help="only commits after t=T")
+    history.add_argument("--since", type=state, default="0", metavar="T", help=f"only commits after state T: {T_HELP}")
     history.add_argument("--last", type=non_negative, metavar="N", help="only the last N commits")
     add_json_flag(history, 'print {"t", "commits": [...]} or {"id", "history": [...]}')
 
@@ -467,15 +493,16 @@ def register(commands: Commands) -> None:
         "what changed between two states of a memory",
         "The net changes from state T1 to state T2 (each a commit number or a snapshot name), one "
         "per node or edge: + added, - removed, ~ updated (attribute: before -> after). T1 later "
-        "than T2 shows the way back.",
+        "than T2 shows the way back. Without T2, from T1 to the current state (as hgm changes T1).",
         examples(
             "hgm diff 1 4 --db memory.db",
+            "hgm diff before-change --db memory.db",
             "hgm diff before-change 5 --db memory.db --json",
         ),
         _diff,
     )
-    diff.add_argument("t1", metavar="T1", help=T_HELP)
-    diff.add_argument("t2", metavar="T2", help=T_HELP)
+    diff.add_argument("t1", type=state, metavar="T1", help=T_HELP)
+    diff.add_argument("t2", nargs="?", type=state, metavar="T2", help=f"{T_HELP} (default: the current state)")
     diff.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     add_json_flag(diff, 'print {"from": T1, "to": T2, "changes": [...]}')
 
@@ -511,7 +538,7 @@ def register(commands: Commands) -> None:
     )
     snapshot.add_argument("name", metavar="NAME", help="the snapshot's name")
     snapshot.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    snapshot.add_argument("--t", metavar="T", help=f"the state to name (default: the current one): {T_HELP}")
+    snapshot.add_argument("--t", type=state, metavar="T", help=f"the state to name (default: the current one): {T_HELP}")
     add_json_flag(snapshot, 'print {"name", "t", "previous"}')
 
     snapshots = add_command(

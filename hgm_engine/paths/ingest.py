@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import pathlib
 import re
@@ -26,9 +27,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import attrs
 
 from hgm_engine.errors import LocalizationError, PathError, Problem
+from hgm_engine.model import parse_json, text_problem, value_problem
 from hgm_engine.paths.edits import STEP_RENAMED
-from hgm_engine.paths.localize import PathRecord, request_to_trajectory
+from hgm_engine.paths.localize import PATH_RESULTS, PATH_STATUSES, PathRecord, request_to_trajectory
 from hgm_engine.paths.records import MARKS, PATH_KIND, SCENARIO_KIND, is_path
+from hgm_engine.paths.versions import MAX_EDGES, MAX_STEPS
 from hgm_engine.txn import AddEdge, AddNode, OpContext, apply_op
 
 __all__ = [
@@ -132,7 +135,7 @@ def read_jsonl(text: str) -> tuple[list[Any], list[int]]:
         if not line.strip():
             continue
         try:
-            docs.append(json.loads(line))
+            docs.append(parse_json(line))
         except json.JSONDecodeError as exc:
             docs.append(InvalidLine(f"not JSON: {exc.msg} (column {exc.colno})", exc.colno))
         numbers.append(number)
@@ -164,32 +167,145 @@ def _step_attrs(step: Any, default_status: str) -> dict[str, Any]:
     return doc
 
 
-def _plan(doc: Any, line: int, default_scenario: str | None) -> _Planned | IngestProblem:
+def _show(value: Any, width: int = 60) -> str:
+    """A short ``repr`` for a message (a hostile value may be megabytes long)."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _steps_problem(steps: Any, max_steps: int) -> tuple[str, str] | None:
+    """What is wrong with a trajectory's ``steps`` (message, category), or None."""
+    if not isinstance(steps, list):
+        return "a trajectory needs a 'steps' list", "bad-trajectory"
+    if not steps:
+        return "a path needs at least one step", "bad-trajectory"
+    if len(steps) > max_steps:
+        return (f"{len(steps)} steps; a path holds at most {max_steps} (max_steps={max_steps}, "
+                "PathGuards.max_steps)", "limit-exceeded")
+    for i, step in enumerate(steps):
+        if isinstance(step, str):
+            if not step:
+                return f"steps[{i}]: a step's name must not be empty", "bad-trajectory"
+        elif isinstance(step, Mapping):
+            name = step.get("name")
+            if not isinstance(name, str) or not name:
+                return f"steps[{i}]: a step needs a non-empty string 'name', not {_show(name)}", "bad-trajectory"
+            if any(k in step for k in MARKS):
+                return f"steps[{i}]: 'dirty' and 'dirty_marks' are staleness marks set by rules", "bad-trajectory"
+        else:
+            return (f"steps[{i}]: a step is a name or an object with a 'name', not {type(step).__name__}",
+                    "bad-trajectory")
+    return None
+
+
+def _edges_problem(edges: Any, n: int, max_edges: int) -> tuple[str, str] | None:
+    """What is wrong with a trajectory's ``edges`` (a list of distinct ``[i, j]`` pairs of
+    two different step indices; message, category), or None; ``null`` or absent means
+    consecutive pairs."""
+    if edges is None:
+        return None
+    if not isinstance(edges, list):
+        return f"'edges' must be a list of [i, j] pairs of step indices, not {type(edges).__name__}", "bad-trajectory"
+    if len(edges) > max_edges:
+        return (f"{len(edges)} edges; a path holds at most {max_edges} (max_edges={max_edges}, "
+                "PathGuards.max_edges)", "limit-exceeded")
+    problem = _edge_list_problem(edges, n)
+    return None if problem is None else (problem, "bad-trajectory")
+
+
+def _edge_list_problem(edges: list, n: int) -> str | None:
+    """The first malformed, out-of-range, looping or repeated edge of ``edges``, or None."""
+    seen: set[tuple[int, int]] = set()
+    for k, edge in enumerate(edges):
+        if not isinstance(edge, list) or len(edge) != 2 or not all(_is_index(i) for i in edge):
+            return f"edges[{k}]: an edge is a pair [i, j] of step indices (integers), not {_show(edge)}"
+        i, j = edge
+        if not (0 <= i < n and 0 <= j < n):
+            return f"edges[{k}]: {edge} does not join two of the {n} steps (indices 0..{n - 1})"
+        if i == j:
+            return f"edges[{k}]: {edge} joins step {i} to itself"
+        if (i, j) in seen:
+            return f"edges[{k}]: {edge} is given twice"
+        seen.add((i, j))
+    return None
+
+
+def _fields_problem(doc: Mapping[str, Any]) -> str | None:
+    """What is wrong with a trajectory's optional fields (types, empty strings), or None."""
+    goal = doc.get("goal", "")
+    if not isinstance(goal, str):
+        return f"'goal' must be a string, not {type(goal).__name__}"
+    tags = doc.get("tags")
+    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags)):
+        return "'tags' must be a list of non-empty strings"
+    result = doc.get("result")
+    if result is not None and (not isinstance(result, str) or result not in PATH_RESULTS):
+        return f"'result' must be one of {', '.join(PATH_RESULTS)}, not {_show(result)}"
+    status = doc.get("status", "active")
+    if not isinstance(status, str) or status not in PATH_STATUSES:
+        return f"'status' must be one of {', '.join(PATH_STATUSES)}, not {_show(status)}"
+    reward = doc.get("reward")
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))
+                               or not math.isfinite(reward)):
+        return f"'reward' must be a finite number, not {_show(reward)}"
+    version = doc.get("version", 1)
+    if not _is_index(version) or version < 1:
+        return "'version' must be a positive integer"
+    for key in ("scenario", "replaces"):
+        value = doc.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            return f"'{key}' must be a non-empty string" + (" (a path id)" if key == "replaces" else "")
+    lineage = doc.get("lineage")
+    if lineage is not None and (not isinstance(lineage, list) or not all(isinstance(i, str) and i for i in lineage)):
+        return "'lineage' must be a list of path ids (non-empty strings)"
+    template = doc.get("template")
+    if template is not None and not isinstance(template, bool):
+        return f"'template' must be true or false, not {_show(template)}"
+    return None
+
+
+def _plan(doc: Any, line: int, default_scenario: str | None, max_steps: int = MAX_STEPS,
+          max_edges: int = MAX_EDGES) -> _Planned | IngestProblem:
     """A trajectory checked on its own (no graph): planned nodes, or the line's problem."""
     if isinstance(doc, InvalidLine):
         return IngestProblem(line, None, doc.category, doc.message)
     if not isinstance(doc, Mapping):
         return IngestProblem(line, None, "bad-trajectory", f"a trajectory is a JSON object, not {type(doc).__name__}")
+    # The engine's value rules (model.value_problem); a step's attribute sits three levels down.
+    found = value_problem(doc, None, outer=3)
+    if found is not None:
+        raw = doc.get("id")
+        named = raw if isinstance(raw, str) and text_problem(raw, None) is None else None
+        return IngestProblem(line, named, found.category, f"{found.where}: {found.message}" if found.where else found.message)
     raw_id = doc.get("id")
     if raw_id is None:
         canonical = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)
         path_id = "path-" + hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:12]
-    elif isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or raw_id == "":
-        return IngestProblem(line, None, "bad-trajectory", f"'id' must be a non-empty string, not {raw_id!r}")
+    elif not isinstance(raw_id, str) or not raw_id:
+        return IngestProblem(line, None, "bad-trajectory", f"'id' must be a non-empty string, not {_show(raw_id)}")
     else:
-        path_id = str(raw_id)
+        path_id = raw_id
 
     def bad(message: str, category: str = "bad-trajectory") -> IngestProblem:
         return IngestProblem(line, path_id, category, message)
 
     if _VERSION_ID.search(path_id):
         return bad("ids ending in '@v<n>' name rewritten versions; choose another id")
+    steps_problem = _steps_problem(doc.get("steps"), max_steps)
+    if steps_problem is not None:
+        return bad(*steps_problem)
+    edges_problem = _edges_problem(doc.get("edges"), len(doc["steps"]), max_edges)
+    if edges_problem is not None:
+        return bad(*edges_problem)
+    problem = _fields_problem(doc)
+    if problem is not None:
+        return bad(problem)
     goal = doc.get("goal", "")
-    if not isinstance(goal, str):
-        return bad("'goal' must be a string")
     tags = doc.get("tags")
-    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
-        return bad("'tags' must be a list of strings")
     for key, message in _FORBIDDEN.items():
         if key in doc:
             return bad(message)
@@ -197,23 +313,12 @@ def _plan(doc: Any, line: int, default_scenario: str | None) -> _Planned | Inges
         record = PathRecord.from_trajectory({**doc, "id": path_id, "goal": goal})
     except LocalizationError as err:
         return bad(err.message)
-    except (TypeError, ValueError) as exc:
-        return bad(str(exc))
-    for i, step in enumerate(doc["steps"]):
-        if isinstance(step, Mapping) and any(k in step for k in MARKS):
-            return bad(f"steps[{i}]: 'dirty' and 'dirty_marks' are staleness marks set by rules")
     version = doc.get("version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        return bad("'version' must be a positive integer")
     scenario = doc.get("scenario", default_scenario)
     if scenario is not None and (not isinstance(scenario, str) or not scenario):
         return bad("'scenario' must be a non-empty string")
     replaces = doc.get("replaces")
-    if replaces is not None and (not isinstance(replaces, str) or not replaces):
-        return bad("'replaces' must be a path id")
     lineage = doc.get("lineage", [path_id])
-    if not isinstance(lineage, list) or not all(isinstance(i, str) for i in lineage):
-        return bad("'lineage' must be a list of path ids")
     attributes: dict[str, Any] = {
         _RENAMED.get(k, k): v for k, v in doc.items() if k not in _TRAJECTORY_KEYS
     }
@@ -240,9 +345,14 @@ def _plan(doc: Any, line: int, default_scenario: str | None) -> _Planned | Inges
 
 def ingest_trajectories(memory: Any, trajectories: Iterable[Any], *, skip_invalid: bool = False,
                         author: str | None = None, scenario: str | None = None,
-                        lines: Sequence[int] | None = None, reason: str | None = None) -> IngestReport:
+                        lines: Sequence[int] | None = None, reason: str | None = None,
+                        max_steps: int = MAX_STEPS, max_edges: int = MAX_EDGES,
+                        progress: Callable[[str, int, int | None], None] | None = None) -> IngestReport:
     """Store trajectories (formats.md) as paths of ``memory`` in one transaction; see
-    ``Memory.ingest``.
+    ``Memory.ingest``. A trajectory with more than ``max_steps`` steps or ``max_edges``
+    edges is refused (``limit-exceeded``; ``PathMemory.ingest`` passes its ``PathGuards``).
+    ``progress(phase, done, total)``, when given, hears of each trajectory checked and added,
+    then of the commit (constraints, the store and the path index; ``total`` None).
 
     >>> from hgm_engine import Memory
     >>> m = Memory()
@@ -255,9 +365,11 @@ def ingest_trajectories(memory: Any, trajectories: Iterable[Any], *, skip_invali
         raise ValueError("lines must give one line number per trajectory")
     problems: list[IngestProblem] = []
     plans: list[_Planned] = []
-    for doc, line in zip(items, numbers):
-        planned = _plan(doc, line, scenario)
+    for count, (doc, line) in enumerate(zip(items, numbers), 1):
+        planned = _plan(doc, line, scenario, max_steps, max_edges)
         (problems if isinstance(planned, IngestProblem) else plans).append(planned)
+        if progress is not None:
+            progress("checking trajectories", count, len(items))
     if problems and not skip_invalid:
         raise _ingest_error(problems)
     excluded: set[int] = set()
@@ -267,7 +379,7 @@ def ingest_trajectories(memory: Any, trajectories: Iterable[Any], *, skip_invali
             return IngestReport((), None, tuple(sorted(problems, key=_line_key)))
         found: list[IngestProblem] = []
         owner: dict[str, int] = {}
-        build = _builder(todo, found, owner, skip_invalid)
+        build = _builder(todo, found, owner, skip_invalid, progress)
         try:
             report = memory.commit_built(
                 build, author=author, reason=reason or f"ingest {len(todo)} trajectories", kind="ingest"
@@ -307,13 +419,15 @@ def _ingest_error(problems: list[IngestProblem]) -> PathError:
 
 
 def _builder(plans: list[_Planned], found: list[IngestProblem], owner: dict[str, int],
-             skip_invalid: bool) -> Callable:
+             skip_invalid: bool, progress: Callable[[str, int, int | None], None] | None = None) -> Callable:
     def build(overlay, ctx: OpContext) -> list[str]:
         found.clear()
         owner.clear()
         created: list[str] = []
         scenarios_made: set[str] = set()
-        for plan in plans:
+        for count, plan in enumerate(plans, 1):
+            if progress is not None:
+                progress("adding paths", count, len(plans))
             problem = _graph_problem(overlay, plan, scenarios_made)
             if problem is not None:
                 found.append(problem)
@@ -338,6 +452,8 @@ def _builder(plans: list[_Planned], found: list[IngestProblem], owner: dict[str,
             raise _ingest_error(found)
         if not created:
             raise _NothingToIngest()
+        if progress is not None:
+            progress("checking constraints, writing and indexing", 0, None)
         return created
 
     return build
@@ -362,8 +478,11 @@ def _graph_problem(overlay, plan: _Planned, scenarios_made: set[str]) -> IngestP
 
 def ingest_taskplan(memory: Any, directory: str | os.PathLike, *, ids: Iterable[str] | str | None = None,
                     skip_invalid: bool = False, author: str | None = None, scenario: str | None = None,
-                    prefix: str | None = None) -> IngestReport:
-    """Ingest a task-plan data set folder (see Memory.ingest_taskplan)."""
+                    prefix: str | None = None, max_steps: int = MAX_STEPS,
+                    max_edges: int = MAX_EDGES,
+                    progress: Callable[[str, int, int | None], None] | None = None) -> IngestReport:
+    """Ingest a task-plan data set folder (see Memory.ingest_taskplan); ``progress`` as for
+    :func:`ingest_trajectories`."""
     root = pathlib.Path(directory)
     try:
         text = (root / "data.json").read_text(encoding="utf-8")
@@ -390,8 +509,9 @@ def ingest_taskplan(memory: Any, directory: str | os.PathLike, *, ids: Iterable[
                 doc = InvalidLine(f"request {doc.get('id')!r} is malformed: {exc!r}", category="bad-trajectory")
         trajectories.append(doc)
         lines.append(line)
-    return ingest_trajectories(memory, trajectories, skip_invalid=skip_invalid, author=author, scenario=scenario, lines=lines,
-                       reason=f"ingest task plans from {root.name}")
+    return ingest_trajectories(memory, trajectories, skip_invalid=skip_invalid, author=author, scenario=scenario,
+                               lines=lines, reason=f"ingest task plans from {root.name}", max_steps=max_steps,
+                               max_edges=max_edges, progress=progress)
 
 
 class _NothingToIngest(Exception):

@@ -153,14 +153,16 @@ class PathMemory:
 
     def ingest(self, trajectories: Iterable[Any], *, skip_invalid: bool = False, author: str | None = None,
                scenario: str | None = None, lines: Sequence[int] | None = None,
-               reason: str | None = None) -> IngestReport:
+               reason: str | None = None, progress: Any = None) -> IngestReport:
         """Store trajectories (formats.md) as paths, all in one transaction: per trajectory a
         goal (``kind: "path"``, id = the trajectory id) with one action per step
         (``{id}/{i}``, ``parent_of`` with ``order``) and ``before`` along ``edges``; under the
-        goal ``scenario`` (created if missing) when given. Every line is checked first: with
+        goal ``scenario`` (created if missing) when given. A trajectory may have at most
+        ``guards.max_steps`` steps and ``guards.max_edges`` edges (``limit-exceeded``). Every line is checked first: with
         problems nothing is stored and :class:`~hgm_engine.PathError` lists them
         with their line numbers (``lines`` gives them; default 1, 2, ...), unless
         ``skip_invalid``, which stores the valid ones and lists the rest in the report.
+        ``progress(phase, done, total)`` hears of the work as it goes (the CLI draws it).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -169,7 +171,8 @@ class PathMemory:
         (['a'], [(2, 'bad-trajectory')])
         """
         return ingest_trajectories(self.memory, trajectories, skip_invalid=skip_invalid, author=author,
-                                   scenario=scenario, lines=lines, reason=reason)
+                                   scenario=scenario, lines=lines, reason=reason, max_steps=self.guards.max_steps,
+                                   max_edges=self.guards.max_edges, progress=progress)
 
     def ingest_file(self, path: str | os.PathLike, *, skip_invalid: bool = False, author: str | None = None,
                     scenario: str | None = None) -> IngestReport:
@@ -185,14 +188,15 @@ class PathMemory:
 
     def ingest_taskplan(self, directory: str | os.PathLike, *, ids: Iterable[str] | str | None = None,
                         skip_invalid: bool = False, author: str | None = None, scenario: str | None = None,
-                        prefix: str | None = None) -> IngestReport:
+                        prefix: str | None = None, progress: Any = None) -> IngestReport:
         """:meth:`ingest` a task-plan data set folder (``data.json`` JSON Lines; tool domains of
         ``graph_desc.json`` become tags). Path ids are ``{prefix}{request id}``, the prefix
         ``"{folder name}-"`` by default; ``ids`` keeps some requests (a list, or ``"memory"`` /
         ``"test"`` for the two sides of ``split_ids.json``).
         """
         return ingest_taskplan(self.memory, directory, ids=ids, skip_invalid=skip_invalid, author=author,
-                               scenario=scenario, prefix=prefix)
+                               scenario=scenario, prefix=prefix, max_steps=self.guards.max_steps,
+                               max_edges=self.guards.max_edges, progress=progress)
 
     # -- locate ------------------------------------------------------------------------------
 

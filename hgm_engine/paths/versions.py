@@ -33,6 +33,8 @@ from hgm_engine.txn import AddEdge, AddNode, OpContext, UpdateNode, apply_op
 
 __all__ = [
     "PathGuards",
+    "MAX_STEPS",
+    "MAX_EDGES",
     "REFUSALS",
     "VERSION_ATTRS",
     "LINEAGE_ATTRS",
@@ -43,6 +45,12 @@ __all__ = [
     "reset_builder",
 ]
 
+# Steps a path may have by default: the longest request of the UltraTool and TMDB task-plan
+# data has 6 steps, so no real trajectory comes near; a longer one costs a commit seconds.
+MAX_STEPS = 1000
+# Edges a path may have by default (the data's longest has 4): ten per step of the longest
+# path, so a dense 1,000-step graph cannot make one commit take minutes.
+MAX_EDGES = 10_000
 # Guard refusals (the CLI exits 3 for these, as for constraint refusals).
 REFUSALS = ("rewrite-cap", "version-cap", "needs-human")
 # Attributes of a version (not copied to the next one) and of a lineage (kept on its root).
@@ -62,11 +70,17 @@ class PathGuards:
     ``max_rewrites``: rewrites a lineage may have had; ``max_failed_rewrites``: consecutive
     ``failure`` outcomes of rewritten current versions (version 2 or later) after which the
     lineage turns ``needs_human`` and rewrites are refused until ``reset_path``.
+    ``max_steps`` and ``max_edges``: steps and ``before`` edges one path may have, a
+    trajectory (ingest) or a new version (rewrite); more is refused with ``limit-exceeded``.
+    The defaults (:data:`MAX_STEPS`, 1,000, and :data:`MAX_EDGES`, 10,000) are far above any
+    real trajectory and keep the commit of the longest path short.
     ``supersede_factor`` multiplies a version's reward when it is superseded;
     ``outcome_rate`` is the weight of a new outcome in the reward's moving average.
 
     >>> PathGuards(max_versions=3).max_versions
     3
+    >>> PathGuards().max_steps
+    1000
     """
 
     max_versions: int = 10
@@ -74,6 +88,8 @@ class PathGuards:
     max_failed_rewrites: int = 3
     supersede_factor: float = 0.5
     outcome_rate: float = 0.3
+    max_steps: int = MAX_STEPS
+    max_edges: int = MAX_EDGES
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -118,6 +134,31 @@ def _new_version(overlay: Any, ctx: OpContext, guards: PathGuards, root: str, ve
     return new_id
 
 
+def _least_steps(steps_or_ops: Any) -> int:
+    """How many steps the new version has at least, from the request alone: every step of a
+    full list, one per ``add`` of edit ops."""
+    spec = steps_or_ops.get("steps") if isinstance(steps_or_ops, Mapping) else steps_or_ops
+    if not isinstance(spec, list):
+        return 0
+    ops = [item for item in spec if isinstance(item, Mapping) and any(k in item for k in ("keep", "change", "add", "remove"))]
+    return sum(1 for op in ops if "add" in op) if ops else len(spec)
+
+
+def _least_edges(steps_or_ops: Any) -> int:
+    """How many edges the new version gets from the request (the full form's ``edges``)."""
+    edges = steps_or_ops.get("edges") if isinstance(steps_or_ops, Mapping) else None
+    return len(edges) if isinstance(edges, list) else 0
+
+
+def _check_length(count: int, guards: PathGuards, edges: int = 0) -> None:
+    if count > guards.max_steps:
+        raise PathError.single("limit-exceeded", f"the new version would have {count} steps; a path holds at most "
+                               f"{guards.max_steps} (max_steps={guards.max_steps}, PathGuards.max_steps)", where="steps")
+    if edges > guards.max_edges:
+        raise PathError.single("limit-exceeded", f"the new version would have {edges} edges; a path holds at most "
+                               f"{guards.max_edges} (max_edges={guards.max_edges}, PathGuards.max_edges)", where="edges")
+
+
 def rewrite_builder(path_id: str, steps_or_ops: Any, reason: str, guards: PathGuards) -> Build:
     """The builder of a rewrite: version n+1 of ``path_id``'s lineage with the steps
     ``steps_or_ops`` makes (:func:`~hgm_engine.paths.edits.resolve_steps`), replacing the
@@ -132,6 +173,7 @@ def rewrite_builder(path_id: str, steps_or_ops: Any, reason: str, guards: PathGu
     """
     if not isinstance(reason, str) or not reason.strip():
         raise PathError.single("bad-rewrite", "a rewrite needs a reason (a non-empty string)")
+    _check_length(_least_steps(steps_or_ops), guards, _least_edges(steps_or_ops))  # before the commit's lock
 
     def build(overlay, ctx: OpContext) -> list[str]:
         target, root, versions, head = resolve_path(overlay, path_id)
@@ -153,6 +195,7 @@ def rewrite_builder(path_id: str, steps_or_ops: Any, reason: str, guards: PathGu
         old_steps = [thaw(a.attrs) for a in actions]
         old_edges = step_edges(overlay, actions)
         steps, edges, goal_changes = resolve_steps(old_steps, steps_or_ops)
+        _check_length(len(steps), guards, len(edges or ()))
         new_edges = edges if edges is not None else chain(len(steps))
         head_attrs = overlay.node(head).attrs
         same_goal = all(head_attrs.get(k) == v for k, v in goal_changes.items())
@@ -181,10 +224,12 @@ def rollback_builder(path_id: str, version: int | str, reason: str | None, guard
     def build(overlay, ctx: OpContext) -> list[str]:
         _, root, versions, head = resolve_path(overlay, path_id)
         by_number = {overlay.node(v).attrs.get("version", 1): v for v in versions}
-        if isinstance(version, str) and not version.lstrip("v").isdigit():
+        number_text = version.lstrip("v") if isinstance(version, str) else ""
+        if isinstance(version, str) and not (number_text.isascii() and number_text.isdigit() and len(number_text) <= 18):
+            # not "2" or "v2" (a "²", or digits too many to read, is no number either): a version id
             source = version if version in versions else (root if version == f"{root}@v1" else None)
         else:
-            number = int(version.lstrip("v")) if isinstance(version, str) else version
+            number = int(number_text) if isinstance(version, str) else version
             source = by_number.get(number)
         if source is None:
             known = ", ".join(f"v{n}" for n in sorted(k for k in by_number if isinstance(k, int)))

@@ -38,6 +38,13 @@ from hgm_engine.query.plan import (
 from hgm_engine.query.optimizer import (
     optimize,
 )
+from hgm_engine.query.limits import (
+    limit_exceeded,
+)
+from hgm_engine.query.regexcheck import (
+    regex_problem,
+    regex_hazard,
+)
 
 __all__ = [
     "compile",
@@ -61,4 +68,7 @@ __all__ = [
     "describe",
     "QueryPlan",
     "optimize",
+    "limit_exceeded",
+    "regex_problem",
+    "regex_hazard",
 ]

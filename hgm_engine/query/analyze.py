@@ -21,7 +21,6 @@ unknown relation 'subgoal'; did you mean 'subgoals'?
 
 from __future__ import annotations
 
-import regex
 from typing import Iterable
 
 import attrs
@@ -29,6 +28,8 @@ import attrs
 from hgm_engine.query import syntax as S
 from hgm_engine.errors import Problem, QueryAnalysisError, line_column
 from hgm_engine.model import Hop, Schema, closest
+from hgm_engine.query.limits import DEFAULT_LIMITS, Limits
+from hgm_engine.query.regexcheck import regex_problem, regex_size
 
 __all__ = [
     "analyze",
@@ -50,7 +51,7 @@ LIST_STEPS = ("first", "last", "limit", "sort_by")
 FINALS = ("count", "exists", "paths")
 CONDITION_FUNCTIONS = ("exists", "count", "has")
 SORT_DIRECTIONS = ("asc", "desc")
-MAX_REGEX_LENGTH = 1000
+MAX_REGEX_LENGTH = DEFAULT_LIMITS.max_regex_length  # the default; Limits.max_regex_length sets it
 # What a rule's ``set`` may not change: a node's identity, and the marks the rule engine keeps
 # (``hgm_engine.rules.engine.MARK_ATTRIBUTES``).
 UNSETTABLE_ATTRIBUTES = ("id", "type", "dirty", "dirty_marks")
@@ -73,19 +74,32 @@ class Analysis:
     param_roles: dict[str, frozenset[str]]
 
 
-def analyze(query: S.Query, schema: Schema) -> Analysis:
-    """Check ``query`` against ``schema``; raise :class:`QueryAnalysisError` listing every problem."""
-    checker = _Checker(query.text, schema)
+def analyze(query: S.Query, schema: Schema, limits: Limits = DEFAULT_LIMITS) -> Analysis:
+    """Check ``query`` against ``schema``; raise :class:`QueryAnalysisError` listing every problem.
+
+    Regular expressions are checked within ``limits`` before any is compiled (size, then
+    syntax, then shapes that backtrack: :func:`~hgm_engine.query.regexcheck.regex_problem`);
+    together they may expand to at most ``limits.max_regex_size`` items.
+
+    >>> from hgm_engine.query.parser import parse
+    >>> from hgm_engine.model import DEFAULT_SCHEMA
+    >>> try:
+    ...     analyze(parse("nodes.where(content =~ '(a+)+')"), DEFAULT_SCHEMA)
+    ... except QueryAnalysisError as err:
+    ...     print(err.category, err.column)
+    limit-exceeded 24
+    """
+    checker = _Checker(query.text, schema, limits)
     checker.query(query, top_level=True)
     if checker.problems:
         unique = {(offset, p.category, p.message): p for offset, p in checker.problems}
         ordered = [unique[key] for key in sorted(unique, key=lambda k: k[0])]
-        raise QueryAnalysisError(ordered, query.text)
+        raise QueryAnalysisError(_at_most(ordered), query.text)
     roles = {name: frozenset(found) for name, found in checker.roles.items()}
     return Analysis(query, checker.params, checker.focus_offset, roles)
 
 
-def analyze_constraint(definition: S.ConstraintDef, schema: Schema) -> None:
+def analyze_constraint(definition: S.ConstraintDef, schema: Schema, limits: Limits = DEFAULT_LIMITS) -> None:
     """Check a parsed constraint; raise :class:`QueryAnalysisError` listing every problem.
 
     A constraint holds for the nodes of a type of ``schema``; it cannot take parameters.
@@ -99,14 +113,14 @@ def analyze_constraint(definition: S.ConstraintDef, schema: Schema) -> None:
     ...     print([p.message for p in err.problems])
     ["unknown node type 'acton'; did you mean 'action'?", 'a constraint cannot use parameters ($s)']
     """
-    checker = _Checker(definition.text, schema)
+    checker = _Checker(definition.text, schema, limits)
     checker.constraint(definition)
     for param, offset in checker.params.items():
         checker.report("invalid-argument", f"a constraint cannot use parameters (${param})", offset)
     checker.raise_sorted()
 
 
-def analyze_rule_file(rule_file: S.RuleFile, schema: Schema) -> None:
+def analyze_rule_file(rule_file: S.RuleFile, schema: Schema, limits: Limits = DEFAULT_LIMITS) -> None:
     """Check a parsed rule file; raise :class:`QueryAnalysisError` listing every problem.
 
     Node types, edge types, relations and functions must exist in ``schema`` ("did you mean");
@@ -122,7 +136,7 @@ def analyze_rule_file(rule_file: S.RuleFile, schema: Schema) -> None:
     ...     print([(p.category, p.column) for p in err.problems])
     [('unknown-name', 16), ('unknown-name', 31)]
     """
-    checker = _Checker(rule_file.text, schema)
+    checker = _Checker(rule_file.text, schema, limits)
     names: set[str] = set()
 
     def unique(name: str, span: S.Span) -> None:
@@ -130,13 +144,30 @@ def analyze_rule_file(rule_file: S.RuleFile, schema: Schema) -> None:
             checker.report("invalid-argument", f"rule name {name!r} is used twice", span.start)
         names.add(name)
 
+    def compiled_length(node, what: str, wrapper: str) -> None:
+        # Each constraint and trigger part is compiled as a text of its own: it must fit the
+        # query length limit, or loading would pass and compiling fail.
+        length = node.span.end - node.span.start + len(wrapper)
+        if length > limits.max_length:
+            checker.report(
+                "limit-exceeded",
+                f"this {what} is compiled as a text of {length:,} characters; at most {limits.max_length:,} (Limits.max_length)",
+                node.span.start,
+            )
+
     for statement in rule_file.statements:
         if isinstance(statement, S.ConstraintStatement):
             checker.constraint(statement.definition)
             unique(statement.name, statement.name_span)
+            compiled_length(statement.definition, "constraint", "")
         elif isinstance(statement, S.TriggerStatement):
             checker.trigger(statement)
             unique(statement.name, statement.name_span)
+            if statement.condition is not None:
+                compiled_length(statement.condition, "condition", "$node.where()")
+            for effect in statement.effects:
+                if effect.target is not None:
+                    compiled_length(effect.target, "target", "$node.")
         else:
             checker.propagation(statement)
     for param, offset in checker.params.items():
@@ -164,9 +195,11 @@ def is_navigation(step: S.Step, schema: Schema) -> bool:
 
 
 class _Checker:
-    def __init__(self, text: str, schema: Schema):
+    def __init__(self, text: str, schema: Schema, limits: Limits = DEFAULT_LIMITS):
         self.text = text
         self.schema = schema
+        self.limits = limits
+        self.regex_left = limits.max_regex_size  # what the text's regular expressions may still expand to
         self.problems: list[tuple[int, Problem]] = []
         self.params: dict[str, int] = {}
         self.focus_offset: int | None = None
@@ -193,7 +226,7 @@ class _Checker:
         """Raise every problem, in text order (problems at one place in the order found)."""
         if self.problems:
             self.problems.sort(key=lambda item: item[0])
-            raise QueryAnalysisError([p for _, p in self.problems], self.text)
+            raise QueryAnalysisError(_at_most([p for _, p in self.problems]), self.text)
 
     def node_type(self, name: str, span: S.Span) -> None:
         if name not in self.schema.node_types:
@@ -404,17 +437,12 @@ class _Checker:
 
     def regex_operand(self, operand: S.Expr) -> None:
         if isinstance(operand, S.Literal) and isinstance(operand.value, str):
-            if len(operand.value) > MAX_REGEX_LENGTH:
-                self.report(
-                    "invalid-regex",
-                    f"regular expression longer than {MAX_REGEX_LENGTH} characters",
-                    operand.span.start,
-                )
+            problem = regex_problem(operand.value, self.limits, size_left=self.regex_left)
+            if problem is not None:
+                category, message, _ = problem
+                self.report(category, message, operand.span.start)
                 return
-            try:
-                regex.compile(operand.value)
-            except regex.error as exc:
-                self.report("invalid-regex", f"regular expression {operand.value!r}: {exc}", operand.span.start)
+            self.regex_left -= regex_size(operand.value)
         elif isinstance(operand, S.ParamRef):
             self.use_param(operand.name, operand.span.start, "regex")
         else:
@@ -450,6 +478,25 @@ class _Checker:
                     f".{step.name}() is a final; it cannot be used inside {call.name}()",
                     step.span.start,
                 )
+
+
+# An error lists at most this many problems: each is shown with its line, and a long text
+# repeating one mistake thousands of times would make an error of megabytes.
+MAX_PROBLEMS = 20
+
+
+def _at_most(problems: list[Problem]) -> list[Problem]:
+    """The first ``MAX_PROBLEMS``, the last of them saying how many more were left out.
+
+    >>> [p.message for p in _at_most([Problem("syntax", str(i)) for i in range(22)])][-1]
+    '19 (and 2 more problems after this one)'
+    """
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    last = problems[MAX_PROBLEMS - 1]
+    more = len(problems) - MAX_PROBLEMS
+    note = f"{last.message} (and {more} more problem{'s' if more > 1 else ''} after this one)"
+    return problems[: MAX_PROBLEMS - 1] + [attrs.evolve(last, message=note)]
 
 
 def _final_name(step: S.Step) -> str | None:

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import math
 import pathlib
 from typing import Any
 
-from lark import Lark, Token, Transformer, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 
 from hgm_engine.query import syntax as S
-from hgm_engine.errors import Problem, QuerySyntaxError, line_column
+from hgm_engine.errors import HGMError, Problem, QuerySyntaxError, line_column
+from hgm_engine.query.limits import DEFAULT_LIMITS, MAX_INTEGER_DIGITS, Limits, limit_exceeded
 
 __all__ = ["parse", "parse_constraint", "parse_rule_file", "grammar_text", "grammar_path", "decode_string"]
 
@@ -90,20 +92,30 @@ def _parser(start: str = "start") -> Lark:
     )
 
 
-def parse(text: str) -> S.Query:
+def parse(text: str, limits: Limits = DEFAULT_LIMITS) -> S.Query:
     """Parse a path expression into a frozen :class:`~hgm_engine.query.syntax.Query`.
+
+    The text is at most ``limits.max_length`` characters and nests at most
+    ``limits.max_depth`` levels (docs/language.md §13); beyond either, for an integer
+    longer than 4,300 digits and for a number too large for a float (``1e999``), it is refused
+    with ``limit-exceeded`` at the place.
 
     >>> q = parse("#a | #b")
     >>> [p.start.node_id for p in q.paths]
     ['a', 'b']
+    >>> try:
+    ...     parse("(((root)))", Limits(max_depth=2))
+    ... except HGMError as err:
+    ...     print(err.category, err.column)
+    limit-exceeded 3
     """
     if not isinstance(text, str):
         raise TypeError(f"a query is a string, not {type(text).__name__}")
-    return _ToAst(text).transform(_tree(text, "start"))
+    return _build(text, "start", "query", limits.max_length, limits)
 
 
-def parse_constraint(text: str) -> S.ConstraintDef:
-    """Parse ``each TYPE [where COND] must COND``.
+def parse_constraint(text: str, limits: Limits = DEFAULT_LIMITS) -> S.ConstraintDef:
+    """Parse ``each TYPE [where COND] must COND`` (within ``limits``, as :func:`parse`).
 
     >>> c = parse_constraint("each action where status = 'done' must exists(results)")
     >>> c.node_type, type(c.must).__name__
@@ -111,13 +123,15 @@ def parse_constraint(text: str) -> S.ConstraintDef:
     """
     if not isinstance(text, str):
         raise TypeError(f"a constraint is a string, not {type(text).__name__}")
-    return _ToAst(text).transform(_tree(text, "constraint_def"))
+    return _build(text, "constraint_def", "constraint", limits.max_length, limits)
 
 
-def parse_rule_file(text: str) -> S.RuleFile:
+def parse_rule_file(text: str, limits: Limits = DEFAULT_LIMITS) -> S.RuleFile:
     """Parse a rule file (docs/rules.md) into a frozen :class:`~hgm_engine.query.syntax.RuleFile`.
 
-    Names are not checked here (``analyze_rule_file`` does that against a schema).
+    Names are not checked here (``analyze_rule_file`` does that against a schema). A rule
+    file is at most ``limits.max_file_length`` characters; each condition nests at most
+    ``limits.max_depth`` levels, a trigger's counted from the ``.where()`` it runs in.
 
     >>> f = parse_rule_file("rule r: on update action where status = 'failed' then mark parent as needs_review")
     >>> rule = f.statements[0]
@@ -131,7 +145,65 @@ def parse_rule_file(text: str) -> S.RuleFile:
     """
     if not isinstance(text, str):
         raise TypeError(f"a rule file is a string, not {type(text).__name__}")
-    return _ToAst(text).transform(_tree(text, "rule_file"))
+    return _build(text, "rule_file", "rule file", limits.max_file_length, limits)
+
+
+def _build(text: str, start: str, what: str, max_length: int, limits: Limits):
+    if len(text) > max_length:
+        limit = "max_file_length" if start == "rule_file" else "max_length"
+        raise limit_exceeded(
+            f"the {what} is {len(text):,} characters long; at most {max_length:,} (Limits.{limit})",
+            text,
+            max_length,
+            excerpt=False,
+        )
+    tree = _tree(text, start)
+    _check_depth(tree, text, what, limits.max_depth)
+    try:
+        return _ToAst(text).transform(tree)
+    except VisitError as exc:  # lark wraps what a callback raises
+        if isinstance(exc.orig_exc, HGMError):
+            raise exc.orig_exc from None
+        raise
+
+
+# -- nesting ----------------------------------------------------------------------------
+
+# The tree nodes that nest what is inside them one level deeper: each becomes a syntax node
+# that the later stages (analysis, planning, the optimizer, code generation) walk into, so
+# their depth bounds how deep those stages go. Parentheses around a condition make no node.
+_NESTING = frozenset(
+    (
+        "subquery_start", "where_step", "func_call", "not_", "or_expr", "and_expr",
+        "compare", "in_", "not_in", "contains", "regex_match", "list_literal",
+    )
+)
+# A trigger's condition runs as ``$node.where(COND)``: it starts one level down.
+_STARTS_DEEPER = {"trigger_stmt": 6}
+
+
+def _check_depth(tree: Tree, text: str, what: str, max_depth: int) -> None:
+    """Refuse a tree that nests more than ``max_depth`` levels, at the first construct over
+    it (without recursion: the tree may be deep)."""
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, level = stack.pop()
+        data = node.data
+        if data in _NESTING or (data == "condition" and sum(1 for c in node.children if isinstance(c, Tree)) > 1):
+            level += 1
+            if level > max_depth:
+                offset = getattr(node.meta, "start_pos", None)
+                raise limit_exceeded(
+                    f"the {what} nests more than {max_depth} levels deep here; at most {max_depth} "
+                    "(Limits.max_depth: each parenthesised query, .where(), function call, not, and/or, "
+                    "comparison and list literal inside another is a level)",
+                    text,
+                    offset,
+                )
+        deeper = _STARTS_DEEPER.get(data)
+        for position, child in enumerate(node.children):
+            if isinstance(child, Tree):
+                stack.append((child, level + 1 if position == deeper else level))
 
 
 def _tree(text: str, start: str) -> Tree:
@@ -233,15 +305,29 @@ def _tspan(token: Token) -> S.Span:
     return S.Span(token.start_pos, token.end_pos)
 
 
-def _number(text: str) -> int | float:
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
+def _integer(token: Token, text: str) -> int:
+    """The value of an integer token; one too long to read is ``limit-exceeded`` there."""
+    digits = len(token) - (1 if str(token).startswith("-") else 0)
+    if digits <= MAX_INTEGER_DIGITS:
+        try:
+            return int(token)
+        except ValueError:  # a lower limit set with sys.set_int_max_str_digits
+            pass
+    raise limit_exceeded(
+        f"an integer of {digits:,} digits; at most {MAX_INTEGER_DIGITS:,}", text, token.start_pos
+    )
+
+
+def _shortened(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _optional_integer(token: Token | None, text: str) -> int | None:
+    return None if token is None else _integer(token, text)
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):
     def __init__(self, text: str):
         super().__init__()
         self.text = text
@@ -282,7 +368,7 @@ class _ToAst(Transformer):
             str(edge_type),
             _tspan(edge_type),
             str(direction),
-            None if depth is None else int(depth),
+            _optional_integer(depth, self.text),
             None if depth is None else _tspan(depth),
             None if from_type is None else str(from_type),
             None if from_type is None else _tspan(from_type),
@@ -356,23 +442,20 @@ class _ToAst(Transformer):
 
     def index_step(self, meta, children):
         (index,) = children
-        return S.IndexStep(int(index), _span(meta))
+        return S.IndexStep(_integer(index, self.text), _span(meta))
 
     def slice_step(self, meta, children):
         lower, _colon, upper = children
-        return S.SliceStep(
-            int(lower) if lower is not None else None,
-            int(upper) if upper is not None else None,
-            _span(meta),
-        )
+        return S.SliceStep(_optional_integer(lower, self.text), _optional_integer(upper, self.text), _span(meta))
 
     def repeat_exact(self, meta, children):
         (count,) = children
-        return S.RepeatStep(int(count), int(count), _span(meta))
+        value = _integer(count, self.text)
+        return S.RepeatStep(value, value, _span(meta))
 
     def repeat_range(self, meta, children):
         lower, upper = children
-        return S.RepeatStep(int(lower), int(upper) if upper is not None else None, _span(meta))
+        return S.RepeatStep(_integer(lower, self.text), _optional_integer(upper, self.text), _span(meta))
 
     # conditions
     def condition(self, meta, terms):
@@ -434,7 +517,16 @@ class _ToAst(Transformer):
 
     def number(self, meta, children):
         (token,) = children
-        return S.Literal(_number(str(token)), _tspan(token))
+        if token.type == "INT":
+            return S.Literal(_integer(token, self.text), _tspan(token))
+        value = float(token)
+        if not math.isfinite(value):  # 1e999: a float too large becomes infinity, which no value is
+            raise limit_exceeded(
+                f"the number {_shortened(str(token))} is out of range: numbers lie between about -1.8e308 and 1.8e308",
+                self.text,
+                token.start_pos,
+            )
+        return S.Literal(value, _tspan(token))
 
     def true(self, meta, children):
         return S.Literal(True, _tspan(children[0]))

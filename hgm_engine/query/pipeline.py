@@ -20,7 +20,6 @@ plan:
 
 from __future__ import annotations
 
-import regex
 import threading
 from collections import OrderedDict
 from typing import Any, Mapping
@@ -30,7 +29,9 @@ import attrs
 from hgm_engine.query.analyze import Analysis, analyze
 from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, line_column
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
-from hgm_engine.model import freeze
+from hgm_engine.query.limits import limit_exceeded
+from hgm_engine.query.regexcheck import regex_problem
+from hgm_engine.model import freeze, value_problem
 from hgm_engine.query.optimizer import optimize
 from hgm_engine.query.parser import parse
 from hgm_engine.query.plan import QueryPlan, describe, plan
@@ -143,8 +144,25 @@ class CompiledQuery:
         lines.extend("  " + line for line in describe(self.optimized_plan, physical=annotate))
         return "\n".join(lines)
 
-    def bind(self, focus: str | None, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Check focus and parameters before running; returns the frozen parameter values."""
+    def bind(self, focus: str | None, params: Mapping[str, Any] | None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+        """Check focus and parameters before running; returns the frozen parameter values.
+
+        A regular expression given as a parameter is checked as a literal one is, within
+        ``limits``, before it is compiled. Every value follows the rules of stored values
+        (:func:`~hgm_engine.model.value_problem`: no lone surrogate, finite numbers, integers of
+        at most 4,300 digits, at most 64 levels of nesting), else it is ``invalid-argument``.
+
+        >>> try:
+        ...     compile("nodes.where(content =~ $p)").bind(None, {"p": "a{99999}"})
+        ... except QueryAnalysisError as err:
+        ...     print(err.category, err.column)
+        limit-exceeded 24
+        >>> try:
+        ...     compile("nodes.where(x in $p)").bind(None, {"p": [1, float("nan")]})
+        ... except QueryAnalysisError as err:
+        ...     print(err.category, err.column, err.message)
+        invalid-argument 18 parameter $p: NaN is not a JSON number: numbers must be finite (at $p[1])
+        """
         params = dict(params or {})
         problems: list[tuple[int, Problem]] = []
 
@@ -159,14 +177,19 @@ class CompiledQuery:
             if name not in params:
                 report("missing-parameter", f"parameter ${name} has no value", offset)
                 continue
+            problem = value_problem(params[name], f"${name}")
+            if problem is not None:  # checked first: it stops at the depth freeze would recurse past
+                place = f" (at {problem.where})" if problem.where != f"${name}" else ""
+                report("invalid-argument", f"parameter ${name}: {problem.message}{place}", offset)
+                continue
             try:
                 value = freeze(params[name])
             except TypeError as exc:
                 report("invalid-argument", f"parameter ${name}: {exc}", offset)
                 continue
-            message = _check_role(value, self.analysis.param_roles.get(name, frozenset()))
-            if message:
-                category = "invalid-regex" if message.startswith("regular expression") else "invalid-argument"
+            checked = _check_role(value, self.analysis.param_roles.get(name, frozenset()), limits)
+            if checked:
+                category, message = checked
                 report(category, f"parameter ${name}: {message}", offset)
                 continue
             bound[name] = value
@@ -189,7 +212,7 @@ class CompiledQuery:
 
         ``payloads(ids)``, when given, fetches node payloads later, on demand, as they were
         when the query ran; otherwise they are captured now."""
-        bound = self.bind(focus, params)
+        bound = self.bind(focus, params, limits)
         value = self.program.run(view, focus=focus, params=bound, limits=limits)
         if self.program.final is None:
             if payloads is not None:
@@ -199,20 +222,20 @@ class CompiledQuery:
         return QueryResult(self.program.final, value)
 
 
-def _check_role(value: Any, roles: frozenset[str]) -> str | None:
+def _check_role(value: Any, roles: frozenset[str], limits: Limits) -> tuple[str, str] | None:
+    """``(category, message)`` when ``value`` does not fit how the parameter is used."""
     if "id" in roles and not isinstance(value, str):
-        return f"an id after '#' must be a string, not {_kind(value)}"
+        return "invalid-argument", f"an id after '#' must be a string, not {_kind(value)}"
     if "ids" in roles and not (isinstance(value, str) or (isinstance(value, tuple) and all(isinstance(v, str) for v in value))):
-        return f"a start must be an id or a list of ids, not {_json(value)}"
+        return "invalid-argument", f"a start must be an id or a list of ids, not {_json(value)}"
     if "count" in roles and not (type(value) is int and value >= 0):
-        return f"limit needs an integer >= 0, not {_json(value)}"
+        return "invalid-argument", f"limit needs an integer >= 0, not {_json(value)}"
     if "regex" in roles:
         if not isinstance(value, str):
-            return f"a pattern must be a string, not {_kind(value)}"
-        try:
-            regex.compile(value)
-        except regex.error as exc:
-            return f"regular expression {value!r}: {exc}"
+            return "invalid-argument", f"a pattern must be a string, not {_kind(value)}"
+        problem = regex_problem(value, limits)
+        if problem is not None:
+            return problem[0], problem[1]
     return None
 
 
@@ -238,59 +261,109 @@ def _kind(value: Any) -> str:
     return "an object"
 
 
+_DEFAULT_COMPILE_KEY = DEFAULT_LIMITS.compile_key()
+
+
 class QueryCache:
     """Compiled queries by text for one schema (least recently used go first).
+
+    A query is compiled within the compile-time part of the ``limits`` it is asked for with
+    (:meth:`Limits.compile_key`), and served from the cache only to a caller with the same.
+
+    The cache holds at most ``size`` queries and ``max_chars`` characters of query text
+    together: what a compiled query keeps grows with its text (up to ~0.6 kB a character for
+    a union of thousands of ids), so a few long queries cannot pin hundreds of megabytes. A
+    text longer than ``max_chars`` is compiled each time and never kept.
 
     >>> cache = QueryCache(DEFAULT_SCHEMA, size=2)
     >>> cache.get("root") is cache.get("root")
     True
+    >>> small = QueryCache(max_chars=10)
+    >>> _ = small.get("root.children"); len(small)
+    0
     """
 
-    def __init__(self, schema: Schema = DEFAULT_SCHEMA, size: int = 512):
+    def __init__(self, schema: Schema = DEFAULT_SCHEMA, size: int = 512, max_chars: int = 131_072):
         self.schema = schema
         self.size = size
-        self._entries: OrderedDict[str, CompiledQuery] = OrderedDict()
+        self.max_chars = max_chars
+        self._entries: OrderedDict[Any, CompiledQuery] = OrderedDict()
+        self._chars = 0  # characters of the texts held
         self._lock = threading.Lock()  # servers compile from many threads at once
         self.hits = 0
         self.misses = 0
 
-    def get(self, text: str) -> CompiledQuery:
+    def get(self, text: str, limits: Limits = DEFAULT_LIMITS) -> CompiledQuery:
+        """The compiled query for ``text`` (compiled now if it is not cached).
+
+        >>> try:
+        ...     QueryCache().get("(((root)))", Limits(max_depth=2))
+        ... except QueryAnalysisError as err:
+        ...     print(err.category)
+        limit-exceeded
+        """
+        key = text
+        if limits is not DEFAULT_LIMITS:
+            compile_key = limits.compile_key()
+            if compile_key != _DEFAULT_COMPILE_KEY:
+                key = (text, compile_key)
         with self._lock:
-            entry = self._entries.get(text)
+            entry = self._entries.get(key)
             if entry is not None:
                 self.hits += 1
-                self._entries.move_to_end(text)
+                self._entries.move_to_end(key)
                 return entry
             self.misses += 1
-        entry = compile_uncached(text, self.schema)  # outside the lock: errors and slow compiles
+        entry = compile_uncached(text, self.schema, limits)  # outside the lock: errors and slow compiles
+        if len(text) > self.max_chars:
+            return entry
         with self._lock:
-            self._entries[text] = entry
-            self._entries.move_to_end(text)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            if key not in self._entries:
+                self._chars += len(text)
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size or self._chars > self.max_chars:
+                _, dropped = self._entries.popitem(last=False)
+                self._chars -= len(dropped.text)
         return entry
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
 
-def compile_uncached(text: str, schema: Schema = DEFAULT_SCHEMA) -> CompiledQuery:
-    """Run the whole pipeline without the cache."""
-    ast = parse(text)
-    analysis = analyze(ast, schema)
-    logical = plan(analysis, schema)
-    optimized = optimize(logical)
-    return CompiledQuery(text, ast, analysis, logical, optimized, build(optimized))
+def compile_uncached(text: str, schema: Schema = DEFAULT_SCHEMA, limits: Limits = DEFAULT_LIMITS) -> CompiledQuery:
+    """Run the whole pipeline without the cache, within the compile-time part of ``limits``
+    (text length, nesting depth, regular expressions: :class:`Limits`).
+
+    >>> compile_uncached("root.children", limits=Limits(max_length=20)).kind
+    'nodes'
+    """
+    try:
+        ast = parse(text, limits)
+        analysis = analyze(ast, schema, limits)
+        logical = plan(analysis, schema)
+        optimized = optimize(logical)
+        return CompiledQuery(text, ast, analysis, logical, optimized, build(optimized))
+    except RecursionError:
+        # Only with a max_depth raised far past its default: the stages walk the tree.
+        raise limit_exceeded(
+            f"the query is nested too deeply for this Python's recursion limit (Limits.max_depth is {limits.max_depth})",
+            None,
+            None,
+        ) from None
 
 
 _DEFAULT_CACHE = QueryCache(DEFAULT_SCHEMA)
 
 
-def compile(text: str, schema: Schema | None = None) -> CompiledQuery:
-    """Compile a path expression against ``schema`` (the default one if omitted), cached.
+def compile(text: str, schema: Schema | None = None, limits: Limits = DEFAULT_LIMITS) -> CompiledQuery:
+    """Compile a path expression against ``schema`` (the default one if omitted), cached,
+    within the compile-time part of ``limits``.
 
     >>> compile("#a_hotel.results").kind
     'nodes'
@@ -298,8 +371,8 @@ def compile(text: str, schema: Schema | None = None) -> CompiledQuery:
     'count'
     """
     if schema is None or schema is DEFAULT_SCHEMA:
-        return _DEFAULT_CACHE.get(text)
-    return compile_uncached(text, schema)
+        return _DEFAULT_CACHE.get(text, limits)
+    return compile_uncached(text, schema, limits)
 
 
 def run_query(
@@ -312,7 +385,7 @@ def run_query(
     limits: Limits = DEFAULT_LIMITS,
 ) -> QueryResult:
     """Compile (through ``cache``) and run ``text`` on ``view``."""
-    compiled = (cache or _DEFAULT_CACHE).get(text)
+    compiled = (cache or _DEFAULT_CACHE).get(text, limits)
     return compiled.run(view, focus=focus, params=params, limits=limits)
 
 

@@ -266,7 +266,7 @@ def plan_path(start: S.Start | None, steps: tuple, schema: Schema) -> PathPlan:
     ops: list = []
     if isinstance(start, S.IdStart):
         ops.append(Filter(_id_condition(start)))
-    for step in steps:
+    for position, step in enumerate(steps):
         if isinstance(step, S.RelationStep):
             ops.append(Navigate(step.name, schema.relations[step.name]))
         elif isinstance(step, S.CallStep):
@@ -277,16 +277,17 @@ def plan_path(start: S.Start | None, steps: tuple, schema: Schema) -> PathPlan:
         else:
             predicate = _plan_predicate(step, schema)
             last = ops[-1] if ops else None
-            if isinstance(last, Navigate) and _directly_follows(steps, step):
+            if isinstance(last, Navigate) and _directly_follows(steps, position):
                 ops[-1] = attrs.evolve(last, predicates=last.predicates + (predicate,))
             else:
                 ops.append(predicate)
     return PathPlan(source, tuple(ops))
 
 
-def _directly_follows(steps: tuple, step: S.Step) -> bool:
-    """Whether ``step`` (a predicate) sits after a navigation step with only predicates between."""
-    position = steps.index(step)
+def _directly_follows(steps: tuple, position: int) -> bool:
+    """Whether ``steps[position]`` (a predicate) sits after a navigation step with only
+    predicates between (a position, not the step: equal steps compare deeply, and a long
+    chain of them made finding one quadratic)."""
     for earlier in reversed(steps[:position]):
         if isinstance(earlier, (S.WhereStep, S.IndexStep, S.SliceStep)):
             continue

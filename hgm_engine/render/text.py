@@ -11,12 +11,14 @@ terminals that cannot draw box-drawing characters and arrows.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
 from hgm_engine.model import MemoryGraph, Node
 from hgm_engine.query import QueryResult
+from hgm_engine.render.labels import dirty_note
 
 __all__ = [
     "Glyphs",
@@ -32,9 +34,56 @@ __all__ = [
     "result_lines",
     "tree_lines",
     "change_lines",
+    "terminal_safe",
+    "json_terminal_safe",
 ]
 
 CONTENT_WIDTH = 64  # a node's content is shortened to this many characters on one line
+
+# What a terminal would act on instead of showing: C0 controls (ESC starts escape sequences),
+# DEL, C1 controls (U+009B is a one-character CSI), the bidirectional overrides that reorder
+# what is shown, and lone surrogates (which no terminal encoding can write).
+_UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_CONTROL = re.compile(f"[{_UNSAFE}]")
+_CONTROL_OR_BREAK = re.compile(f"[{_UNSAFE}\t\n]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")  # JSON escapes C0 itself
+
+
+def _escaped(match: "re.Match[str]") -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: Any, *, lines: bool = True) -> str:
+    """``text`` with every character a terminal would act on written as an escape (``\\x1b``,
+    ``\\u202e``), so an id or a content cannot move the cursor, clear the screen or retitle
+    the window. With ``lines`` (text of several lines) newlines and tabs stay; without, they
+    are escaped too (one table cell, one id).
+
+    >>> print(terminal_safe("red\\x1b[31m alert\\x07"))
+    red\\x1b[31m alert\\x07
+    >>> terminal_safe("a\\tb\\nc"), terminal_safe("a\\tb\\nc", lines=False)
+    ('a\\tb\\nc', 'a\\\\x09b\\\\x0ac')
+    """
+    text = str(text)
+    pattern = _CONTROL if lines else _CONTROL_OR_BREAK
+    if text.isascii() and text.isprintable():
+        return text
+    return pattern.sub(_escaped, text)
+
+
+def json_terminal_safe(text: str) -> str:
+    """A JSON text with the control characters JSON leaves as they are (DEL, C1, bidirectional
+    overrides, lone surrogates) written as ``\\u`` escapes: the same JSON value, safe on a
+    terminal.
+
+    >>> doc = json.dumps({"id": "a\\x9bb"}, ensure_ascii=False)
+    >>> json_terminal_safe(doc), json.loads(json_terminal_safe(doc)) == json.loads(doc)
+    ('{"id": "a\\\\u009bb"}', True)
+    """
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @attrs.frozen
@@ -98,13 +147,13 @@ def node_label(node: Node, glyphs: Glyphs = UNICODE) -> str:
     >>> node_label(m.graph.node("trip"))
     'trip [goal] active: Three days in Beijing'
     """
-    label = f"{node.id} [{node.type}]"
+    label = f"{_cell(node.id)} [{_cell(node.type)}]"
     status = node.get("status")
     if status is not None:
-        label += f" {status}"
+        label += f" {_cell(status)}"
     content = node.get("content")
     if content is not None:
-        label += ": " + shorten(content, CONTENT_WIDTH, glyphs.ellipsis)
+        label += ": " + _cell(shorten(content, CONTENT_WIDTH, glyphs.ellipsis))
     return label
 
 
@@ -114,12 +163,17 @@ def document_label(node: Mapping[str, Any], glyphs: Glyphs = UNICODE) -> str:
     >>> document_label({"id": "e1", "type": "entity", "content": "Wangfujing"})
     'e1 [entity]: Wangfujing'
     """
-    label = f"{node.get('id')} [{node.get('type')}]"
+    label = f"{_cell(node.get('id'))} [{_cell(node.get('type'))}]"
     if node.get("status") is not None:
-        label += f" {node['status']}"
+        label += f" {_cell(node['status'])}"
     if node.get("content") is not None:
-        label += ": " + shorten(node["content"], CONTENT_WIDTH, glyphs.ellipsis)
+        label += ": " + _cell(shorten(node["content"], CONTENT_WIDTH, glyphs.ellipsis))
     return label
+
+
+def _cell(value: Any) -> str:
+    """One value on one line of a table or a label: every control character escaped."""
+    return terminal_safe(value, lines=False)
 
 
 def result_lines(result: QueryResult, *, unicode: bool = True) -> list[str]:
@@ -151,7 +205,7 @@ def result_lines(result: QueryResult, *, unicode: bool = True) -> list[str]:
     if result.kind == "exists":
         return ["true" if result.value else "false"]
     if result.kind == "paths":
-        lines = [glyphs.arrow.join(path) for path in result.paths]
+        lines = [glyphs.arrow.join(map(_cell, path)) for path in result.paths]
         return lines + [f"({plural(len(result.paths), 'path')})" if lines else "(no paths)"]
     nodes = result.nodes
     if not nodes:
@@ -163,11 +217,11 @@ def result_lines(result: QueryResult, *, unicode: bool = True) -> list[str]:
     columns.append("CONTENT")
     rows = []
     for node in nodes:
-        row = [str(node["id"]), str(node["type"])]
+        row = [_cell(node["id"]), _cell(node["type"])]
         if with_status:
-            row.append("" if node.get("status") is None else str(node["status"]))
+            row.append("" if node.get("status") is None else _cell(node["status"]))
         content = node.get("content")
-        row.append("" if content is None else shorten(content, CONTENT_WIDTH, glyphs.ellipsis))
+        row.append("" if content is None else _cell(shorten(content, CONTENT_WIDTH, glyphs.ellipsis)))
         rows.append(row)
     widths = [max(len(columns[i]), *(len(row[i]) for row in rows)) for i in range(len(columns) - 1)]
     table = []
@@ -212,7 +266,7 @@ def edge_summary(graph: MemoryGraph, node_id: str) -> str:
         members = groups.setdefault(word, [])
         if other not in members:
             members.append(other)
-    return "; ".join(f"{word}: {', '.join(ids)}" for word, ids in groups.items())
+    return "; ".join(f"{_cell(word)}: {', '.join(map(_cell, ids))}" for word, ids in groups.items())
 
 
 def tree_lines(
@@ -230,7 +284,9 @@ def tree_lines(
     parents is drawn under each, and expanded only the first time (``(repeat, shown above)``);
     an edge back to an ancestor is marked ``(cycle)`` and not followed. ``depth`` limits the
     levels drawn below each top node (0 draws the tops only). ``marks`` maps node ids to a
-    mark written at the end of their lines (``hgm show --highlight``).
+    mark written at the end of their lines (``hgm show --highlight``). A node a rule marked
+    stale or blocked says so after its label: ``! needs_review because f_price`` (its marks'
+    causes, then the first reason given).
 
     >>> from hgm_engine import Memory
     >>> g = Memory.from_document({"format": "hgm-graph/1",
@@ -268,11 +324,19 @@ def tree_lines(
             lines.append("")
         lines.append("not in the hierarchy:")
         for node in loose:
-            lines.append("  " + node_label(node, glyphs) + (f"  {marks[node.id]}" if node.id in marks else ""))
+            lines.append("  " + _marked_label(node, glyphs) + (f"  {marks[node.id]}" if node.id in marks else ""))
             summary = edge_summary(graph, node.id)
             if summary:
                 lines.append("      " + summary)
     return lines
+
+
+def _marked_label(node: Node, glyphs: Glyphs) -> str:
+    """:func:`node_label`, and the node's staleness mark when a rule marked it
+    (``  ! needs_review because f_price``)."""
+    label = node_label(node, glyphs)
+    note = dirty_note(node)
+    return label if note is None else f"{label}  {_cell(shorten(note, CONTENT_WIDTH, glyphs.ellipsis))}"
 
 
 def _in_hierarchy(graph: MemoryGraph, node_id: str) -> bool:
@@ -319,7 +383,7 @@ def _draw(graph: MemoryGraph, tops: Sequence[str], depth: int | None, glyphs: Gl
             on_path.discard(entry[1])
             continue
         _, node_id, first, rest, level = entry
-        label = node_label(graph.node(node_id), glyphs)
+        label = _marked_label(graph.node(node_id), glyphs)
         if node_id in marks:
             label += f"  {marks[node_id]}"
         if node_id in on_path:
@@ -352,7 +416,7 @@ def _draw(graph: MemoryGraph, tops: Sequence[str], depth: int | None, glyphs: Gl
 
 
 def _value(value: Any, glyphs: Glyphs) -> str:
-    return shorten(json.dumps(value, ensure_ascii=False), 48, glyphs.ellipsis)
+    return shorten(json_terminal_safe(json.dumps(value, ensure_ascii=False)), 48, glyphs.ellipsis)
 
 
 def _attr_changes(before: Mapping[str, Any], after: Mapping[str, Any], glyphs: Glyphs) -> str:
@@ -361,7 +425,7 @@ def _attr_changes(before: Mapping[str, Any], after: Mapping[str, Any], glyphs: G
         old = _value(before[key], glyphs) if key in before else "(unset)"
         new = _value(after[key], glyphs) if key in after else "(unset)"
         if old != new:
-            parts.append(f"{key} {old}{glyphs.arrow}{new}")
+            parts.append(f"{_cell(key)} {old}{glyphs.arrow}{new}")
     return ", ".join(parts) or "(no attribute changed)"
 
 
@@ -389,16 +453,16 @@ def change_lines(changes: Iterable[Mapping[str, Any]], *, unicode: bool = True) 
             sign = "+" if kind == "node_added" else "-"
             lines.append(f"{sign} node {document_label(change.get('node') or {'id': change.get('id')}, glyphs)}")
         elif kind == "node_updated":
-            lines.append(f"~ node {change['id']}: {_attr_changes(change['before'], change['after'], glyphs)}")
+            lines.append(f"~ node {_cell(change['id'])}: {_attr_changes(change['before'], change['after'], glyphs)}")
         elif kind in ("edge_added", "edge_removed", "edge_updated"):
-            edge = f"edge {change['from']} -{change['type']}-> {change['to']}"
+            edge = f"edge {_cell(change['from'])} -{_cell(change['type'])}-> {_cell(change['to'])}"
             if kind == "edge_updated":
                 lines.append(f"~ {edge}: {_attr_changes(change['before'], change['after'], glyphs)}")
             else:
-                attributes = f" {json.dumps(change['attrs'], ensure_ascii=False)}" if change.get("attrs") else ""
+                attributes = f" {json_terminal_safe(json.dumps(change['attrs'], ensure_ascii=False))}" if change.get("attrs") else ""
                 lines.append(f"{'+' if kind == 'edge_added' else '-'} {edge}{attributes}")
         elif kind == "loaded":
-            lines.append(f"+ node {change['id']} (in the initial load)")
+            lines.append(f"+ node {_cell(change['id'])} (in the initial load)")
         else:  # a kind added to the engine after this was written
-            lines.append(f"* {json.dumps(dict(change), ensure_ascii=False)}")
+            lines.append(f"* {json_terminal_safe(json.dumps(dict(change), ensure_ascii=False))}")
     return lines

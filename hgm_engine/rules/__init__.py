@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from hgm_engine.rules.compile import (
+    CompiledRuleSet,
     RuleSet,
     Trigger,
     Effect,
@@ -11,6 +12,7 @@ from hgm_engine.rules.compile import (
     ConstraintRule,
     parse_rules,
     compile_rules,
+    compile_rule_file,
 )
 from hgm_engine.rules.constraints import (
     UserConstraint,
@@ -18,13 +20,16 @@ from hgm_engine.rules.constraints import (
     check_full,
 )
 from hgm_engine.rules.engine import (
+    MAX_ROUNDS,
     RuleEngine,
 )
 from hgm_engine.rules.registry import (
+    BrokenObject,
     RuleRegistry,
 )
 
 __all__ = [
+    "CompiledRuleSet",
     "RuleSet",
     "Trigger",
     "Effect",
@@ -32,9 +37,12 @@ __all__ = [
     "ConstraintRule",
     "parse_rules",
     "compile_rules",
+    "compile_rule_file",
     "UserConstraint",
     "ConstraintChecker",
     "check_full",
+    "MAX_ROUNDS",
     "RuleEngine",
+    "BrokenObject",
     "RuleRegistry",
 ]

@@ -13,7 +13,10 @@ Loading checks everything before anything is kept: the parser (``parse_rule_file
 syntax errors (line, column, caret); analysis (``analyze_rule_file``) unknown types, relations
 and edge types (``unknown-name`` with "did you mean") and misused names; this module builds
 the rule set from the syntax nodes and refuses trigger cycles — a rule set whose ``set``
-effects can re-trigger its rules forever, naming the cycle.
+effects can re-trigger its rules forever, naming the cycle. :func:`parse_rules` stops there;
+:func:`compile_rule_file` (what ``hgm rules check`` and loading run) also compiles every
+condition, target and constraint, so what passes the check also loads, and a compile error
+(a query over the compiler's limits, say) is placed at its part of the file.
 
 >>> rs = parse_rules("rule r: on update action where status = 'failed' then mark parent as needs_review")
 >>> [(t.name, t.event, t.node_type) for t in rs.triggers]
@@ -27,9 +30,10 @@ from typing import Any
 import attrs
 
 from hgm_engine.query import syntax as S
-from hgm_engine.errors import Problem, RuleError, line_column
+from hgm_engine.errors import HGMError, Problem, RuleError, line_column
 from hgm_engine.query import CompiledQuery, QueryCache, analyze_rule_file, parse_rule_file
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
+from hgm_engine.rules.constraints import UNCOMPILABLE, UserConstraint, uncompilable_problem
 
 __all__ = [
     "RuleSet",
@@ -38,8 +42,10 @@ __all__ = [
     "Propagation",
     "ConstraintRule",
     "CompiledTrigger",
+    "CompiledRuleSet",
     "parse_rules",
     "compile_rules",
+    "compile_rule_file",
     "trigger_cycle",
     "DEFAULT_DEPTH",
 ]
@@ -144,6 +150,11 @@ def parse_rules(text: str, schema: Schema = DEFAULT_SCHEMA) -> RuleSet:
     ...     print(err.category, err.line, err.message)
     rule-cycle 1 these rules can trigger each other forever: a -> b -> a
     """
+    return _checked(text, schema)[1]
+
+
+def _checked(text: str, schema: Schema) -> tuple[S.RuleFile, RuleSet]:
+    """The parsed file and its checked rule set (syntax, names, trigger cycles)."""
     if not isinstance(text, str):
         raise TypeError("rules are text")
     rule_file = parse_rule_file(text)
@@ -155,7 +166,7 @@ def parse_rules(text: str, schema: Schema = DEFAULT_SCHEMA) -> RuleSet:
         line, column = line_column(text, first.span.start)
         message = "these rules can trigger each other forever: " + " -> ".join(cycle + cycle[:1])
         raise RuleError([Problem("rule-cycle", message, line, column)], text)
-    return rule_set
+    return rule_file, rule_set
 
 
 def _rule_set(rule_file: S.RuleFile) -> RuleSet:
@@ -334,3 +345,84 @@ def compile_rules(rule_set: RuleSet, schema: Schema = DEFAULT_SCHEMA) -> tuple[C
         targets = tuple(None if e.target == "self" else cache.get(f"$node.{e.target}") for e in trigger.effects)
         compiled.append(CompiledTrigger(trigger, condition, targets))
     return tuple(compiled)
+
+
+@attrs.frozen
+class CompiledRuleSet:
+    """A rule file checked and compiled, ready to run: the rule set, its triggers with their
+    conditions and targets compiled, and its constraints compiled.
+
+    >>> compiled = compile_rule_file("constraint c: each fact must has(content)\\nrule r: on add fact then mark parent as blocked")
+    >>> [c.name for c in compiled.constraints], [t.trigger.name for t in compiled.triggers]
+    (['c'], ['r'])
+    """
+
+    rule_set: RuleSet
+    triggers: tuple[CompiledTrigger, ...]
+    constraints: tuple[UserConstraint, ...]
+
+
+def compile_rule_file(text: str, schema: Schema = DEFAULT_SCHEMA) -> CompiledRuleSet:
+    """Check a rule file as :func:`parse_rules` does, then compile every trigger condition,
+    effect target and constraint; raise :class:`RuleError` listing every part that does not
+    compile, each placed at its line and column in ``text``. Loading a rule file runs exactly
+    this before it stores anything, and so does ``hgm rules check``.
+
+    >>> try:
+    ...     compile_rule_file("rule a: on add fact where " + "not " * 200 + "ok then mark self as blocked")
+    ... except HGMError as err:
+    ...     print(err.line)
+    1
+    """
+    rule_file, rule_set = _checked(text, schema)
+    cache = QueryCache(schema, size=4096)
+    problems: list[Problem] = []
+
+    def compiled(prefix: str, node: Any, suffix: str = "") -> CompiledQuery | None:
+        part = rule_file.source(node)
+        query = prefix + part + suffix
+        try:
+            return cache.get(query)
+        except (HGMError, *UNCOMPILABLE) as exc:
+            problems.extend(_placed(exc, query, len(prefix), node.span.start, len(part), text))
+            return None
+
+    statements = [s for s in rule_file.statements if isinstance(s, S.TriggerStatement)]
+    triggers = []
+    for trigger, statement in zip(rule_set.triggers, statements):
+        condition = None if statement.condition is None else compiled("$node.where(", statement.condition, ")")
+        targets = tuple(None if e.target is None else compiled("$node.", e.target) for e in statement.effects)
+        triggers.append(CompiledTrigger(trigger, condition, targets))
+    constraint_statements = [s for s in rule_file.statements if isinstance(s, S.ConstraintStatement)]
+    constraints = []
+    for rule, statement in zip(rule_set.constraints, constraint_statements):
+        try:
+            constraints.append(UserConstraint.compile(rule.name, rule.text, schema))
+        except (HGMError, *UNCOMPILABLE) as exc:
+            problems.extend(_placed(exc, rule.text, 0, statement.definition.span.start, len(rule.text), text))
+    if problems:
+        raise RuleError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)), text)
+    return CompiledRuleSet(rule_set, tuple(triggers), tuple(constraints))
+
+
+def _placed(exc: BaseException, query: str, prefix: int, start: int, length: int, text: str) -> list[Problem]:
+    """The problems of a failed compile of ``query`` — the engine's first ``prefix``
+    characters, then the ``length`` characters of ``text`` from offset ``start`` — placed in
+    ``text``. A problem with no position, or one outside the part from ``text``, goes to the
+    nearest end of that part."""
+    problems = exc.problems if isinstance(exc, HGMError) else (uncompilable_problem(exc),)
+    placed = []
+    for problem in problems:
+        offset = start
+        if problem.line is not None and problem.column is not None and getattr(exc, "source", None) == query:
+            within = _offset(query, problem.line, problem.column) - prefix
+            offset = start + min(max(0, within), length)
+        line, column = line_column(text, offset)
+        placed.append(Problem(problem.category, problem.message, line, column, problem.where))
+    return placed
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    """The 0-based offset of a 1-based (line, column) in ``text``."""
+    lines = text.split("\n")
+    return sum(len(lines[i]) + 1 for i in range(min(line, len(lines)) - 1)) + column - 1

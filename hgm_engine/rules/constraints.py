@@ -47,7 +47,23 @@ from hgm_engine.query.plan import (
 from hgm_engine.model import DEFAULT_ATTRIBUTE_SCHEMAS, DEFAULT_SCHEMA, Closure, Hop, Schema
 from hgm_engine.txn import Violation
 
-__all__ = ["UserConstraint", "ConstraintChecker", "check_full"]
+__all__ = ["UserConstraint", "ConstraintChecker", "check_full", "UNCOMPILABLE", "uncompilable_problem"]
+
+# What compiling a condition can raise besides hgm's own errors when the text is nested deeper
+# than Python can follow: the recursion limit in the planner, or the generated code's nesting
+# limits (``too many nested parentheses``). They mean the same thing to the user.
+UNCOMPILABLE = (RecursionError, SyntaxError, MemoryError)
+
+
+def uncompilable_problem(exc: BaseException) -> Problem:
+    """The ``limit-exceeded`` problem for one of :data:`UNCOMPILABLE` (no position: the caller
+    places it).
+
+    >>> uncompilable_problem(RecursionError("maximum recursion depth exceeded")).message
+    'too deeply nested to compile (maximum recursion depth exceeded)'
+    """
+    detail = exc.msg if isinstance(exc, SyntaxError) and exc.msg else str(exc) or type(exc).__name__
+    return Problem("limit-exceeded", f"too deeply nested to compile ({detail})")
 
 
 def _path_radius(path: PathPlan) -> float:
@@ -102,9 +118,25 @@ class UserConstraint:
 
     @classmethod
     def compile(cls, name: str, text: str, schema: Schema = DEFAULT_SCHEMA) -> "UserConstraint":
-        """Parse and check ``text``; errors carry positions in ``text``."""
+        """Parse and check ``text``; errors carry positions in ``text``. A text nested too
+        deeply to compile is a ``limit-exceeded`` error, never a Python one.
+
+        >>> from hgm_engine.errors import HGMError
+        >>> try:
+        ...     UserConstraint.compile("deep", "each fact must " + "not " * 200 + "has(content)")
+        ... except HGMError as err:
+        ...     print(isinstance(err, ValueError), bool(err.category))
+        True True
+        """
         if not isinstance(name, str) or not name:
             raise QueryAnalysisError([Problem("invalid-argument", "a constraint needs a non-empty name")])
+        try:
+            return cls._compile(name, text, schema)
+        except UNCOMPILABLE as exc:
+            raise QueryAnalysisError([attrs.evolve(uncompilable_problem(exc), line=1, column=1)], text) from None
+
+    @classmethod
+    def _compile(cls, name: str, text: str, schema: Schema) -> "UserConstraint":
         definition = parse_constraint(text)
         analyze_constraint(definition, schema)
         radius = max(
@@ -282,6 +314,12 @@ class ConstraintChecker:
         nodes = view.node_map()
         allowed: dict[tuple[str, str, str], bool] = {}
         rules = self.schema.edge_rules
+        closing: dict[str, set[tuple[str, str]]] = {}
+        if check_cycles:
+            for edge_type in self.schema.acyclic_edge_types:
+                typed = [e for e in edges if e is not None and e.type == edge_type and e.source in nodes and e.target in nodes]
+                if typed:
+                    closing[edge_type] = _closing_cycles(view, typed, edge_type)
         for edge in edges:
             if edge is None or edge.source not in nodes or edge.target not in nodes:
                 continue
@@ -301,11 +339,7 @@ class ConstraintChecker:
                         f"allowed: {rule.describe()}",
                     )
                 )
-            if (
-                check_cycles
-                and edge.type in self.schema.acyclic_edge_types
-                and _reaches(view, edge.target, edge.source, edge.type)
-            ):
+            if check_cycles and (edge.source, edge.target) in closing.get(edge.type, ()):
                 out.append(
                     Violation(
                         f"{edge.type}_acyclic",
@@ -356,25 +390,56 @@ class ConstraintChecker:
         return out
 
 
-def _reaches(view, start: str, goal: str, edge_type: str) -> bool:
-    """Whether ``goal`` can be reached from ``start`` along ``edge_type`` edges.
+def _closing_cycles(view, edges: list, edge_type: str) -> set[tuple[str, str]]:
+    """``(source, target)`` of each of ``edges`` (all of ``edge_type``) that lies on a cycle of
+    ``edge_type`` edges in ``view``: its target reaches its source (a self-loop included).
 
-    Walks backwards from ``goal`` instead when that side is narrower (a tree's ancestors)."""
-    if start == goal:
-        return True
-    seen = {goal}
-    level = [goal]
-    while level:
-        following = []
-        for node_id in level:
-            for previous in view.in_adjacency(node_id).by_type.get(edge_type, ()):
-                if previous == start:
-                    return True
-                if previous not in seen:
-                    seen.add(previous)
-                    following.append(previous)
-        level = following
-    return False
+    One walk for all of them, not one per edge (a chain of n new steps would cost n²): a
+    cycle through ``s -> t`` runs through ancestors of ``s`` only, so the strongly connected
+    components of the ancestors of the edges' sources (Tarjan's algorithm along incoming
+    edges, each ancestor visited once) say for every edge whether its ends share one. Walking
+    backwards keeps a tree's check to its ancestors."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    component: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = 0
+    for root in dict.fromkeys(e.source for e in edges):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(view.in_adjacency(root).by_type.get(edge_type, ())))]
+        while work:
+            node, previous = work[-1]
+            for earlier in previous:
+                if earlier not in index:
+                    index[earlier] = low[earlier] = len(index)
+                    stack.append(earlier)
+                    on_stack.add(earlier)
+                    work.append((earlier, iter(view.in_adjacency(earlier).by_type.get(edge_type, ()))))
+                    break
+                if earlier in on_stack and index[earlier] < low[node]:
+                    low[node] = index[earlier]
+            else:
+                work.pop()
+                if work and low[node] < low[work[-1][0]]:
+                    low[work[-1][0]] = low[node]
+                if low[node] == index[node]:
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component[member] = found
+                        if member == node:
+                            break
+                    found += 1
+    return {
+        (e.source, e.target)
+        for e in edges
+        if e.source == e.target or (e.target in component and component[e.target] == component[e.source])
+    }
 
 
 def _neighbourhood(view, seeds: list[str], radius: int) -> list[str]:

@@ -8,8 +8,10 @@ The order is fixed and documented (docs/rules.md):
    trigger fires its effects in order. ``mark`` sets a node's dirty state (``needs_review``
    or ``blocked``, blocked being the stronger) and records the rule, the cause and ``t``;
    ``set`` changes attributes, and a real change is an *update* event of the next round.
-3. Rounds repeat until no new event appears, at most ``MAX_ROUNDS`` times (loading refuses
-   rule sets that could loop; the cap is the second guard).
+3. Rounds repeat until no new event appears, at most ``max_rounds`` times (``MAX_ROUNDS``,
+   32, unless the memory was made with ``max_rule_rounds``). Loading refuses rule sets that
+   could loop; the cap is the second guard, and also stops a finite cascade longer than it
+   (a ``rule-loop`` error that says the cap was reached and what the last round fired).
 4. Staleness then flows from every changed, deleted, set or marked node along the declared
    edges, breadth-first, to the declared depth, marking ``needs_review``.
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from hgm_engine.errors import Problem
+from hgm_engine.errors import Problem, RequestError
 from hgm_engine.model import same_json, thaw
 from hgm_engine.model import GraphOverlay
 from hgm_engine.rules.compile import CompiledTrigger, Propagation, RuleSet, compile_rules
@@ -30,34 +32,69 @@ from hgm_engine.model import Schema
 from hgm_engine.txn import OpContext
 from hgm_engine.errors import TransactionError
 
-__all__ = ["RuleEngine", "MAX_ROUNDS", "MARK_ATTRIBUTES", "STATE_RANK"]
+__all__ = ["RuleEngine", "MAX_ROUNDS", "MARK_ATTRIBUTES", "STATE_RANK", "checked_rounds"]
 
-MAX_ROUNDS = 32
+MAX_ROUNDS = 32  # the default cap on trigger rounds per transaction (Memory(max_rule_rounds=...))
 MARK_ATTRIBUTES = ("dirty", "dirty_marks")
 STATE_RANK = {None: 0, "needs_review": 1, "blocked": 2}
 
 
-class RuleEngine:
-    """The loaded rule sets of a memory and the commit hook that runs them."""
+def checked_rounds(value: Any) -> int:
+    """``value`` as a cap on rule rounds: a positive integer, or an ``invalid-argument`` error.
 
-    def __init__(self, schema: Schema):
+    >>> checked_rounds(64)
+    64
+    >>> checked_rounds(0)
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.RequestError: invalid-argument at max_rule_rounds: the cap on rule rounds is a positive integer, not 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RequestError(
+            [Problem("invalid-argument", f"the cap on rule rounds is a positive integer, not {value!r}", where="max_rule_rounds")]
+        )
+    return value
+
+
+class RuleEngine:
+    """The loaded rule sets of a memory and the commit hook that runs them; ``max_rounds``
+    caps the trigger rounds of one transaction.
+
+    >>> from hgm_engine.model import DEFAULT_SCHEMA
+    >>> RuleEngine(DEFAULT_SCHEMA).max_rounds
+    32
+    """
+
+    def __init__(self, schema: Schema, *, max_rounds: int = MAX_ROUNDS):
         self.schema = schema
+        self._max_rounds = checked_rounds(max_rounds)
         self.rule_sets: dict[str, RuleSet] = {}
+        self._compiled: dict[str, tuple[CompiledTrigger, ...]] = {}
         self._triggers: tuple[CompiledTrigger, ...] = ()
         self._propagations: tuple[Propagation, ...] = ()
 
-    def set(self, name: str, rule_set: RuleSet | None) -> None:
+    @property
+    def max_rounds(self) -> int:
+        """The cap on trigger rounds in one transaction (a positive integer)."""
+        return self._max_rounds
+
+    @max_rounds.setter
+    def max_rounds(self, value: int) -> None:
+        self._max_rounds = checked_rounds(value)
+
+    def set(self, name: str, rule_set: RuleSet | None, triggers: tuple[CompiledTrigger, ...] | None = None) -> None:
+        """Load ``rule_set`` under ``name`` (None unloads it), with its ``triggers`` already
+        compiled (:func:`~hgm_engine.rules.compile_rule_file`; compiled here when None). The
+        other sets are not compiled again."""
         if rule_set is None:
             self.rule_sets.pop(name, None)
+            self._compiled.pop(name, None)
         else:
+            compiled = compile_rules(rule_set, self.schema) if triggers is None else tuple(triggers)
             self.rule_sets[name] = rule_set
-        triggers: list[CompiledTrigger] = []
-        propagations: list[Propagation] = []
-        for loaded in self.rule_sets.values():
-            triggers.extend(compile_rules(loaded, self.schema))
-            propagations.extend(loaded.propagations)
-        self._triggers = tuple(triggers)
-        self._propagations = tuple(propagations)
+            self._compiled[name] = compiled
+        self._triggers = tuple(t for n in self.rule_sets for t in self._compiled[n])
+        self._propagations = tuple(p for loaded in self.rule_sets.values() for p in loaded.propagations)
 
     @property
     def active(self) -> bool:
@@ -86,27 +123,36 @@ class _Run:
         self.fired: list[str] = []
         self.dirtied: dict[str, dict[str, Any]] = {}
         self.origins: dict[str, None] = {}
+        self.last_round: list[tuple[str, str]] = []  # (rule, node) fired in the latest round
 
     def execute(self) -> tuple[list[str], list[dict[str, Any]]]:
         self._clear_updated()
         events = self._initial_events()
         if self.engine._triggers:
-            for _ in range(MAX_ROUNDS):
+            cap = self.engine.max_rounds
+            for _ in range(cap):
                 events = self._round(events)
                 if not events:
                     break
             else:
-                raise TransactionError(
-                    [
-                        Problem(
-                            "rule-loop",
-                            f"rules kept firing after {MAX_ROUNDS} rounds: " + ", ".join(dict.fromkeys(self.fired[-8:])),
-                        )
-                    ]
-                )
+                raise TransactionError([self._cap_reached(cap, events)])
         if self.engine._propagations:
             self._propagate()
         return list(dict.fromkeys(self.fired)), list(self.dirtied.values())
+
+    def _cap_reached(self, cap: int, pending: list[tuple[str, Any]]) -> Problem:
+        """Round ``cap`` still made events: say so, with what the last round fired (rules
+        on nodes, the first few) and how many updates were still to come."""
+        shown = [f"{rule} on {node!r}" for rule, node in self.last_round[:5]]
+        if len(self.last_round) > 5:
+            shown.append(f"and {len(self.last_round) - 5} more")
+        return Problem(
+            "rule-loop",
+            f"rules were still firing when the cap of {cap} rounds was reached, with {len(pending)} "
+            f"update event(s) left; round {cap} fired {', '.join(shown)}. A finite cascade longer "
+            "than the cap needs a higher one (Memory(max_rule_rounds=...)); nothing was committed",
+            where=f"rule {self.last_round[-1][0]}" if self.last_round else None,
+        )
 
     # -- events -------------------------------------------------------------------------------
 
@@ -140,6 +186,7 @@ class _Run:
 
     def _round(self, events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
         following: dict[str, tuple[str, Any]] = {}  # one update event per node and round
+        self.last_round = []
         for event, node in events:
             view = self.base if event == "delete" else self.overlay
             for compiled in self.engine._triggers:
@@ -150,6 +197,7 @@ class _Run:
                 if compiled.condition is not None and not compiled.condition.run(view, params=params).value:
                     continue
                 self.fired.append(trigger.name)
+                self.last_round.append((trigger.name, node.id))
                 for effect, target_query in zip(trigger.effects, compiled.targets):
                     targets = [node.id] if target_query is None else target_query.run(view, params=params).value
                     for target in targets:
@@ -178,15 +226,23 @@ class _Run:
 
     def _mark(self, node_id: str, state: str, rule: str, cause: str, reason: str | None) -> None:
         node = self.overlay.node(node_id)
-        marks = [thaw(m) for m in node.attrs.get("dirty_marks", ())]
+        # Marks stored before graph files and transactions were checked for them may be
+        # anything: a 'dirty_marks' that is no list is replaced, a 'dirty' that is no state
+        # is overridden, marks that are no objects are kept as they were.
+        stored = node.attrs.get("dirty_marks", ())
+        marks = [thaw(m) for m in stored] if isinstance(stored, tuple) else []
         record = {"state": state, "rule": rule, "because": [cause], "t": self.t}
         if reason:
             record["reason"] = reason
-        if any(m.get("rule") == rule and m.get("because") == [cause] and m.get("state") == state for m in marks):
+        if any(
+            isinstance(m, dict) and m.get("rule") == rule and m.get("because") == [cause] and m.get("state") == state
+            for m in marks
+        ):
             return
         marks.append(record)
         current = node.attrs.get("dirty")
-        strongest = state if STATE_RANK[state] > STATE_RANK.get(current, 0) else current
+        rank = STATE_RANK.get(current, 0) if isinstance(current, str) else 0
+        strongest = state if STATE_RANK[state] > rank else current
         attributes = dict(node.attrs)
         attributes["dirty"] = strongest
         attributes["dirty_marks"] = marks

@@ -125,13 +125,32 @@ class InMemoryStore(Store):
         self._snapshots: dict[str, int] = {}
         self._constraints: dict[str, str] = {}
         self._meta: dict[str, str] = {}
+        self._in_write = 0
 
     def load_state(self) -> tuple[MemoryGraph, int]:
         return MemoryGraph(), 0
 
     @contextlib.contextmanager
     def write(self) -> Iterator["InMemoryStore"]:
-        yield self
+        """As every store's: what is changed inside is undone if the block fails (a nested
+        ``write()`` joins the outer one)."""
+        if self._in_write:
+            self._in_write += 1
+            try:
+                yield self
+            finally:
+                self._in_write -= 1
+            return
+        saved = (len(self._commits), dict(self._snapshots), dict(self._constraints), dict(self._meta))
+        self._in_write = 1
+        try:
+            yield self
+        except BaseException:
+            del self._commits[saved[0] :]
+            self._snapshots, self._constraints, self._meta = saved[1], saved[2], saved[3]
+            raise
+        finally:
+            self._in_write = 0
 
     def latest_t(self) -> int:
         return len(self._commits)

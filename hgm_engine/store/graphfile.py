@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import json
 import pathlib
+from itertools import chain
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from hgm_engine.errors import GraphFileError, Problem
-from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze
+from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, parse_json
+from hgm_engine.model import strings_ok, text_problem, value_problem, values_ok
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
-__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text"]
+__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text", "marks_problem"]
 
 # The JSON values ``freeze`` keeps as they are: a map of only these needs no copy per value.
 _FLAT_JSON = frozenset({str, int, float, bool, type(None)})
@@ -32,6 +34,10 @@ GRAPH_FORMAT = "hgm-graph/1"
 _NODE_RESERVED = ("id", "type")
 _DICT, _STR = frozenset({dict}), frozenset({str})
 _EDGE_RESERVED = ("from", "to", "type")
+# Staleness marks (docs/rules.md) are attributes a graph file may carry (an export writes
+# them); they must be what the rule engine writes, or every reader of them would fail.
+_MARK_KEYS = frozenset({"dirty", "dirty_marks"})
+_MARK_STATES = ("needs_review", "blocked")
 
 
 def _problem(category: str, message: str, where: str) -> Problem:
@@ -105,7 +111,84 @@ def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, existing: Any = ()
                 seen_edges[key] = position
                 continue
         problems.extend(_edge_problems(edge, position, schema, first_seen, seen_edges))
+    problems.extend(_value_problems(nodes, "nodes", _NODE_RESERVED))
+    problems.extend(_value_problems(edges, "edges", _EDGE_RESERVED))
     return problems
+
+
+def _value_problems(records: list, label: str, reserved: tuple[str, ...]) -> list[Problem]:
+    """The first value of each record that the engine cannot store (model.value_problem), and
+    malformed staleness marks; one check over whole columns first, records one by one only
+    when it finds something."""
+    records_only = [record for record in records if type(record) is dict]
+    keys = set(chain.from_iterable(records_only))
+    if values_ok(list(chain.from_iterable(map(dict.values, records_only))), keys) and not (keys & _MARK_KEYS):
+        return []
+    problems = []
+    for position, record in enumerate(records):
+        if isinstance(record, dict):
+            found = _record_problem(record, f"{label}[{position}]", reserved)
+            if found is not None:
+                problems.append(found)
+    return problems
+
+
+def _record_problem(record: dict, where: str, reserved: tuple[str, ...]) -> Problem | None:
+    for key, value in record.items():
+        if not isinstance(key, str):
+            return _problem("invalid-value", f"attribute names are strings, not {key!r}", where)
+        found = text_problem(key, where, "an attribute name")
+        if found is None:
+            if key in reserved:  # the record's own id, type or ends: only strings are stored
+                found = text_problem(value, f"{where}.{key}") if isinstance(value, str) else None
+            else:
+                found = value_problem(value, f"{where}.{key}")
+        if found is not None:
+            return found
+    if reserved is _NODE_RESERVED and not _MARK_KEYS.isdisjoint(record):
+        return marks_problem(record, where)
+    return None
+
+
+def marks_problem(record: dict, where: str) -> Problem | None:
+    """Why a node's ``dirty`` / ``dirty_marks`` are not what the rule engine writes, or None.
+
+    >>> marks_problem({"dirty": "blocked", "dirty_marks": [{"state": "blocked", "rule": "r", "because": ["a"], "t": 2}]}, "nodes[0]") is None
+    True
+    >>> print(marks_problem({"dirty_marks": 5}, "nodes[0]").message)
+    'dirty_marks' is a list of marks ({"state", "rule", "because", "t"}), not 5
+    """
+    states = " or ".join(repr(s) for s in _MARK_STATES)
+    if "dirty" in record and record["dirty"] not in _MARK_STATES:
+        return _problem("invalid-value", f"'dirty' is a staleness state ({states}), not {_shown(record['dirty'])}", f"{where}.dirty")
+    marks = record.get("dirty_marks", [])
+    if not isinstance(marks, (list, tuple)):  # the loader checks them frozen (tuples)
+        return _problem(
+            "invalid-value",
+            f"'dirty_marks' is a list of marks ({{\"state\", \"rule\", \"because\", \"t\"}}), not {_shown(marks)}",
+            f"{where}.dirty_marks",
+        )
+    for i, mark in enumerate(marks):
+        place = f"{where}.dirty_marks[{i}]"
+        if not isinstance(mark, dict):
+            return _problem("invalid-value", f"a mark is an object, not {_shown(mark)}", place)
+        because, t = mark.get("because"), mark.get("t")
+        if mark.get("state") not in _MARK_STATES:
+            return _problem("invalid-value", f"a mark's 'state' is {states}", place)
+        if not isinstance(mark.get("rule"), str) or not mark["rule"]:
+            return _problem("invalid-value", "a mark's 'rule' is the name of the rule that set it", place)
+        if not isinstance(because, (list, tuple)) or not all(isinstance(b, str) for b in because):
+            return _problem("invalid-value", "a mark's 'because' is a list of node ids", place)
+        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+            return _problem("invalid-value", "a mark's 't' is the commit that set it", place)
+        if mark.get("reason") is not None and not isinstance(mark["reason"], str):
+            return _problem("invalid-value", "a mark's 'reason' is a string", place)
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (str, int, float, bool)) or value is None else f"a {type(value).__name__}"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _node_problems(node: Any, position: int, schema: Schema, first_seen: dict[str, int]) -> list[Problem]:
@@ -167,15 +250,36 @@ def _edge_problems(edge: Any, position: int, schema: Schema, first_seen: dict, s
     return problems
 
 
-def graph_from_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, *, checked: bool = False) -> MemoryGraph:
+def graph_from_document(
+    doc: Any,
+    schema: Schema = DEFAULT_SCHEMA,
+    *,
+    checked: bool = False,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> MemoryGraph:
     """Build a :class:`MemoryGraph` from a graph document, or raise listing every problem.
 
     One pass builds the payloads while checking each record cheaply; the first bad record
     stops it and :func:`check_document` then describes every problem. ``checked`` is kept
-    for callers that validated already (the build checks again at almost no cost)."""
+    for callers that validated already (the build checks again at almost no cost).
+    ``progress(phase, done, total)``, when given, hears of the records checked and built
+    (the work runs on whole columns, so it hears of it in a few steps).
+
+    >>> steps = []
+    >>> graph = graph_from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []},
+    ...                             progress=lambda *step: steps.append(step))
+    >>> steps
+    [('checking the graph', 0, 1), ('checking the graph', 0, 1), ('checking the graph', 1, 1), ('building the graph', 0, 1), ('building the graph', 1, 1)]
+    """
     try:
         with bulk_allocation():
-            return MemoryGraph.from_numbered(*_payloads(doc, schema))
+            payloads = _payloads(doc, schema, progress)
+            if progress is not None:
+                progress("building the graph", 0, len(payloads[0]) + len(payloads[2]))
+            graph = MemoryGraph.from_numbered(*payloads)
+            if progress is not None:
+                progress("building the graph", len(payloads[0]) + len(payloads[2]), len(payloads[0]) + len(payloads[2]))
+            return graph
     except _Malformed:
         raise GraphFileError(check_document(doc, schema) or [_problem("invalid-document", "malformed", "document")])
 
@@ -212,7 +316,9 @@ def _node_attributes(record: dict) -> FrozenDict:
     return _attributes(record, _NODE_RESERVED)
 
 
-def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], list[tuple], dict[tuple, int]]:
+def _payloads(
+    doc: Any, schema: Schema, progress: Callable[[str, int, int | None], None] | None = None
+) -> tuple[list[Node], dict[str, int], list[tuple], dict[tuple, int]]:
     """The payloads of a document numbered for :meth:`MemoryGraph.from_numbered`; raises
     ``_Malformed`` when any record is wrong (then the caller describes them all).
 
@@ -226,6 +332,8 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], lis
         raise _Malformed
     if not _DICT.issuperset(map(type, raw_nodes)) or not _DICT.issuperset(map(type, raw_edges)):
         raise _Malformed
+    if progress is not None:
+        progress("checking the graph", 0, len(raw_nodes) + len(raw_edges))
     try:
         ids, types = zip(*map(_ID_AND_TYPE, raw_nodes)) if raw_nodes else ((), ())
         ends = list(map(_ENDS_AND_TYPE, raw_edges))
@@ -247,12 +355,30 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], lis
         raise _Malformed from None
     if wrong:
         raise _Malformed
-    nodes = list(map(Node, ids, types, map(_node_attributes, raw_nodes), range(1, len(ids) + 1)))
-    attributes = [EMPTY_ATTRS] * len(ends)
-    for position, size in enumerate(map(len, raw_edges)):
-        if size != len(_EDGE_RESERVED):  # most edges carry no attributes
-            attributes[position] = _attributes(raw_edges[position], _EDGE_RESERVED)
+    try:
+        node_attributes = list(map(_node_attributes, raw_nodes))
+        attributes = [EMPTY_ATTRS] * len(ends)
+        for position, size in enumerate(map(len, raw_edges)):
+            if size != len(_EDGE_RESERVED):  # most edges carry no attributes
+                attributes[position] = _attributes(raw_edges[position], _EDGE_RESERVED)
+    except (TypeError, RecursionError):  # a key that is not a string, a value nested too deep to copy
+        raise _Malformed from None
+    if progress is not None:
+        progress("checking the graph", (len(raw_nodes) + len(raw_edges)) // 2, len(raw_nodes) + len(raw_edges))
+    # The values the engine may store (model.values_ok), by columns; the types are the
+    # schema's and the ends are ids, so only ids and attributes need looking at.
+    maps = [a for a in chain(node_attributes, attributes) if a]
+    keys = set(chain.from_iterable(maps))
+    if not strings_ok(ids) or not values_ok(list(chain.from_iterable(map(dict.values, maps))), keys):
+        raise _Malformed
+    if not keys.isdisjoint(_MARK_KEYS) and any(
+        marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)
+    ):
+        raise _Malformed
+    nodes = list(map(Node, ids, types, node_attributes, range(1, len(ids) + 1)))
     edges = map(Edge, sources, targets, kinds, attributes, range(1, len(ends) + 1))
+    if progress is not None:
+        progress("checking the graph", len(raw_nodes) + len(raw_edges), len(raw_nodes) + len(raw_edges))
     return nodes, index, list(zip(source_at, target_at, edges)), edge_index
 
 
@@ -268,7 +394,7 @@ def parse_graph_text(text: str, where: str = "graph file") -> Any:
     invalid-json 1 14
     """
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise GraphFileError(
             [Problem("invalid-json", f"{where}: {exc.msg}", exc.lineno, exc.colno)], text

@@ -9,11 +9,14 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import json
+from typing import Any, Callable, Mapping
 
+from hgm_engine.errors import HGMError
 from hgm_engine.model import Change, Commit, Edge, FrozenDict, Node, freeze, thaw
 
 __all__ = [
+    "commit_from_row",
     "node_from_record",
     "edge_from_record",
     "change_to_record",
@@ -87,3 +90,78 @@ def commit_from_record(record: Mapping[str, Any]) -> Commit:
         bool(record.get("genesis", False)),
         record.get("kind", "transaction"),
     )
+
+
+_CHANGE_KINDS = frozenset(
+    ("node_added", "node_updated", "node_removed", "edge_added", "edge_updated", "edge_removed")
+)
+
+
+def _check_payload(payload: Any, node: bool) -> None:
+    if payload is None:
+        return
+    if node:
+        if not isinstance(payload, Node) or not isinstance(payload.id, str) or not isinstance(payload.type, str):
+            raise ValueError("a node in its changes has no text 'id' and 'type'")
+    elif not isinstance(payload, Edge) or not all(isinstance(v, str) for v in payload.key):
+        raise ValueError("an edge in its changes has no text 'from', 'to' and 'type'")
+    if type(payload.seq) is not int or not isinstance(payload.attrs, FrozenDict):
+        raise ValueError("a payload in its changes has no whole-number 'seq' or no object 'attrs'")
+
+
+def _check_commit(commit: Commit) -> None:
+    """ValueError when a decoded record does not have the types a commit has."""
+    for name in ("author", "reason"):
+        if getattr(commit, name) is not None and not isinstance(getattr(commit, name), str):
+            raise ValueError(f"its {name!r} is not text")
+    if commit.base_t is not None and type(commit.base_t) is not int:
+        raise ValueError("its 'base_t' is not a whole number")
+    if isinstance(commit.timestamp, bool) or not isinstance(commit.timestamp, (int, float)):
+        raise ValueError("its 'timestamp' is not a number")
+    if not isinstance(commit.kind, str) or not all(isinstance(name, str) for name in commit.fired_rules):
+        raise ValueError("its 'kind' or 'fired_rules' are not text")
+    for change in commit.changes:
+        if change.kind not in _CHANGE_KINDS:
+            raise ValueError(f"a change has the unknown kind {change.kind!r}")
+        node = change.kind.startswith("node")
+        _check_payload(change.before, node)
+        _check_payload(change.after, node)
+        if change.before is None and change.after is None:
+            raise ValueError("a change has neither 'before' nor 'after'")
+
+
+def commit_from_row(t: int, record: Any, damaged: Callable[[str], HGMError]) -> Commit:
+    """The commit in journal row ``t`` (the record as JSON text, or already decoded).
+
+    A record that is not a commit (not JSON, not an object, a ``t`` other than the row's,
+    fields missing or of the wrong type) raises ``damaged(what)``: the store names itself and
+    says how to recover.
+
+    >>> from hgm_engine.errors import Problem, StoreError
+    >>> damaged = lambda what: StoreError([Problem("store", what)])
+    >>> commit_from_row(1, '{"t": 1, "changes": []}', damaged).t
+    1
+    >>> commit_from_row(2, '{"author": "me"}', damaged)
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.StoreError: store: journal row t=2: its 't' is missing
+    """
+    if isinstance(record, (str, bytes)):
+        try:
+            record = json.loads(record)
+        except (ValueError, RecursionError) as exc:
+            raise damaged(f"journal row t={t} is not a JSON object ({exc})") from None
+    if not isinstance(record, dict):
+        raise damaged(f"journal row t={t} is not a JSON object")
+    if "t" not in record:
+        raise damaged(f"journal row t={t}: its 't' is missing")
+    if type(record["t"]) is not int or record["t"] != t:
+        raise damaged(f"journal row t={t}: its 't' is {record['t']!r}")
+    try:
+        commit = commit_from_record(record)
+        _check_commit(commit)
+    except KeyError as exc:
+        raise damaged(f"journal row t={t}: a change lacks its {exc} field") from None
+    except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+        raise damaged(f"journal row t={t}: {exc}") from None
+    return commit

@@ -15,7 +15,7 @@ snapshot; the snapshot starts after the lock is held, and every writer sees ever
 commit. The lock is released when the transaction ends, also when the client dies. A commit is
 durable when it returns (the server's ``synchronous_commit`` decides what durable means).
 
-psycopg 3 is an optional dependency (``pip install 'hgm[postgres]'``); it is imported when a
+psycopg 3 is an optional dependency (``pip install 'hgm-engine[postgres]'``); it is imported when a
 store is opened, so the engine imports without it.
 
 Nothing here needs a server to show:
@@ -34,12 +34,11 @@ import threading
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from hgm_engine.errors import Problem
-from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, thaw
-from hgm_engine.model import Commit
-from hgm_engine.store.journal import commit_from_record, commit_to_record
+from hgm_engine.errors import Problem, StoreError
+from hgm_engine.model import Commit, MemoryGraph, thaw
 from hgm_engine.store.base import Store
-from hgm_engine.errors import StoreError
+from hgm_engine.store.journal import commit_from_row, commit_to_record
+from hgm_engine.store.rows import build_state
 
 __all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
 
@@ -69,6 +68,32 @@ CREATE TABLE IF NOT EXISTS hgm_constraints (name TEXT PRIMARY KEY, text TEXT NOT
 
 # Serializes table creation when several processes open a new database at once.
 _INIT_LOCK_KEY = 0x68676D5F696E6974  # "hgm_init"
+
+# The tables and the columns hgm reads.
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "hgm_meta": ("key", "value"),
+    "hgm_journal": ("t", "record"),
+    "hgm_nodes": ("id", "type", "attrs", "seq"),
+    "hgm_edges": ("source", "target", "type", "attrs", "seq"),
+    "hgm_snapshots": ("name", "t"),
+    "hgm_constraints": ("name", "text"),
+}
+
+_RESTORE = "restore the database from a backup (pg_dump), or load an 'hgm export' of a good copy into a new database"
+
+# What a server error means for a user, by SQLSTATE.
+_HINTS = {
+    "53100": "no space left on the database server's disk: free some space there and run the command again",
+    "53200": "the database server ran out of memory: run the command again later",
+    "25006": "the database is read-only (a standby, or default_transaction_read_only is on): write to the primary",
+    "42501": "this role may not do that: grant it the rights it needs, or only read",
+    "42P01": f"one of the memory's tables is missing: the store is damaged; {_RESTORE}",
+    "42703": f"one of the memory's columns is missing: the store is damaged; {_RESTORE}",
+    "XX001": f"the server found damaged data: {_RESTORE}",
+    "XX002": "the server found a damaged index: REINDEX the hgm_ tables, or " + _RESTORE,
+    "55P03": "another process holds the store's lock: run the command again when it is done",
+    "57014": "the statement was cancelled (statement_timeout?): run the command again",
+}
 
 
 def is_postgres_url(location: str) -> bool:
@@ -113,20 +138,6 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _decode_all(texts: list[str]) -> list[FrozenDict]:
-    """Frozen attribute maps for JSON object texts, decoded in one pass.
-
-    >>> [dict(a) for a in _decode_all(['{}', '{"z":1,"a":[2]}'])]
-    [{}, {'z': 1, 'a': (2,)}]
-    """
-    full = [i for i, text in enumerate(texts) if text != "{}"]
-    decoded = json.loads("[" + ",".join(texts[i] for i in full) + "]") if full else []
-    out: list[FrozenDict] = [EMPTY_ATTRS] * len(texts)
-    for i, value in zip(full, decoded):
-        out[i] = freeze(value) if value else EMPTY_ATTRS
-    return out
-
-
 def _psycopg():
     try:
         import psycopg
@@ -135,7 +146,7 @@ def _psycopg():
             [
                 Problem(
                     "store",
-                    "a PostgreSQL store needs psycopg 3: pip install 'hgm[postgres]' (or 'psycopg[binary]')",
+                    "a PostgreSQL store needs psycopg 3: pip install 'hgm-engine[postgres]' (or 'psycopg[binary]')",
                 )
             ]
         ) from None
@@ -152,7 +163,11 @@ class PostgresStore(Store):
 
     ``timeout`` bounds how long a writer waits for another writer's lock (seconds) and how
     long connecting may take. Tables are created on first open, unless ``create`` is false:
-    then a database without them is a ``StoreError`` ("no memory at ...").
+    then a database without them is a ``StoreError`` ("no memory at ..."). As with a SQLite
+    file, a memory exists once something was committed to it: the first commit writes the
+    row ``hgm_meta 'complete'`` with it, and tables without that row (a first ``hgm load``
+    that failed, say) are no memory either when ``create`` is false. Tables written before
+    that row existed count as a memory when they hold anything.
 
     >>> from hgm_engine import Memory
     >>> store = PostgresStore("postgresql://hgm@127.0.0.1:5432/hgm")  # doctest: +SKIP
@@ -173,6 +188,7 @@ class PostgresStore(Store):
         self._in_write = 0
         self._commit_cache: dict[int, Commit] = {}
         self._pending: dict[int, Commit] = {}  # appended in the open write, not committed yet
+        self._complete = False  # whether a commit was ever made (the 'complete' row is there)
         self._db = self._connect()
         try:
             row = self._existing_version()
@@ -180,6 +196,19 @@ class PostgresStore(Store):
                 self._db.close()
                 raise StoreError(
                     [Problem("store", f"no memory at {self.location} (its hgm tables do not exist)", where=self.location)]
+                )
+            self._complete = row is not None and row[0] == SCHEMA_VERSION and self._committed_before()
+            if row is not None and row[0] == SCHEMA_VERSION and not self._complete and not create:
+                self._db.close()
+                raise StoreError(
+                    [
+                        Problem(
+                            "store",
+                            f"no memory at {self.location} (its hgm tables are there, but nothing was ever "
+                            "committed to them: a first load or apply that failed made them)",
+                            where=self.location,
+                        )
+                    ]
                 )
             if row is None:  # a new store (or one being created by another process right now)
                 with self._db.transaction():
@@ -191,6 +220,9 @@ class PostgresStore(Store):
         except self._psycopg.Error as exc:
             self._db.close()
             raise self._error(f"cannot set up the tables in {self.location}", exc) from None
+        except StoreError:
+            self._db.close()
+            raise
         if row is not None and row[0] != SCHEMA_VERSION:
             self._db.close()
             raise StoreError(
@@ -198,15 +230,48 @@ class PostgresStore(Store):
             )
 
     def _existing_version(self):
-        """The stored format version when every table exists (no DDL, so read-only roles can
-        open a store), else None."""
-        names = ["hgm_meta", "hgm_journal", "hgm_nodes", "hgm_edges", "hgm_snapshots", "hgm_constraints"]
-        (found,) = self._db.execute(
-            "SELECT count(*) FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL", (names,)
-        ).fetchone()
-        if found < len(names):
+        """The stored format version when the tables exist (no DDL, so read-only roles can
+        open a store), None when none of them does (a new store). Some tables but not all,
+        a column or the format row missing: the store is damaged."""
+        names = list(_COLUMNS)
+        found = dict(
+            self._db.execute(
+                "SELECT name, to_regclass(name)::oid FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL",
+                (names,),
+            ).fetchall()
+        )
+        if not found:
             return None
-        return self._db.execute("SELECT value FROM hgm_meta WHERE key = 'schema_version'").fetchone()
+        for name in names:
+            if name not in found:
+                raise self._damaged(f"table {name!r} is missing")
+        columns: dict[int, set[str]] = {}
+        for relation, column in self._db.execute(
+            "SELECT attrelid::oid, attname FROM pg_attribute WHERE attrelid = ANY(%s::oid[]) AND attnum > 0 AND NOT attisdropped",
+            (list(found.values()),),
+        ).fetchall():
+            columns.setdefault(relation, set()).add(column)
+        for name, wanted in _COLUMNS.items():
+            for column in wanted:
+                if column not in columns.get(found[name], set()):
+                    raise self._damaged(f"table {name!r} has no column {column!r}")
+        row = self._db.execute("SELECT value FROM hgm_meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            raise self._damaged("it has no store format row (hgm_meta 'schema_version')")
+        return row
+
+    def _committed_before(self) -> bool:
+        """Whether the tables hold a memory: the 'complete' row its first commit wrote, or,
+        in tables from before that row, anything at all (a commit, a snapshot, a constraint,
+        metadata besides the store format)."""
+        return bool(
+            self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM hgm_meta WHERE key <> 'schema_version')"
+                " OR EXISTS (SELECT 1 FROM hgm_journal)"
+                " OR EXISTS (SELECT 1 FROM hgm_snapshots)"
+                " OR EXISTS (SELECT 1 FROM hgm_constraints)"
+            ).fetchone()[0]
+        )
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"
@@ -234,7 +299,13 @@ class PostgresStore(Store):
         return self._db
 
     def _error(self, action: str, exc: BaseException) -> StoreError:
-        return StoreError([Problem("store", f"{action}: {_first_line(exc)}", where=self.location)])
+        hint = _HINTS.get(getattr(exc, "sqlstate", None) or "")
+        text = f"{action}: {_first_line(exc)}" + (f" ({hint})" if hint else "")
+        return StoreError([Problem("store", text, where=self.location)])
+
+    def _damaged(self, what: str) -> StoreError:
+        """A StoreError for damage found in the stored rows, with the way to recover."""
+        return StoreError([Problem("store", f"{self.location} is damaged: {what}. To recover, {_RESTORE}", where=self.location)])
 
     def _read(self, action: str, read: Callable[[Any], Any]) -> Any:
         """``read(connection)`` under the lock. Outside a write, a lost connection is opened
@@ -261,24 +332,16 @@ class PostgresStore(Store):
             db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
             t = self._latest_t(db)
-            # Bulk build, as the SQLite store does: attribute maps come as text and are decoded
-            # by one json.loads over all of them; empty ones ('{}') are not decoded at all.
+            # Attribute maps come as text and are decoded in one pass (store/rows.py).
             node_rows = db.execute("SELECT id, type, attrs::text, seq FROM hgm_nodes ORDER BY seq").fetchall()
-            node_attrs = _decode_all([row[2] for row in node_rows])
-            nodes = [Node(row[0], row[1], attrs, row[3]) for row, attrs in zip(node_rows, node_attrs)]
-            edge_rows = db.execute(
-                "SELECT source, target, type, attrs::text, seq FROM hgm_edges ORDER BY seq"
-            ).fetchall()
-            edge_attrs = _decode_all([row[3] for row in edge_rows])
-            edges = [Edge(row[0], row[1], row[2], attrs, row[4]) for row, attrs in zip(edge_rows, edge_attrs)]
-            graph = MemoryGraph.from_payloads(nodes, edges)
+            edge_rows = db.execute("SELECT source, target, type, attrs::text, seq FROM hgm_edges ORDER BY seq").fetchall()
         except BaseException:
             if not nested:
                 self._rollback(db)
             raise
         if not nested:
             db.execute("COMMIT")
-        return graph, t
+        return build_state(node_rows, edge_rows, self._damaged), t
 
     @staticmethod
     def _latest_t(db) -> int:
@@ -317,7 +380,7 @@ class PostgresStore(Store):
             )
             for number, record in rows:
                 if self._commit_cache.get(number) is None:
-                    self._commit_cache[number] = commit_from_record(record)
+                    self._commit_cache[number] = commit_from_row(number, record, self._damaged)
         return [c for c in (self._cached(n) for n in range(t + 1, upto + 1)) if c is not None]
 
     def change_token(self) -> object:
@@ -347,7 +410,7 @@ class PostgresStore(Store):
                 ).fetchall()
                 for number, record in rows:
                     if self._cached(number) is None:
-                        self._commit_cache[number] = commit_from_record(record)
+                        self._commit_cache[number] = commit_from_row(number, record, self._damaged)
             found = (self._cached(n) for n in range(t + 1, high + 1))
             return [commit for commit in found if commit is not None]
 
@@ -396,10 +459,13 @@ class PostgresStore(Store):
                 raise
             else:
                 try:
+                    if not self._complete:  # the first commit makes the memory (see the class)
+                        db.execute("INSERT INTO hgm_meta (key, value) VALUES ('complete', '1') ON CONFLICT (key) DO NOTHING")
                     db.execute("COMMIT")
                 except psycopg.Error as exc:
                     self._rollback(db)
                     raise self._error(f"cannot commit to {self.location}; nothing was written", exc) from None
+                self._complete = True
                 self._commit_cache.update(self._pending)
             finally:
                 self._pending = {}

@@ -5,11 +5,28 @@ A commit writes its journal row and its state changes in one SQLite transaction 
 any moment reopens at the last committed ``t``. Writers take SQLite's write lock
 (``BEGIN IMMEDIATE``) for the whole commit, so two processes on one file are serialized.
 
+A store is checked when it is opened, and refused with a :class:`StoreError` that says what is
+wrong and how to recover when it is not an intact hgm memory: a 0-byte file, a file that is not
+a SQLite database, another program's database, a missing table or column, no store format row,
+or damage SQLite's ``PRAGMA quick_check`` finds (``check="quick"``, the default; ``"full"``
+runs ``integrity_check``, ``"none"`` skips it). Every row carries a CRC-32 of its content
+(column ``crc``), checked whenever the row is read, so a changed byte that SQLite cannot see
+is reported too, naming the row. Any SQLite error on any path becomes a ``StoreError`` that
+names the store and the cause: the file is read-only, no space is left, the file is damaged,
+another process holds the lock.
+
+A new store is built in a temporary file next to ``path`` and renamed into place by its first
+commit: a memory that never committed anything (a first ``hgm load`` that failed on a full
+disk, say) leaves no file behind, and a 0-byte or half-made file is never hgm's.
+
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "m.db")
 >>> store = SQLiteStore(path)
->>> store.latest_t()
-0
+>>> store.latest_t(), os.path.exists(path)
+(0, False)
+>>> store.set_meta("note", "hello")  # the first write puts the file in place
+>>> os.path.exists(path), store.get_meta("note")
+(True, 'hello')
 >>> store.close()
 """
 
@@ -17,173 +34,560 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import pathlib
+import re
+import secrets
+import shlex
 import sqlite3
 import threading
-from typing import Iterator
+import zlib
+from typing import Any, Iterator
 
 from hgm_engine.errors import Problem, StoreError
-from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, thaw
+from hgm_engine.model import Commit, MemoryGraph, bulk_allocation, thaw
 from hgm_engine.store.base import Store
-from hgm_engine.model import Commit
-from hgm_engine.store.journal import commit_from_record, commit_to_record
+from hgm_engine.store.journal import commit_from_row, commit_to_record
+from hgm_engine.store.rows import build_state, edge_name, node_name
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "CHECKS", "row_crc"]
 
 SCHEMA_VERSION = "1"
+CHECKS = ("quick", "full", "none")  # what opening a store runs: PRAGMA quick_check, integrity_check, nothing
+
+# The tables and the columns hgm reads; ``crc`` (the row's checksum) is added to stores
+# written before rows carried one by their first write.
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "meta": ("key", "value"),
+    "journal": ("t", "record"),
+    "nodes": ("id", "type", "attrs", "seq"),
+    "edges": ("source", "target", "type", "attrs", "seq"),
+    "snapshots": ("name", "t"),
+    "constraints": ("name", "text"),
+}
 
 _TABLES = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS journal (
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, crc INTEGER);
+CREATE TABLE journal (
     t INTEGER PRIMARY KEY,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    crc INTEGER
 );
-CREATE TABLE IF NOT EXISTS nodes (
+CREATE TABLE nodes (
     id TEXT PRIMARY KEY,
     type TEXT NOT NULL,
     attrs TEXT NOT NULL,
-    seq INTEGER NOT NULL
+    seq INTEGER NOT NULL,
+    crc INTEGER
 );
-CREATE TABLE IF NOT EXISTS edges (
+CREATE TABLE edges (
     source TEXT NOT NULL,
     target TEXT NOT NULL,
     type TEXT NOT NULL,
     attrs TEXT NOT NULL,
     seq INTEGER NOT NULL,
+    crc INTEGER,
     PRIMARY KEY (source, target, type)
 );
-CREATE TABLE IF NOT EXISTS snapshots (name TEXT PRIMARY KEY, t INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE snapshots (name TEXT PRIMARY KEY, t INTEGER NOT NULL, crc INTEGER);
+CREATE TABLE constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL, crc INTEGER);
 """
 
+_NODE_ROWS = "SELECT id, type, attrs, seq, {crc} FROM nodes NOT INDEXED ORDER BY seq"
+_EDGE_ROWS = "SELECT source, target, type, attrs, seq, {crc} FROM edges NOT INDEXED ORDER BY seq"
 
-def _decode_all(texts: list[str]) -> list[FrozenDict]:
-    """Frozen attribute maps for JSON object texts, decoded in one pass."""
-    full = [i for i, text in enumerate(texts) if text != "{}"]
-    decoded = json.loads("[" + ",".join(texts[i] for i in full) + "]") if full else []
-    out: list[FrozenDict] = [EMPTY_ATTRS] * len(texts)
-    for i, value in zip(full, decoded):
-        out[i] = freeze(value) if value else EMPTY_ATTRS
-    return out
+
+def row_crc(*values: Any) -> int:
+    """The checksum a row carries: CRC-32 of its values as text, joined by U+001F.
+
+    >>> row_crc("g", "goal", "{}", 1) == row_crc("g", "goal", "{}", 1), row_crc("g", "goal", "{}", 2) == row_crc("g", "goal", "{}", 1)
+    (True, False)
+    """
+    return zlib.crc32("\x1f".join(map(str, values)).encode("utf-8", "surrogatepass"))
+
+
+def _unchecked_or_bad(node_rows: list, edge_rows: list) -> tuple[list, list]:
+    """The state rows ``(..., crc)`` without a checksum or whose checksum does not match
+    (``row_crc`` inlined: a Python f-string per row). A value of the wrong type cannot match:
+    bytes, a float or None print otherwise than the text or integer the checksum was of."""
+    crc32 = zlib.crc32
+    nodes = [r for r in node_rows if r[4] is None or r[4] != crc32(f"{r[0]}\x1f{r[1]}\x1f{r[2]}\x1f{r[3]}".encode())]
+    edges = [
+        r for r in edge_rows if r[5] is None or r[5] != crc32(f"{r[0]}\x1f{r[1]}\x1f{r[2]}\x1f{r[3]}\x1f{r[4]}".encode())
+    ]
+    return nodes, edges
+
+
+_NODE_TYPES = (str, str, str, int)
+_EDGE_TYPES = (str, str, str, str, int)
 
 
 def _dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class SQLiteStore(Store):
-    """Journal and state in one SQLite file."""
+def _sql_text(value: Any) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
 
-    def __init__(self, path: str, *, timeout: float = 30.0):
-        self.location = str(path)
-        try:
-            self._db = sqlite3.connect(
-                self.location, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_TABLES)
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError([Problem("store", f"cannot open {self.location}: {exc}", where=self.location)]) from None
-        if row is None:
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise StoreError(
-                [Problem("store", f"{self.location} has store format {row[0]}, this hgm reads {SCHEMA_VERSION}")]
-            )
+
+def _shell_word(text: str) -> str:
+    """``text`` as one shell word, in double quotes when that is enough (SQL has ' in it).
+
+    >>> print(_shell_word("UPDATE t SET crc = NULL WHERE id = 'a'"), _shell_word("a$b"))
+    "UPDATE t SET crc = NULL WHERE id = 'a'" 'a$b'
+    """
+    if not any(ch in text for ch in '"$`\\!'):
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
+def _cause(exc: BaseException) -> tuple[str, str]:
+    """What a SQLite error means for a user: (kind, SQLite's words)."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    text = str(exc) or type(exc).__name__
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return "read-only", text
+    if name.startswith("SQLITE_FULL") or "database or disk is full" in text:
+        return "full", text
+    if name.startswith("SQLITE_NOTADB") or "file is not a database" in text:
+        return "not-a-database", text
+    if name.startswith("SQLITE_CORRUPT") or "malformed" in text or "Could not decode" in text:
+        return "damaged", text
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
+        return "locked", text
+    if name in ("SQLITE_IOERR_WRITE", "SQLITE_IOERR_TRUNCATE", "SQLITE_IOERR_SHMSIZE"):
+        return "write-failed", text  # ENOSPC on a short write is SQLITE_FULL; EFBIG lands here
+    if name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+        return "io", text
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")) or "unable to open" in text:
+        return "cannot-open", text
+    return "other", text
+
+
+class SQLiteStore(Store):
+    """Journal and state in one SQLite file.
+
+    ``timeout`` is how long a writer waits for another process's write lock (seconds);
+    ``create`` whether a missing file becomes a new memory (else ``StoreError``, "no memory
+    at ..."); ``check`` what opening runs besides the table checks (:data:`CHECKS`).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "notes.txt")
+    >>> _ = open(path, "w").write("not a memory")
+    >>> try:
+    ...     SQLiteStore(path)
+    ... except StoreError as err:
+    ...     print(err.message.replace(path, "PATH"))  # doctest: +ELLIPSIS
+    PATH is not a SQLite database (or its first page is damaged): file is not a database; ...
+    """
+
+    def __init__(self, path: str | os.PathLike, *, timeout: float = 30.0, create: bool = True, check: str = "quick"):
+        if check not in CHECKS:
+            raise ValueError(f"check must be one of {', '.join(CHECKS)}, not {check!r}")
+        self.location = os.fspath(path)
+        self._timeout = timeout
+        self._check = check
         self._lock = threading.RLock()
         # A second connection answers committed_t: the first one is held for a whole commit.
         self._peek_lock = threading.Lock()
         self._peek_db: sqlite3.Connection | None = None
         self._peek_version: int | None = None
         self._peek_latest = 0
-        self._timeout = timeout
         self._in_write = 0
         self._pending: list[Commit] = []
         self._commit_cache: dict[int, Commit] = {}
+        # While the memory has never committed, it lives in this temporary file (see _publish).
+        self._unpublished: str | None = None
+        self._generation = 0  # counts connection switches (change_token differs across them)
+        self._crc = {table: "crc" for table in _COLUMNS}  # the crc column, or NULL in an older store
+        if os.path.exists(self.location):
+            self._db = self._open_existing()
+        elif not create:
+            raise self._problem(f"no memory at {self.location}")
+        else:
+            self._db = self._create()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.location!r})"
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def _problem(self, message: str) -> StoreError:
+        return StoreError([Problem("store", message, where=self.location)])
+
+    def _failure(self, action: str, exc: BaseException, *, written: bool = False) -> StoreError:
+        """A StoreError for SQLite error ``exc`` while doing ``action`` ("write", "read the
+        journal of", ...): what it means and what to do. ``written``: the action was a write
+        that SQLite rolled back."""
+        loc = self.location
+        if isinstance(exc, OSError):
+            kind, text = ("read-only" if isinstance(exc, PermissionError) else "io"), exc.strerror or str(exc)
+        elif isinstance(exc, UnicodeError):
+            kind, text = "other", f"a text cannot be stored as UTF-8 ({exc.reason})"
+        else:
+            kind, text = _cause(exc)
+        nothing = "; nothing was written" if written else ""
+        if kind == "read-only":
+            why = f"the file is read-only ({text}){nothing}: make {loc} and its folder writable for this user, or only read it"
+        elif kind == "full":
+            why = f"no space left on the device, or the file reached its size limit ({text}){nothing}: free some space and run the command again"
+        elif kind == "not-a-database":
+            return self._problem(
+                f"{loc} is not a SQLite database (or its first page is damaged): {text}; "
+                "if it was an hgm memory, restore it from a backup or an 'hgm export'"
+            )
+        elif kind == "damaged":
+            return self._damaged(f"SQLite reports: {text}")
+        elif kind == "locked":
+            why = f"another process holds the store's lock (waited {self._timeout:g} s: {text}){nothing}: run the command again when it is done"
+        elif kind == "write-failed":
+            why = (
+                f"the operating system refused to write the file ({text}){nothing}: no space left on the device, "
+                "the file over its size limit (ulimit -f) or a failing disk; free some space and run the command again"
+            )
+        elif kind == "io":
+            why = (
+                f"the operating system reported an I/O error ({text}){nothing}: the disk may be full or failing, "
+                "or the file over a size limit; check it and run the command again"
+            )
+        elif kind == "cannot-open":
+            why = f"{text} (does the file's folder exist, and may this user read and write both?)"
+        else:
+            why = f"{text}{nothing}"
+        return self._problem(f"cannot {action} {loc}: {why}")
+
+    def _damaged(self, what: str, fix: str | None = None) -> StoreError:
+        """A StoreError for damage found in the file, with the ways to recover."""
+        loc = self.location if re.fullmatch(r"[\w./+-]+", self.location) else _shell_word(self.location)
+        ways = [f"restore {self.location} from a backup or load an 'hgm export' of a good copy into a new memory"]
+        if fix:
+            ways.append(f"keep the row as it is now with: sqlite3 {loc} {_shell_word(fix)}")
+        ways.append(f"or recover what SQLite can still read: sqlite3 {loc} .recover | sqlite3 RECOVERED.db")
+        return self._problem(f"{self.location} is damaged: {what}. To recover, " + "; ".join(ways))
+
+    @contextlib.contextmanager
+    def _guard(self, action: str, *, written: bool = False) -> Iterator[None]:
+        """Turn SQLite errors raised inside into StoreErrors (see :meth:`_failure`)."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except (sqlite3.Error, UnicodeError, OverflowError) as exc:
+            raise self._failure(action, exc, written=written) from None
+
+    # -- opening and creating -----------------------------------------------------------------
+
+    def _connect(self, file: str, *, existing: bool) -> sqlite3.Connection:
+        """A connection to ``file``; ``existing``: fail rather than create a missing file."""
+        target, uri = file, False
+        if existing:
+            target, uri = pathlib.Path(file).absolute().as_uri() + "?mode=rw", True
+        return sqlite3.connect(target, timeout=self._timeout, isolation_level=None, check_same_thread=False, uri=uri)
+
+    def _open_existing(self) -> sqlite3.Connection:
+        loc = self.location
+        try:
+            size = os.path.getsize(loc)
+            wal = os.path.getsize(loc + "-wal") if os.path.exists(loc + "-wal") else 0
+        except OSError as exc:
+            raise self._failure("open", exc) from None
+        if os.path.isdir(loc):
+            raise self._problem(f"{loc} is a folder, not an hgm memory")
+        if size == 0 and wal == 0:
+            raise self._problem(
+                f"{loc} is an empty file (0 bytes), not an hgm memory: hgm builds a new memory in a "
+                "temporary file and puts it in place complete, so another program made this one (or an "
+                "older hgm failed while creating it); delete it and run 'hgm load' or 'hgm apply' again"
+            )
+        with self._guard("open"):
+            db = self._connect(loc, existing=True)
+        try:
+            self._check_tables(db)
+            with self._guard("open"):
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                except sqlite3.OperationalError as exc:
+                    if _cause(exc)[0] != "read-only":  # a read-only file is read in the mode it has
+                        raise
+                db.execute("PRAGMA synchronous=FULL")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _check_tables(self, db: sqlite3.Connection) -> None:
+        """Refuse a file that is not an intact hgm memory (before anything is written to it)."""
+        with self._guard("open"):
+            tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            present = [name for name in _COLUMNS if name in tables]
+            if not present:
+                if not tables:
+                    raise self._problem(
+                        f"{self.location} is a SQLite database with no tables, not an hgm memory; "
+                        "delete it, or give another path, to make a new memory"
+                    )
+                raise self._problem(
+                    f"{self.location} is not an hgm memory: it is another program's SQLite database "
+                    f"(its tables: {', '.join(tables[:8])}{', ...' if len(tables) > 8 else ''})"
+                )
+            for table in _COLUMNS:
+                if table not in tables:
+                    raise self._damaged(f"table '{table}' is missing")
+                columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                for column in _COLUMNS[table]:
+                    if column not in columns:
+                        raise self._damaged(f"table '{table}' has no column '{column}'")
+                self._crc[table] = "crc" if "crc" in columns else "NULL"
+            rows = db.execute(f"SELECT value, {self._crc['meta']} FROM meta NOT INDEXED WHERE key = 'schema_version'").fetchall()
+            if not rows:
+                raise self._damaged("it has no store format row (meta 'schema_version')")
+            if len(rows) > 1 or (rows[0][1] is not None and rows[0][1] != row_crc("schema_version", rows[0][0])):
+                raise self._damaged("its store format row (meta 'schema_version') does not match its checksum")
+            if rows[0][0] != SCHEMA_VERSION:
+                raise self._problem(f"{self.location} has store format {rows[0][0]}, this hgm reads {SCHEMA_VERSION}")
+            if self._check != "none":
+                pragma = "quick_check" if self._check == "quick" else "integrity_check"
+                found = [row[0] for row in db.execute(f"PRAGMA {pragma}(5)")]
+                if found != ["ok"]:
+                    raise self._damaged(f"SQLite's {pragma} found: " + "; ".join(map(str, found)))
+
+    def _create(self) -> sqlite3.Connection:
+        """A new, empty memory in a temporary file next to the store's path (see _publish)."""
+        folder = os.path.dirname(os.path.abspath(self.location))
+        if not os.path.isdir(folder):
+            raise self._problem(f"cannot create {self.location}: the folder {folder} does not exist")
+        if os.path.exists(self.location + "-wal") and os.path.getsize(self.location + "-wal"):
+            raise self._problem(
+                f"cannot create {self.location}: its write-ahead log {self.location}-wal is there without it; "
+                "move the log away (it may hold the last commits of a memory whose file was deleted)"
+            )
+        temp = os.path.join(folder, f".{os.path.basename(self.location)}.{os.getpid()}-{secrets.token_hex(4)}.hgm-new")
+        db = None
+        try:
+            db = self._connect(temp, existing=False)
+            # One file, no WAL, until the file is renamed into place: nothing beside it to move.
+            db.execute("PRAGMA journal_mode=DELETE")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            for statement in _TABLES.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(
+                "INSERT INTO meta (key, value, crc) VALUES ('schema_version', ?, ?)",
+                (SCHEMA_VERSION, row_crc("schema_version", SCHEMA_VERSION)),
+            )
+            db.execute("COMMIT")
+        except (sqlite3.Error, OSError) as exc:
+            if db is not None:
+                db.close()
+            self._remove_files(temp)
+            raise self._failure("create", exc) from None
+        self._unpublished = temp
+        return db
+
+    @staticmethod
+    def _remove_files(file: str) -> None:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.remove(file + suffix)
+
+    def _file(self) -> str:
+        """The file the connections are on: the store's path, or the temporary file."""
+        return self._unpublished or self.location
+
+    def _close_reader(self) -> None:
+        with self._peek_lock:
+            if self._peek_db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._peek_db.close()
+                self._peek_db = None
+                self._peek_version = None
+
+    def _adopt_existing(self) -> None:
+        """Another process created the memory while this one had not committed yet: drop the
+        temporary file and use theirs (the next commit catches up with it first)."""
+        temp = self._unpublished
+        self._close_reader()
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        self._remove_files(temp)
+        self._unpublished = None
+        self._generation += 1
+        self._db = self._open_existing()
+
+    def _follow(self) -> None:
+        """Before a read of a memory that never committed: if another process has created the
+        file meanwhile, read that (never waiting for a commit of this process under way)."""
+        if self._unpublished is None or not os.path.exists(self.location):
+            return
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._unpublished is not None and not self._in_write:
+                    self._adopt_existing()
+            finally:
+                self._lock.release()
+
+    def _publish(self) -> None:
+        """Put the temporary file in place, after its first commit (which is in it, synced).
+
+        A hard link never replaces a memory another process created meanwhile; on a file
+        system without hard links, a rename when nothing is there yet."""
+        temp, loc = self._unpublished, self.location
+        self._close_reader()
+        self._db.close()
+        folder = os.path.dirname(os.path.abspath(loc))
+        try:
+            try:
+                os.link(temp, loc)
+            except FileExistsError:
+                raise
+            except OSError:
+                if os.path.exists(loc):
+                    raise FileExistsError(loc) from None
+                os.rename(temp, loc)
+            with contextlib.suppress(OSError):  # the new name must survive a power loss too
+                fd = os.open(folder, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except FileExistsError:
+            self._remove_files(temp)
+            self._unpublished = None
+            self._db = self._open_existing()
+            raise self._problem(
+                f"cannot create {loc}: another process created it at the same moment; this commit "
+                "was not written: run it again (it will see what the other process wrote)"
+            ) from None
+        except OSError as exc:
+            self._remove_files(temp)
+            self._unpublished = None
+            self._db = self._create()
+            raise self._failure("create", exc, written=True) from None
+        self._remove_files(temp)
+        self._unpublished = None
+        self._generation += 1
+        with self._guard("open"):
+            self._db = self._connect(loc, existing=True)
+            with contextlib.suppress(sqlite3.OperationalError):  # stays in rollback mode if it cannot
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
 
     # -- reading ------------------------------------------------------------------------------
 
+    def _end_read(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+
     def load_state(self) -> tuple[MemoryGraph, int]:
         with self._lock, bulk_allocation():
-            # One read transaction, so the state and its t agree even while others write.
-            self._db.execute("BEGIN")
-            try:
-                t = self._latest_t()
-                # Bulk build: payloads straight from the rows, in creation order. The attribute
-                # maps are decoded by one json.loads over all of them (a call per row costs more
-                # than the decoding), and empty ones ('{}', most edges) are not decoded at all.
-                node_rows = self._db.execute("SELECT id, type, attrs, seq FROM nodes ORDER BY seq").fetchall()
-                node_attrs = _decode_all([row[2] for row in node_rows])
-                nodes = [Node(row[0], row[1], attrs, row[3]) for row, attrs in zip(node_rows, node_attrs)]
-                edge_rows = self._db.execute(
-                    "SELECT source, target, type, attrs, seq FROM edges ORDER BY seq"
-                ).fetchall()
-                edge_attrs = _decode_all([row[3] for row in edge_rows])
-                edges = [Edge(row[0], row[1], row[2], attrs, row[4]) for row, attrs in zip(edge_rows, edge_attrs)]
-                graph = MemoryGraph.from_payloads(nodes, edges)
-            finally:
-                self._db.execute("COMMIT")
-            return graph, t
+            with self._guard("read the state of"):
+                # One read transaction, so the state and its t agree even while others write.
+                self._db.execute("BEGIN")
+                try:
+                    t = self._latest_t()
+                    node_rows = self._db.execute(_NODE_ROWS.format(crc=self._crc["nodes"])).fetchall()
+                    edge_rows = self._db.execute(_EDGE_ROWS.format(crc=self._crc["edges"])).fetchall()
+                finally:
+                    self._end_read()
+            return self._build_state(node_rows, edge_rows), t
 
-    def _latest_t(self) -> int:
-        row = self._db.execute("SELECT MAX(t) FROM journal").fetchone()
+    def _build_state(self, node_rows: list, edge_rows: list) -> MemoryGraph:
+        """The graph of the state rows, each checked: its checksum, its types, its attributes,
+        unique ids, edges between nodes that are there."""
+
+        def node_fix(row) -> str:
+            return f"UPDATE nodes SET crc = NULL WHERE id = {_sql_text(row[0])}"
+
+        def edge_fix(row) -> str:
+            where = " AND ".join(f"{c} = {_sql_text(v)}" for c, v in zip(("source", "target", "type"), row))
+            return f"UPDATE edges SET crc = NULL WHERE {where}"
+
+        suspects = _unchecked_or_bad(node_rows, edge_rows)
+        for rows, name, fix, types in zip(suspects, (node_name, edge_name), (node_fix, edge_fix), (_NODE_TYPES, _EDGE_TYPES)):
+            bad = [row for row in rows if row[-1] is not None]
+            if bad:
+                more = f" (and {len(bad) - 1} more rows)" if len(bad) > 1 else ""
+                raise self._damaged(f"{name(bad[0])} does not match its checksum{more}", fix(bad[0]))
+            for row in rows:  # rows written before checksums: their types are checked one by one
+                if any(type(value) is not kind for value, kind in zip(row, types)):
+                    raise self._damaged(f"{name(row)} has a value of the wrong type")
+        return build_state(node_rows, edge_rows, self._damaged)
+
+    def _latest_t(self, db: sqlite3.Connection | None = None) -> int:
+        row = (db or self._db).execute("SELECT MAX(t) FROM journal").fetchone()
         return row[0] or 0
 
     def latest_t(self) -> int:
-        with self._lock:
+        self._follow()
+        with self._lock, self._guard("read the journal of"):
             return self._latest_t()
 
     def _reader(self) -> sqlite3.Connection:
         """The second, read-only connection (opened on first use; call under ``_peek_lock``)."""
         if self._peek_db is None:
-            self._peek_db = sqlite3.connect(
-                self.location, timeout=self._timeout, isolation_level=None, check_same_thread=False
-            )
+            self._peek_db = self._connect(self._file(), existing=True)
         return self._peek_db
 
     def committed_t(self) -> int:
-        with self._peek_lock:
+        self._follow()
+        with self._peek_lock, self._guard("read the journal of"):
             db = self._reader()
             # data_version moves when any other connection (our writer included) commits:
             # unchanged, the journal is not read at all.
             version = db.execute("PRAGMA data_version").fetchone()[0]
             if version != self._peek_version:
-                self._peek_latest = db.execute("SELECT MAX(t) FROM journal").fetchone()[0] or 0
+                self._peek_latest = self._latest_t(db)
                 self._peek_version = version
             return self._peek_latest
 
+    def _journal_rows(self, db: sqlite3.Connection, low: int, high: int) -> list:
+        return db.execute(
+            f"SELECT t, record, {self._crc['journal']} FROM journal WHERE t > ? AND t <= ? ORDER BY t", (low, high)
+        ).fetchall()
+
+    def _decode_commit(self, t: int, record: Any, crc: int | None) -> Commit:
+        if crc is not None and crc != row_crc(t, record):
+            raise self._damaged(f"journal row t={t} does not match its checksum", f"UPDATE journal SET crc = NULL WHERE t = {t}")
+        return commit_from_row(t, record, self._damaged)
+
     def read_commits(self, t: int, upto: int) -> list[Commit]:
+        self._follow()
         missing = [n for n in range(t + 1, upto + 1) if n not in self._commit_cache]
         if missing:
-            with self._peek_lock:
-                rows = self._reader().execute(
-                    "SELECT t, record FROM journal WHERE t > ? AND t <= ? ORDER BY t", (t, upto)
-                ).fetchall()
-            for number, record in rows:
-                self._commit_cache.setdefault(number, commit_from_record(json.loads(record)))
+            with self._peek_lock, self._guard("read the journal of"):
+                rows = self._journal_rows(self._reader(), t, upto)
+            for number, record, crc in rows:
+                if number not in self._commit_cache:
+                    self._commit_cache[number] = self._decode_commit(number, record, crc)
         return [self._commit_cache[n] for n in range(t + 1, upto + 1) if n in self._commit_cache]
 
     def change_token(self) -> object:
         # SQLite counts commits made by *other* connections (one PRAGMA, no table read):
         # this process's own commits are already applied where they were made.
-        with self._lock:
-            return self._db.execute("PRAGMA data_version").fetchone()[0]
+        self._follow()
+        with self._lock, self._guard("read"):
+            return (self._generation, self._db.execute("PRAGMA data_version").fetchone()[0])
 
     def commits_after(self, t: int, upto: int | None = None) -> list[Commit]:
+        self._follow()
         with self._lock:
-            high = self._latest_t() if upto is None else upto
-            missing = [n for n in range(t + 1, high + 1) if n not in self._commit_cache]
-            if missing:
-                rows = self._db.execute(
-                    "SELECT t, record FROM journal WHERE t > ? AND t <= ? ORDER BY t", (t, high)
-                ).fetchall()
-                for number, record in rows:
-                    if number not in self._commit_cache:
-                        self._commit_cache[number] = commit_from_record(json.loads(record))
+            with self._guard("read the journal of"):
+                high = self._latest_t() if upto is None else upto
+                missing = [n for n in range(t + 1, high + 1) if n not in self._commit_cache]
+                rows = self._journal_rows(self._db, t, high) if missing else []
+            for number, record, crc in rows:
+                if number not in self._commit_cache:
+                    self._commit_cache[number] = self._decode_commit(number, record, crc)
             return [self._commit_cache[n] for n in range(t + 1, high + 1) if n in self._commit_cache]
 
     # -- writing ------------------------------------------------------------------------------
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def write(self) -> Iterator["SQLiteStore"]:
@@ -195,19 +599,26 @@ class SQLiteStore(Store):
                 finally:
                     self._in_write -= 1
                 return
-            try:
+            if self._unpublished is not None and os.path.exists(self.location):
+                self._adopt_existing()
+            with self._guard("lock"):
                 self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError([Problem("store", f"cannot lock {self.location} for writing: {exc}")]) from None
             self._in_write = 1
-            self._pending: list[Commit] = []
+            self._pending = []
             try:
+                self._add_checksum_columns()
                 yield self
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             else:
-                self._db.execute("COMMIT")
+                try:
+                    self._db.execute("COMMIT")
+                except (sqlite3.Error, UnicodeError) as exc:
+                    self._rollback()
+                    raise self._failure("commit to", exc, written=True) from None
+                if self._unpublished is not None:
+                    self._publish()
                 # Only what was really written may be served from the cache.
                 for commit in self._pending:
                     self._commit_cache[commit.t] = commit
@@ -215,89 +626,169 @@ class SQLiteStore(Store):
                 self._in_write = 0
                 self._pending = []
 
+    def _add_checksum_columns(self) -> None:
+        """Give the tables of a store written before rows had checksums their ``crc`` column
+        (rows written from now on carry one; older rows are read unchecked)."""
+        if all(column == "crc" for column in self._crc.values()):
+            return
+        with self._guard("write", written=True):
+            for table in _COLUMNS:
+                if "crc" not in {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN crc INTEGER")
+                self._crc[table] = "crc"
+
+    def _journal_row(self, commit: Commit) -> tuple:
+        record = _dumps(commit_to_record(commit))
+        return (commit.t, record, row_crc(commit.t, record))
+
     def append(self, commit: Commit) -> None:
         assert self._in_write, "append() runs inside write()"
-        record = commit_to_record(commit)
-        self._db.execute("INSERT INTO journal (t, record) VALUES (?, ?)", (commit.t, _dumps(record)))
-        self._apply_state(commit)
+        with self._guard("write", written=True):
+            try:
+                self._db.execute("INSERT INTO journal (t, record, crc) VALUES (?, ?, ?)", self._journal_row(commit))
+            except sqlite3.IntegrityError:
+                raise self._damaged(f"the journal already holds a row t={commit.t} past its latest t") from None
+            self._apply_state(commit)
         self._pending.append(commit)
 
     def _apply_state(self, commit: Commit) -> None:
+        """The commit's changes to the state tables; a row that should be there and is not (or
+        the other way round) means the tables and the journal disagree: damage."""
         db = self._db
+
+        def expect_one(cursor: sqlite3.Cursor, what: str) -> None:
+            if cursor.rowcount != 1:
+                raise self._damaged(f"{what} is not in the state tables, though the journal has it")
+
         for change in commit.changes:
             kind = change.kind
             if kind == "edge_removed":
-                db.execute("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?", change.before.key)
+                edge = change.before
+                cursor = db.execute("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?", edge.key)
+                expect_one(cursor, f"edge {edge.source} -{edge.type}-> {edge.target}")
             elif kind == "node_removed":
-                db.execute("DELETE FROM nodes WHERE id = ?", (change.before.id,))
+                expect_one(db.execute("DELETE FROM nodes WHERE id = ?", (change.before.id,)), f"node {change.before.id!r}")
             elif kind in ("node_added", "node_updated"):
                 node = change.after
-                db.execute(
-                    "INSERT OR REPLACE INTO nodes (id, type, attrs, seq) VALUES (?, ?, ?, ?)",
-                    (node.id, node.type, _dumps(thaw(node.attrs)), node.seq),
-                )
+                attrs = _dumps(thaw(node.attrs))
+                row = (node.type, attrs, node.seq, row_crc(node.id, node.type, attrs, node.seq), node.id)
+                if kind == "node_updated":
+                    cursor = db.execute("UPDATE nodes SET type = ?, attrs = ?, seq = ?, crc = ? WHERE id = ?", row)
+                    expect_one(cursor, f"node {node.id!r}")
+                else:
+                    try:
+                        db.execute("INSERT INTO nodes (type, attrs, seq, crc, id) VALUES (?, ?, ?, ?, ?)", row)
+                    except sqlite3.IntegrityError:
+                        raise self._damaged(f"node {node.id!r} is already in the state tables, though the journal removed it") from None
             elif kind in ("edge_added", "edge_updated"):
                 edge = change.after
-                db.execute(
-                    "INSERT OR REPLACE INTO edges (source, target, type, attrs, seq) VALUES (?, ?, ?, ?, ?)",
-                    (edge.source, edge.target, edge.type, _dumps(thaw(edge.attrs)), edge.seq),
-                )
+                attrs = _dumps(thaw(edge.attrs))
+                row = (attrs, edge.seq, row_crc(edge.source, edge.target, edge.type, attrs, edge.seq), *edge.key)
+                if kind == "edge_updated":
+                    cursor = db.execute(
+                        "UPDATE edges SET attrs = ?, seq = ?, crc = ? WHERE source = ? AND target = ? AND type = ?", row
+                    )
+                    expect_one(cursor, f"edge {edge.source} -{edge.type}-> {edge.target}")
+                else:
+                    try:
+                        db.execute("INSERT INTO edges (attrs, seq, crc, source, target, type) VALUES (?, ?, ?, ?, ?, ?)", row)
+                    except sqlite3.IntegrityError:
+                        raise self._damaged(
+                            f"edge {edge.source} -{edge.type}-> {edge.target} is already in the state tables, "
+                            "though the journal removed it"
+                        ) from None
 
     def write_genesis(self, commit: Commit, graph: MemoryGraph) -> None:
         """Record a load into an empty store: the whole graph, in bulk."""
         assert self._in_write and commit.genesis
-        self._db.execute("INSERT INTO journal (t, record) VALUES (?, ?)", (commit.t, _dumps(commit_to_record(commit))))
-        self._db.executemany(
-            "INSERT INTO nodes (id, type, attrs, seq) VALUES (?, ?, ?, ?)",
-            ((n.id, n.type, _dumps(thaw(n.attrs)), n.seq) for n in graph.nodes()),
-        )
-        self._db.executemany(
-            "INSERT INTO edges (source, target, type, attrs, seq) VALUES (?, ?, ?, ?, ?)",
-            ((e.source, e.target, e.type, _dumps(thaw(e.attrs)), e.seq) for e in graph.edges()),
-        )
+
+        def node_rows() -> Iterator[tuple]:
+            for n in graph.nodes():
+                attrs = _dumps(thaw(n.attrs))
+                yield n.id, n.type, attrs, n.seq, row_crc(n.id, n.type, attrs, n.seq)
+
+        def edge_rows() -> Iterator[tuple]:
+            for e in graph.edges():
+                attrs = _dumps(thaw(e.attrs))
+                yield e.source, e.target, e.type, attrs, e.seq, row_crc(e.source, e.target, e.type, attrs, e.seq)
+
+        with self._guard("write", written=True):
+            try:
+                self._db.execute("INSERT INTO journal (t, record, crc) VALUES (?, ?, ?)", self._journal_row(commit))
+                self._db.executemany("INSERT INTO nodes (id, type, attrs, seq, crc) VALUES (?, ?, ?, ?, ?)", node_rows())
+                self._db.executemany(
+                    "INSERT INTO edges (source, target, type, attrs, seq, crc) VALUES (?, ?, ?, ?, ?, ?)", edge_rows()
+                )
+            except sqlite3.IntegrityError:
+                raise self._damaged("the state tables are not empty, though the journal is") from None
         self._pending.append(commit)
 
     # -- small tables -------------------------------------------------------------------------
 
+    def _small_rows(self, db: sqlite3.Connection, table: str, columns: str, where: str = "", params: tuple = ()) -> list:
+        """Rows of a small table read past its index, each checked against its checksum."""
+        rows = db.execute(f"SELECT {columns}, {self._crc[table]} FROM {table} NOT INDEXED {where}", params).fetchall()
+        for row in rows:
+            if row[-1] is not None and row[-1] != row_crc(*row[:-1]):
+                key = "key" if table == "meta" else "name"
+                raise self._damaged(
+                    f"the {table} row {row[0]!r} does not match its checksum",
+                    f"UPDATE {table} SET crc = NULL WHERE {key} = {_sql_text(row[0])}",
+                )
+        return [row[:-1] for row in rows]
+
     def snapshots(self) -> dict[str, int]:
+        self._follow()
         # On the reading connection: a reader resolving a snapshot name under the memory's
         # read lock must not wait for a commit that is waiting for readers to finish.
-        with self._peek_lock:
-            return dict(self._reader().execute("SELECT name, t FROM snapshots ORDER BY t, name"))
+        with self._peek_lock, self._guard("read the snapshots of"):
+            rows = self._small_rows(self._reader(), "snapshots", "name, t", "ORDER BY t, name")
+        return dict(rows)
 
     def set_snapshot(self, name: str, t: int) -> None:
-        with self.write():
-            self._db.execute("INSERT OR REPLACE INTO snapshots (name, t) VALUES (?, ?)", (name, t))
+        with self.write(), self._guard("write", written=True):
+            self._db.execute(
+                "INSERT OR REPLACE INTO snapshots (name, t, crc) VALUES (?, ?, ?)", (name, t, row_crc(name, t))
+            )
 
     def constraints(self) -> dict[str, str]:
-        with self._lock:
-            return dict(self._db.execute("SELECT name, text FROM constraints ORDER BY name"))
+        self._follow()
+        with self._lock, self._guard("read the constraints of"):
+            return dict(self._small_rows(self._db, "constraints", "name, text", "ORDER BY name"))
 
     def set_constraint(self, name: str, text: str | None) -> None:
-        with self.write():
+        with self.write(), self._guard("write", written=True):
             if text is None:
                 self._db.execute("DELETE FROM constraints WHERE name = ?", (name,))
             else:
-                self._db.execute("INSERT OR REPLACE INTO constraints (name, text) VALUES (?, ?)", (name, text))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO constraints (name, text, crc) VALUES (?, ?, ?)", (name, text, row_crc(name, text))
+                )
 
     def get_meta(self, key: str) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-            return None if row is None else row[0]
+        self._follow()
+        with self._lock, self._guard("read the metadata of"):
+            rows = self._small_rows(self._db, "meta", "key, value", "WHERE key = ?", (key,))
+        if len(rows) > 1:
+            raise self._damaged(f"the meta row {key!r} is in the table twice")
+        return rows[0][1] if rows else None
 
     def set_meta(self, key: str, value: str | None) -> None:
-        with self.write():
+        with self.write(), self._guard("write", written=True):
             if value is None:
                 self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
             else:
-                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value, crc) VALUES (?, ?, ?)", (key, value, row_crc(key, value))
+                )
 
     def close(self) -> None:
+        """Close the connections (never raises: nothing unwritten is lost by closing); a memory
+        that never committed leaves no file."""
         with self._lock:
-            self._db.close()
-        with self._peek_lock:
-            if self._peek_db is not None:
-                self._peek_db.close()
-                self._peek_db = None
-
-
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._close_reader()
+            if self._unpublished is not None:
+                self._remove_files(self._unpublished)
+                self._unpublished = None

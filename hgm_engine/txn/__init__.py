@@ -22,6 +22,10 @@ from hgm_engine.txn.ops import (
     apply_op,
     orphan_violations,
     MARK_ATTRS,
+    NODE_KEYS,
+    EDGE_KEYS,
+    MAX_OPS,
+    MAX_PLAN_DEPTH,
 )
 from hgm_engine.txn.report import (
     Violation,
@@ -68,6 +72,10 @@ __all__ = [
     "apply_op",
     "orphan_violations",
     "MARK_ATTRS",
+    "NODE_KEYS",
+    "EDGE_KEYS",
+    "MAX_OPS",
+    "MAX_PLAN_DEPTH",
     "TransactionReport",
     "change_to_json",
     "historical_view",

@@ -19,11 +19,11 @@ from __future__ import annotations
 import uuid
 from typing import Any, Mapping
 
-from hgm_engine.errors import Problem, RequestError, TransactionRefused
+from hgm_engine.errors import Problem, RequestError, TransactionError, TransactionRefused
 from hgm_engine.model import GraphOverlay
 from hgm_engine.query import QueryResult
 from hgm_engine.txn.commit import CommitPipeline, ops_builder
-from hgm_engine.txn.ops import OpContext, apply_op, parse_op
+from hgm_engine.txn.ops import MAX_OPS, OpContext, apply_op, parse_op
 from hgm_engine.txn.report import TransactionReport
 
 __all__ = ["Transaction"]
@@ -93,11 +93,30 @@ class Transaction:
 
     # ops
     def op(self, doc: Mapping[str, Any]) -> list[str]:
-        """Apply one op in transaction-file form; returns the ids it created."""
+        """Apply one op in transaction-file form; returns the ids it created.
+
+        A transaction holds at most the memory's ``max_ops`` ops (10,000 unless the memory
+        was made with another ``max_ops``); the op beyond is ``limit-exceeded``.
+
+        >>> from hgm_engine import Memory
+        >>> with Memory(max_ops=1).transaction() as tx:
+        ...     tx.op({"op": "add_node", "type": "goal"})
+        ...     tx.op({"op": "add_node", "type": "goal"})
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.TransactionError: limit-exceeded at ops[1]: a transaction may hold at most 1 ops
+        """
         if self._done:
             raise _ended()
+        limit = getattr(self.memory, "max_ops", MAX_OPS)
+        if len(self.ops) >= limit:
+            raise TransactionError(
+                [Problem("limit-exceeded", f"a transaction may hold at most {limit} ops", where=f"ops[{len(self.ops)}]")]
+            )
         if self._overlay is None:
             self._start()
+        if not isinstance(doc, Mapping):
+            raise TransactionError([Problem("invalid-transaction", "an op is a JSON object", where=f"ops[{len(self.ops)}]")])
         op = parse_op(dict(doc), f"ops[{len(self.ops)}]")
         created = apply_op(self._overlay, op, self._ctx, f"ops[{len(self.ops)}]")
         self.ops.append(op)

@@ -24,7 +24,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from hgm_engine.errors import ConflictError, GraphFileError, Problem, RequestError, TransactionError
-from hgm_engine.model import Change, GraphOverlay, Node, apply_changes, bulk_allocation
+from hgm_engine.model import Change, GraphOverlay, Node, apply_changes, bulk_allocation, text_problem
 from hgm_engine.store import check_document, graph_from_document
 from hgm_engine.model import Commit
 from hgm_engine.txn.ops import AddEdge, AddNode, OpContext, apply_op, orphan_violations
@@ -88,6 +88,7 @@ class CommitPipeline:
         """Commit what ``build`` makes (``prepared``: an overlay a transaction already built,
         with its context, created ids and the graph version it was built on, used when no
         other commit landed since). Returns the report; refused or ``dry_run``: not committed."""
+        _check_texts(author, reason)
         state = self.state
 
         def write() -> tuple[Commit | None, TransactionReport]:
@@ -165,10 +166,19 @@ class CommitPipeline:
 
     # -- loading ------------------------------------------------------------------------------
 
-    def load(self, doc: Any, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
+    def load(
+        self,
+        doc: Any,
+        *,
+        author: str | None = None,
+        reason: str | None = None,
+        progress: Callable[[str, int, int | None], None] | None = None,
+    ) -> TransactionReport:
         """Load a graph document as one transaction: all or nothing, every problem named.
 
         Into an empty memory this is a *genesis* commit (the history starts there).
+        ``progress(phase, done, total)``, when given, hears of each phase (checking and
+        building the graph, checking constraints, writing; ``total`` None when not counted).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -176,22 +186,25 @@ class CommitPipeline:
         >>> m.load(doc).t, m.load({"format": "hgm-graph/1", "nodes": [{"id": "h", "type": "goal"}], "edges": []}).t
         (1, 2)
         """
+        _check_texts(author, reason)
         state = self.state
 
         def genesis_if_empty() -> TransactionReport | None:
             # Decided under the store's write lock: two processes loading one empty store at
             # once must not both take it for empty.
             if state.t == 0 and len(state.graph) == 0:
-                return self._genesis(doc, author, reason)
+                return self._genesis(doc, author, reason, progress)
             return None
 
         report = state.alone(genesis_if_empty)
         if report is not None:
             return report
+        (progress or _no_progress)("checking the graph", 0, None)
         with state.lock.reading():
             problems = check_document(doc, self.memory.schema, existing=state.graph.node_map())
         if problems:
             raise GraphFileError(problems)
+        (progress or _no_progress)("adding nodes and edges", 0, None)
         # Built as ops directly: an attribute called "parent" or "order" stays an attribute.
         ops: list = [
             AddNode(node["id"], node["type"], {k: v for k, v in node.items() if k not in ("id", "type")})
@@ -210,18 +223,22 @@ class CommitPipeline:
             )
         return report
 
-    def _genesis(self, doc: Any, author: str | None, reason: str | None) -> TransactionReport:
+    def _genesis(self, doc: Any, author: str | None, reason: str | None, progress: Any = None) -> TransactionReport:
+        report = progress or _no_progress
         # One pause of the collector over building and checking: in between, the first
         # allocations would make it walk every payload just made.
         with bulk_allocation():
-            graph = graph_from_document(doc, self.memory.schema)
+            graph = graph_from_document(doc, self.memory.schema, progress=progress)
+            report("checking constraints", 0, None)
             violations = self.checker.check_all(graph)
         if violations:
             raise GraphFileError(
                 [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in violations]
             )
         commit = Commit(1, author, reason or "load", None, time.time(), (), genesis=True, kind="load")
+        report("writing to the store", 0, None)
         self.state.replace(commit, graph)
+        report("writing to the store", 1, 1)
         return TransactionReport(True, 1, None, author, commit.reason)
 
     # -- reverting ----------------------------------------------------------------------------
@@ -287,6 +304,19 @@ class CommitPipeline:
             return []
 
         return build
+
+
+def _no_progress(phase: str, done: int, total: int | None) -> None:
+    """The progress callback of a load nobody watches."""
+
+
+def _check_texts(author: Any, reason: Any) -> None:
+    """``author`` and ``reason`` are stored with the commit: they follow the value rules."""
+    for key, text in (("author", author), ("reason", reason)):
+        if text is not None:
+            problem = text_problem(text, key)
+            if problem is not None:
+                raise TransactionError([problem])
 
 
 def _content(payload: Any) -> tuple | None:

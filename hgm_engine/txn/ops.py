@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import attrs
 
 from hgm_engine.errors import Problem, TransactionError
-from hgm_engine.model import GraphOverlay, Schema, closest
+from hgm_engine.model import GraphOverlay, Schema, closest, text_problem, value_problem
 from hgm_engine.txn.report import Violation
 
 __all__ = [
@@ -44,7 +44,19 @@ __all__ = [
     "apply_op",
     "orphan_violations",
     "MARK_ATTRS",
+    "NODE_KEYS",
+    "EDGE_KEYS",
+    "MAX_OPS",
+    "MAX_PLAN_DEPTH",
 ]
+
+MAX_OPS = 10_000
+"""The most ops one transaction may hold (``Memory(max_ops=...)`` sets another limit)."""
+
+MAX_PLAN_DEPTH = 100
+"""How many levels of ``children`` a ``replace_branch`` plan may nest."""
+
+_MAX_BASE_T = 2**63 - 1  # the largest integer SQLite and PostgreSQL store
 
 
 # -- operations ---------------------------------------------------------------------------------
@@ -148,16 +160,27 @@ _OP_KEYS = {
     "replace_branch": ({"op", "id", "with"}, {"set"}),
     "confirm": ({"op", "id"}, set()),
 }
+_DOCUMENT_KEYS = ("author", "reason", "base_t", "ops", "dry_run")
 
 
 def _fail(message: str, where: str, category: str = "invalid-transaction") -> TransactionError:
     return TransactionError([Problem(category, message, where=where)])
 
 
+def _raise_if(problem: Problem | None) -> None:
+    if problem is not None:
+        raise TransactionError([problem])
+
+
+def _names_of(keys: Any) -> str:
+    return ", ".join(repr(k) for k in keys)
+
+
 def _string(doc: Mapping, key: str, where: str) -> str:
     value = doc.get(key)
     if not isinstance(value, str) or not value:
         raise _fail(f"{key!r} must be a non-empty string", where)
+    _raise_if(text_problem(value, f"{where}.{key}"))
     return value
 
 
@@ -172,32 +195,72 @@ def _mapping(value: Any, what: str, where: str) -> dict:
 def _names(value: Any, what: str, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise _fail(f"{what} must be a list of attribute names", where)
     return tuple(value)
 
 
-_RESERVED_ATTRS = ("id", "type")
+NODE_KEYS = ("id", "type")
+"""What a node record holds besides its attributes: no attribute may have these names."""
+
+EDGE_KEYS = ("from", "to", "type")
+"""What an edge record holds besides its attributes: no attribute may have these names."""
+
 # Staleness marks belong to the rule engine; ops clear them with ``confirm`` or an update.
 MARK_ATTRS = ("dirty", "dirty_marks")
 
 
 def _check_attrs(attributes: Mapping[str, Any], where: str) -> None:
     for key in attributes:
-        if key in _RESERVED_ATTRS:
+        if key in NODE_KEYS:
             raise _fail(f"{key!r} is not an attribute and cannot be set", where)
         if key in MARK_ATTRS:
             raise _fail(f"{key!r} holds staleness marks set by rules; clear them with the confirm op", where)
 
 
-def parse_op(doc: Any, where: str) -> Op:
-    """One op of a transaction file; ``where`` (e.g. ``ops[2]``) names it in errors."""
-    if not isinstance(doc, dict):
-        raise _fail("an op is a JSON object", where)
+def _check_edge_attrs(attributes: Any, where: str) -> None:
+    for key in attributes:
+        if key in EDGE_KEYS:
+            raise _fail(f"{key!r} names the edge itself (from, to, type); it is not an attribute and cannot be set", where)
+
+
+def _check_values(attributes: Mapping[Any, Any], where: str, prefix: str = "") -> None:
+    """Every attribute name and value of ``attributes`` can be stored (model.value_problem);
+    the place of a bad one is ``WHERE.PREFIX.NAME...`` (``ops[3].set.tags[1]``)."""
+    base = f"{where}.{prefix}" if prefix else where
+    for key, value in attributes.items():
+        if not isinstance(key, str):
+            raise _fail(f"attribute names are strings, not {key!r}", base, "invalid-value")
+        _raise_if(text_problem(key, base, "an attribute name") or value_problem(value, f"{base}.{key}"))
+
+
+def _op_name(doc: Mapping, where: str) -> str:
     name = doc.get("op")
+    if not isinstance(name, str):
+        kind = "null" if name is None else f"a {type(name).__name__}"
+        raise _fail(f"'op' must be the name of an op ({', '.join(_OP_KEYS)}), not {kind}", where)
     if name not in _OP_KEYS:
         known = ", ".join(_OP_KEYS)
         raise _fail(f"unknown op {name!r}; known: {known}", where)
+    return name
+
+
+def parse_op(doc: Any, where: str) -> Op:
+    """One op of a transaction file; ``where`` (e.g. ``ops[2]``) names it in errors.
+
+    Its shape is checked here; attribute values are checked when it applies (every op does,
+    those built in code too), against the rules of ``hgm_engine.model.value_problem``.
+
+    >>> parse_op({"op": "update_node", "id": "g", "set": {"status": "done"}}, "ops[0]")
+    UpdateNode(node_id='g', set={'status': 'done'}, unset=())
+    >>> parse_op({"op": ["add_node"]}, "ops[1]")
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.TransactionError: invalid-transaction at ops[1]: 'op' must be the name of an op (add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm), not a list
+    """
+    if not isinstance(doc, dict):
+        raise _fail("an op is a JSON object", where)
+    name = _op_name(doc, where)
     required, optional = _OP_KEYS[name]
     missing = sorted(required - set(doc))
     if missing:
@@ -205,8 +268,8 @@ def parse_op(doc: Any, where: str) -> Op:
     if name == "add_node":
         attributes = {k: v for k, v in doc.items() if k not in required | optional}
         node_id = doc.get("id")
-        if node_id is not None and (not isinstance(node_id, str) or not node_id):
-            raise _fail("'id' must be a non-empty string", where)
+        if node_id is not None:
+            node_id = _string(doc, "id", where)
         parent = doc.get("parent")
         if parent is not None and not isinstance(parent, str):
             raise _fail("'parent' must be a node id", where)
@@ -214,12 +277,12 @@ def parse_op(doc: Any, where: str) -> Op:
         if order is not None and (isinstance(order, bool) or not isinstance(order, (int, float))):
             raise _fail("'order' must be a number", where)
         return AddNode(node_id, _string(doc, "type", where), attributes, parent, order)
-    unknown = sorted(set(doc) - required - optional)
+    unknown = sorted((k for k in doc if k not in required and k not in optional), key=str)
     if name == "add_edge":
         attributes = {k: v for k, v in doc.items() if k not in required}
         return AddEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where), attributes)
     if unknown:
-        raise _fail(f"{name} does not take {', '.join(repr(u) for u in unknown)}", where)
+        raise _fail(f"{name} does not take {_names_of(unknown)}", where)
     if name == "update_node":
         changes = _mapping(doc.get("set"), "'set'", where)
         _check_attrs(changes, where)
@@ -228,13 +291,10 @@ def parse_op(doc: Any, where: str) -> Op:
         return UpdateNode(_string(doc, "id", where), changes, unset)
     if name == "update_edge":
         changes = _mapping(doc.get("set"), "'set'", where)
-        return UpdateEdge(
-            _string(doc, "from", where),
-            _string(doc, "to", where),
-            _string(doc, "type", where),
-            changes,
-            _names(doc.get("unset"), "'unset'", where),
-        )
+        _check_edge_attrs(changes, where)
+        unset = _names(doc.get("unset"), "'unset'", where)
+        _check_edge_attrs(unset, where)
+        return UpdateEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where), changes, unset)
     if name == "delete_node":
         cascade = doc.get("cascade", False)
         if not isinstance(cascade, bool):
@@ -248,19 +308,21 @@ def parse_op(doc: Any, where: str) -> Op:
         plan = doc.get("with")
         if not isinstance(plan, list):
             raise _fail("'with' must be a list of nested plan nodes", where)
-        children = tuple(_plan_node(child, f"{where}.with[{i}]") for i, child in enumerate(plan))
+        children = tuple(_plan_node(child, f"{where}.with[{i}]", 1) for i, child in enumerate(plan))
         changes = _mapping(doc.get("set"), "'set'", where)
         _check_attrs(changes, where)
         return ReplaceBranch(_string(doc, "id", where), children, changes)
     raise AssertionError(name)  # pragma: no cover
 
 
-def _plan_node(doc: Any, where: str) -> PlanNode:
+def _plan_node(doc: Any, where: str, level: int) -> PlanNode:
     if not isinstance(doc, dict):
         raise _fail("a plan node is a JSON object", where)
+    if level > MAX_PLAN_DEPTH:
+        raise _fail(f"a plan may nest at most {MAX_PLAN_DEPTH} levels of children", where)
     node_id = doc.get("id")
-    if node_id is not None and (not isinstance(node_id, str) or not node_id):
-        raise _fail("'id' must be a non-empty string", where)
+    if node_id is not None:
+        node_id = _string(doc, "id", where)
     children_doc = doc.get("children", [])
     if not isinstance(children_doc, list):
         raise _fail("'children' must be a list", where)
@@ -273,28 +335,50 @@ def _plan_node(doc: Any, where: str) -> PlanNode:
         if not isinstance(edge, dict):
             raise _fail("an edge is a JSON object", edge_where)
         extra = {k: v for k, v in edge.items() if k not in ("to", "type")}
+        _check_edge_attrs(extra, edge_where)  # a plan edge starts at its plan node: no 'from'
         edges.append((_string(edge, "to", edge_where), _string(edge, "type", edge_where), extra))
     attributes = {k: v for k, v in doc.items() if k not in ("id", "type", "children", "edges")}
-    children = tuple(_plan_node(child, f"{where}.children[{i}]") for i, child in enumerate(children_doc))
+    children = tuple(_plan_node(child, f"{where}.children[{i}]", level + 1) for i, child in enumerate(children_doc))
     return PlanNode(node_id, _string(doc, "type", where), attributes, children, tuple(edges))
 
 
-def parse_transaction(doc: Any) -> TransactionDoc:
-    """Check a transaction document's shape; raise :class:`TransactionError` naming the op."""
+def parse_transaction(doc: Any, *, max_ops: int = MAX_OPS) -> TransactionDoc:
+    """Check a transaction document's shape; raise :class:`TransactionError` naming the op.
+
+    At most ``max_ops`` ops (default :data:`MAX_OPS`; ``limit-exceeded`` beyond); booleans
+    (``dry_run``) must be JSON booleans.
+
+    >>> parse_transaction({"ops": [], "dry_run": "yes"})
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.TransactionError: invalid-transaction at dry_run: 'dry_run' must be true or false, not 'yes'
+    >>> parse_transaction({"ops": [{"op": "confirm", "id": "g"}] * 3}, max_ops=2)
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.TransactionError: limit-exceeded at ops: 3 ops; a transaction may hold at most 2
+    """
     if not isinstance(doc, dict):
         raise _fail("a transaction is a JSON object with 'ops'", "document")
-    unknown = sorted(set(doc) - {"author", "reason", "base_t", "ops", "dry_run"})
+    unknown = sorted((k for k in doc if k not in _DOCUMENT_KEYS), key=str)
     if unknown:
         raise _fail(f"unknown keys {unknown}", "document")
     ops = doc.get("ops")
     if not isinstance(ops, list):
         raise _fail("'ops' must be a list", "ops")
+    if len(ops) > max_ops:
+        raise _fail(f"{len(ops)} ops; a transaction may hold at most {max_ops}", "ops", "limit-exceeded")
     base_t = doc.get("base_t")
-    if base_t is not None and (isinstance(base_t, bool) or not isinstance(base_t, int) or base_t < 0):
-        raise _fail("'base_t' must be a non-negative integer", "base_t")
+    if base_t is not None and (isinstance(base_t, bool) or not isinstance(base_t, int) or not 0 <= base_t <= _MAX_BASE_T):
+        raise _fail("'base_t' must be a non-negative integer (a t of the memory)", "base_t")
     for key in ("author", "reason"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise _fail(f"{key!r} must be a string", key)
+        if doc.get(key) is not None:
+            if not isinstance(doc[key], str):
+                raise _fail(f"{key!r} must be a string", key)
+            _raise_if(text_problem(doc[key], key))
+    dry_run = doc.get("dry_run")
+    if dry_run is not None and not isinstance(dry_run, bool):
+        shown = repr(dry_run) if isinstance(dry_run, str) and len(dry_run) < 40 else f"a {type(dry_run).__name__}"
+        raise _fail(f"'dry_run' must be true or false, not {shown}", "dry_run")
     parsed = tuple(parse_op(op, f"ops[{i}]") for i, op in enumerate(ops))
     return TransactionDoc(doc.get("author"), doc.get("reason"), base_t, parsed)
 
@@ -329,6 +413,8 @@ class OpContext:
 
 
 def _need_node(overlay: GraphOverlay, node_id: str, where: str, ctx: OpContext):
+    if not isinstance(node_id, str):
+        raise _fail(f"a node id is a string, not a {type(node_id).__name__}", where)
     ctx.read_ids.add(node_id)
     node = overlay.node(node_id)
     if node is None:
@@ -336,7 +422,15 @@ def _need_node(overlay: GraphOverlay, node_id: str, where: str, ctx: OpContext):
     return node
 
 
+def _check_edge_ends(source: Any, target: Any, where: str) -> None:
+    for end in (source, target):
+        if not isinstance(end, str):
+            raise _fail(f"a node id is a string, not a {type(end).__name__}", where)
+
+
 def _check_node_type(schema: Schema, node_type: str, where: str) -> None:
+    if not isinstance(node_type, str):
+        raise _fail("'type' must be a non-empty string", where)
     if node_type not in schema.node_types:
         suggestion = closest(node_type, schema.node_types)
         hint = f"; did you mean {suggestion!r}?" if suggestion else ""
@@ -344,6 +438,8 @@ def _check_node_type(schema: Schema, node_type: str, where: str) -> None:
 
 
 def _check_edge_type(schema: Schema, edge_type: str, where: str) -> None:
+    if not isinstance(edge_type, str):
+        raise _fail("'type' must be a non-empty string", where)
     if edge_type not in schema.edge_types:
         suggestion = closest(edge_type, schema.edge_types)
         hint = f"; did you mean {suggestion!r}?" if suggestion else ""
@@ -353,6 +449,10 @@ def _check_edge_type(schema: Schema, edge_type: str, where: str) -> None:
 def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
     _check_node_type(ctx.schema, node_type, where)
     _check_attrs(attributes, where)
+    _check_values(attributes, where)
+    if node_id is not None and (not isinstance(node_id, str) or not node_id):
+        raise _fail("'id' must be a non-empty string", where)
+    _raise_if(text_problem(node_id, f"{where}.id") if node_id is not None else None)
     if node_id is None:
         node_id = ctx.new_id(overlay, node_type)
     elif node_id in overlay:
@@ -363,6 +463,8 @@ def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
 
 def _add_edge(overlay, ctx, source, target, edge_type, attributes, where) -> None:
     _check_edge_type(ctx.schema, edge_type, where)
+    _check_edge_attrs(attributes, where)
+    _check_values(attributes, where)
     _need_node(overlay, source, where, ctx)
     _need_node(overlay, target, where, ctx)
     if overlay.edge(source, target, edge_type) is not None:
@@ -426,11 +528,13 @@ def orphan_violations(overlay: GraphOverlay, ctx: "OpContext") -> list[Violation
     return found
 
 
-def _add_plan(overlay, ctx, parent: str, plan: PlanNode, order: int | None, where: str) -> str:
+def _add_plan(overlay, ctx, parent: str, plan: PlanNode, order: int | None, where: str, level: int = 1) -> str:
+    if level > MAX_PLAN_DEPTH:
+        raise _fail(f"a plan may nest at most {MAX_PLAN_DEPTH} levels of children", where)
     node_id = _add_node(overlay, ctx, plan.node_id, plan.node_type, plan.attributes, where)
     overlay.add_edge(parent, node_id, "parent_of", {"order": order} if order is not None else None)
     for i, child in enumerate(plan.children):
-        _add_plan(overlay, ctx, node_id, child, i, f"{where}.children[{i}]")
+        _add_plan(overlay, ctx, node_id, child, i, f"{where}.children[{i}]", level + 1)
     for i, (target, edge_type, attributes) in enumerate(plan.edges):
         _add_edge(overlay, ctx, node_id, target, edge_type, attributes, f"{where}.edges[{i}]")
     return node_id
@@ -439,6 +543,8 @@ def _add_plan(overlay, ctx, parent: str, plan: PlanNode, order: int | None, wher
 def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[str]:
     """Apply one op; returns the ids of the nodes it created. Raises TransactionError."""
     if isinstance(op, AddNode):
+        if op.order is not None:
+            _raise_if(value_problem(op.order, f"{where}.order"))
         if op.parent is not None:
             _need_node(overlay, op.parent, where, ctx)
         node_id = _add_node(overlay, ctx, op.node_id, op.node_type, op.attributes, where)
@@ -446,6 +552,9 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
             overlay.add_edge(op.parent, node_id, "parent_of", {"order": op.order} if op.order is not None else None)
         return [node_id]
     if isinstance(op, UpdateNode):
+        _check_attrs(op.set, where)
+        _check_attrs(dict.fromkeys(op.unset), where)
+        _check_values(op.set, where, "set")
         node = _need_node(overlay, op.node_id, where, ctx)
         attributes = dict(node.attrs)
         for name in op.unset:
@@ -473,6 +582,10 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         _add_edge(overlay, ctx, op.source, op.target, op.edge_type, op.attributes, where)
         return []
     if isinstance(op, UpdateEdge):
+        _check_edge_attrs(op.set, where)
+        _check_edge_attrs(op.unset, where)
+        _check_values(op.set, where, "set")
+        _check_edge_ends(op.source, op.target, where)
         _check_edge_type(ctx.schema, op.edge_type, where)
         edge = overlay.edge(op.source, op.target, op.edge_type)
         if edge is None:
@@ -484,6 +597,7 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         overlay.set_edge_attrs(op.source, op.target, op.edge_type, attributes)
         return []
     if isinstance(op, DeleteEdge):
+        _check_edge_ends(op.source, op.target, where)
         _check_edge_type(ctx.schema, op.edge_type, where)
         ctx.read_ids.update((op.source, op.target))
         if overlay.edge(op.source, op.target, op.edge_type) is None:
@@ -491,6 +605,8 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         overlay.remove_edge(op.source, op.target, op.edge_type)
         return []
     if isinstance(op, ReplaceBranch):
+        _check_attrs(op.set, where)
+        _check_values(op.set, where, "set")
         node = _need_node(overlay, op.node_id, where, ctx)
         for node_id in reversed(_owned_descendants(overlay, op.node_id)):
             overlay.remove_node(node_id)

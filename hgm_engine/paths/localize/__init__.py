@@ -27,7 +27,7 @@ from hgm_engine.paths.localize.embedders import (
 )
 from hgm_engine.paths.localize.index import INDEX_STATE_FORMAT, Expander, LocateResult, Match, PathIndex
 from hgm_engine.paths.localize.records import PATH_RESULTS, PATH_STATUSES, PathRecord, Step
-from hgm_engine.paths.localize.scoring import COMPONENTS, DENSE_SCORE_CONFIG, ScoreConfig
+from hgm_engine.paths.localize.scoring import COMPONENTS, DENSE_SCORE_CONFIG, ScoreConfig, StepOrder, order_agreement
 from hgm_engine.paths.localize.taskplan import request_to_trajectory
 
 __all__ = [
@@ -40,6 +40,8 @@ __all__ = [
     "ScoreConfig",
     "DENSE_SCORE_CONFIG",
     "COMPONENTS",
+    "StepOrder",
+    "order_agreement",
     "Embedder",
     "HashedTfidfEmbedder",
     "SentenceTransformerEmbedder",

@@ -44,8 +44,8 @@ from hgm_engine.paths.localize.scoring import (
     ScoreConfig,
     combine,
     freshness,
+    StepOrder,
     jaccard,
-    order_agreement,
     reward_component,
     sequence_similarity,
     support,
@@ -116,13 +116,27 @@ class LocateResult:
         return [m.path for m in self.matches]
 
 
+class _Signature(tuple):
+    """A structural signature (``PathRecord.signature``) that hashes once: the index keys
+    groups by it for every step name of a path, and a long path's tuple is long."""
+
+    _hash: int
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = tuple.__hash__(self)
+            return self._hash
+
+
 @attrs.frozen(slots=True)
 class _Shape:
     """What scoring reads of a record, computed once when it is added."""
 
     names: tuple[str, ...]
     signature: tuple
-    pairs: tuple[tuple[int, int], ...]
+    order: StepOrder
     is_template: bool
     completeness: float
 
@@ -483,6 +497,8 @@ class PathIndex:
         if slot is None:
             raise LocalizationError.single("unknown-path", f"no path {path_id!r} in the index", where=path_id)
         record = self._record_at.pop(slot)
+        shape = self._shape_at[slot]
+        signature = shape.signature
         del self._records[path_id], self._slot_of[path_id]
         del self._seq_at[slot], self._shape_at[slot]
         self._text.remove(slot)
@@ -492,13 +508,13 @@ class PathIndex:
             del self._step_owner[doc]
         for tag in record.tags:
             self._discard(self._tag_slots, tag, slot)
-        group = self._group_slots[record.signature]
+        group = self._group_slots[signature]
         group.discard(slot)
         if not group:
-            del self._group_slots[record.signature]
-            for name in set(record.step_names):
+            del self._group_slots[signature]
+            for name in set(shape.names):
                 groups = self._name_groups[name]
-                del groups[record.signature]
+                del groups[signature]
                 if not groups:
                     del self._name_groups[name]
         if record.replaces is not None:
@@ -535,7 +551,9 @@ class PathIndex:
             self._slot_of[record.id] = slot
             self._record_at[slot] = record
             self._seq_at[slot] = seq
-            self._shape_at[slot] = _Shape(record.step_names, record.signature, record.ordered_pairs(),
+            names = record.step_names
+            signature = _Signature(record.signature)
+            self._shape_at[slot] = _Shape(names, signature, StepOrder.of(len(names), record.edges),
                                           record.is_template, record.completeness())
             self._text.add(slot, vector)
             docs = []
@@ -547,9 +565,9 @@ class PathIndex:
             self._step_docs_at[slot] = docs
             for tag in record.tags:
                 self._tag_slots.setdefault(tag, set()).add(slot)
-            self._group_slots.setdefault(record.signature, set()).add(slot)
-            for name in set(record.step_names):
-                self._name_groups.setdefault(name, {})[record.signature] = None
+            self._group_slots.setdefault(signature, set()).add(slot)
+            for name in set(names):
+                self._name_groups.setdefault(name, {})[signature] = None
             if record.replaces is not None:
                 self._replaced_by.setdefault(record.replaces, set()).add(record.id)
             self._count_step_words(record, +1)
@@ -620,12 +638,12 @@ class PathIndex:
 
         def expand(entry_ids: Sequence[str]) -> list[str]:
             frontier = [i for i in entry_ids[:entries] if i in self._records]
-            seen_groups = {self._records[i].signature for i in frontier}
+            seen_groups = {self._shape_at[self._slot_of[i]].signature for i in frontier}
             found: list[str] = []
             for _ in range(max(0, hops) // 2):
                 names: dict[str, None] = {}
                 for path_id in frontier:
-                    names.update(dict.fromkeys(self._records[path_id].step_names))
+                    names.update(dict.fromkeys(self._shape_at[self._slot_of[path_id]].names))
                 next_frontier = []
                 for name in names:
                     for count, group in enumerate(self._name_groups.get(name, ())):
@@ -841,7 +859,7 @@ class PathIndex:
                     if query_words is None:
                         query_words = [feature_id(w) if w else None for w in self._lexical.tokens(text)]
                     positions.update(self._step_positions(query_words, background, missing))
-                structure = order_agreement([positions[n] for n in names], shape.pairs)
+                structure = shape.order.agreement([positions[n] for n in names])
             else:
                 structure = 0.5
             components = {
@@ -882,7 +900,7 @@ class PathIndex:
             steps=record.step_names,
             breakdown=breakdown,
             supporting=tuple(self._record_at[s].id for s in scored.slots),
-            paths_with_structure=len(self._group_slots[record.signature]),
+            paths_with_structure=len(self._group_slots[self._shape_at[head].signature]),
             status=scored.status,
             version=record.version,
             structure=record.structure_key,

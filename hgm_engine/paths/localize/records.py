@@ -47,7 +47,7 @@ class Step:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any] | str) -> "Step":
-        if isinstance(doc, str):
+        if isinstance(doc, str) and doc:
             return cls(doc)
         if not isinstance(doc, Mapping) or not isinstance(doc.get("name"), str) or not doc["name"]:
             raise LocalizationError.single("bad-path", f"a step needs a non-empty 'name': {doc!r}")
@@ -117,9 +117,10 @@ class PathRecord:
         else:
             pairs = []
             for edge in edges:
-                if len(edge) != 2 or not all(isinstance(i, int) and 0 <= i < n for i in edge):
+                if (not isinstance(edge, (list, tuple)) or len(edge) != 2
+                        or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in edge)):
                     raise LocalizationError.single(
-                        "bad-path", f"edge {list(edge)!r} does not join two of the {n} steps", where=where
+                        "bad-path", f"edge {edge!r} does not join two of the {n} steps", where=where
                     )
                 if edge[0] == edge[1]:
                     raise LocalizationError.single("bad-path", f"edge {list(edge)!r} is a loop", where=where)
@@ -195,7 +196,8 @@ class PathRecord:
 
     @property
     def is_chain(self) -> bool:
-        return self.edges == _chain(len(self.steps))
+        edges = self.edges
+        return len(edges) == len(self.steps) - 1 and all(edge == (i, i + 1) for i, edge in enumerate(edges))
 
     @property
     def signature(self) -> tuple:
@@ -225,7 +227,12 @@ class PathRecord:
         return " ".join(p for p in parts if p)
 
     def ordered_pairs(self) -> tuple[tuple[int, int], ...]:
-        """Every (i, j) with step j reachable from step i along the edges."""
+        """Every (i, j) with step j reachable from step i along the edges (quadratic in the
+        steps by nature: scoring uses :class:`~hgm_engine.paths.localize.StepOrder` instead).
+
+        >>> PathRecord.create("p", "g", ["a", "b", "c"]).ordered_pairs()
+        ((0, 1), (0, 2), (1, 2))
+        """
         successors: dict[int, list[int]] = {}
         for i, j in self.edges:
             successors.setdefault(i, []).append(j)
@@ -255,21 +262,30 @@ class PathRecord:
         return sum(checks) / len(checks)
 
     def _is_single_flow(self) -> bool:
+        """One entry, one exit, no cycle (then every step is reachable from the entry): one
+        pass over the edges (Kahn's topological sort), not one walk per step."""
         n = len(self.steps)
         if n == 1:
             return True
         indegree = [0] * n
         outdegree = [0] * n
+        successors: list[list[int]] = [[] for _ in range(n)]
         for i, j in self.edges:
             outdegree[i] += 1
             indegree[j] += 1
-        if sum(1 for d in indegree if d == 0) != 1 or sum(1 for d in outdegree if d == 0) != 1:
+            successors[i].append(j)
+        if indegree.count(0) != 1 or outdegree.count(0) != 1:
             return False
-        entry = indegree.index(0)
-        pairs = self.ordered_pairs()
-        reachable = {j for i, j in pairs if i == entry}
-        acyclic = all(i != j for i, j in pairs) and not any((j, i) in set(pairs) for i, j in pairs)
-        return acyclic and len(reachable) == n - 1
+        ready = [indegree.index(0)]
+        ordered = 0
+        while ready:
+            step = ready.pop()
+            ordered += 1
+            for following in successors[step]:
+                indegree[following] -= 1
+                if indegree[following] == 0:
+                    ready.append(following)
+        return ordered == n  # a cycle leaves its steps unordered
 
     def to_json(self) -> dict[str, Any]:
         """A trajectory document (formats.md) with the versioning keys."""

@@ -25,7 +25,11 @@ from hgm_engine.model import Hop, compile_function
 from hgm_engine.query.executor.values import NUMBER_TYPES
 from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Truthy
 
-__all__ = ["ConditionWriter", "per_source_step"]
+__all__ = ["ConditionWriter", "per_source_step", "MAX_INLINE_DEPTH"]
+
+# How deep connectives (and, or, not) nest inside one generated function: each adds a pair of
+# parentheses, and Python's parser refuses more than 200 nested ones.
+MAX_INLINE_DEPTH = 40
 
 
 class ConditionWriter:
@@ -147,20 +151,25 @@ class ConditionWriter:
             return "n.type"
         return f"a.get({self.constant(name)})"
 
-    def expression(self, cond) -> str:
+    def expression(self, cond, _level: int = 0) -> str:
         """``cond`` as a Python expression (connectives, truth tests and attribute-versus-
-        constant comparisons inline; anything else through the fallback).
+        constant comparisons inline; anything else through the fallback). Connectives nest
+        inline up to ``MAX_INLINE_DEPTH`` levels; below that the fallback takes them.
 
         >>> from hgm_engine.query.plan import Attr, Cmp, Const, Negate
         >>> ConditionWriter(fallback=None).expression(Negate(Cmp("=", Attr("id"), Const("x"))))
         '(not (n.id == _k1))'
         """
-        if isinstance(cond, AllOf):
-            return "(" + " and ".join(self.expression(c) for c in cond.items) + ")"
-        if isinstance(cond, AnyOf):
-            return "(" + " or ".join(self.expression(c) for c in cond.items) + ")"
-        if isinstance(cond, Negate):
-            return f"(not {self.expression(cond.item)})"
+        if isinstance(cond, (AllOf, AnyOf, Negate)):
+            if _level >= MAX_INLINE_DEPTH:
+                # Python's parser takes 200 nested parentheses at most: deeper connectives
+                # become a function of their own, called from here.
+                return self.fallback(cond)
+            if isinstance(cond, AllOf):
+                return "(" + " and ".join(self.expression(c, _level + 1) for c in cond.items) + ")"
+            if isinstance(cond, AnyOf):
+                return "(" + " or ".join(self.expression(c, _level + 1) for c in cond.items) + ")"
+            return f"(not {self.expression(cond.item, _level + 1)})"
         if isinstance(cond, Truthy) and isinstance(cond.operand, Attr):
             return f"({self.attribute(cond.operand.name)} is True)"
         if isinstance(cond, Truthy) and isinstance(cond.operand, HasAttr):
@@ -202,12 +211,15 @@ class ConditionWriter:
         return None
 
 
-def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -> tuple[Callable, str] | None:
+def per_source_step(
+    relation: Hop, predicates: tuple, writer: ConditionWriter, weight: int = 1
+) -> tuple[Callable, str] | None:
     """A one-type hop whose per-source predicates are filters followed by at most one index or
     slice, generated as one function: the type test, the conditions and the pick run inline
     for each source's targets (no call per source beyond the adjacency lookup).
 
-    Returns ``(step(ids, ctx) -> ids, what was inlined)``, or None for other hops.
+    Returns ``(step(ids, ctx) -> ids, what was inlined)``, or None for other hops. Each
+    target tested is charged ``weight`` (the filters' :func:`~hgm_engine.query.executor.conditions.condition_weight`).
 
     >>> from hgm_engine.query.plan import Index
     >>> step, inlined = per_source_step(Hop("out", ("parent_of",), "goal"), (Index(0),), ConditionWriter(fallback=None))
@@ -222,16 +234,23 @@ def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -
         return None
     tests = [writer.expression(f.condition) for f in filters]
     keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
-    pick, stop = "", None
+    pick, stop, shown = "", None, ""
+    # Positions are passed in as constants, not pasted as text: an index may have thousands
+    # of digits, which Python will not turn into text.
     if positional:
         op = positional[0]
         if isinstance(op, Index):
-            pick = "[-1:]" if op.index == -1 else f"[{op.index}:{op.index + 1}]"
+            if op.index == -1:
+                pick = shown = "[-1:]"
+            else:
+                pick = f"[{writer.constant(op.index)}:{writer.constant(op.index + 1)}]"
+                shown = _shown_slice(op.index, op.index + 1)
             stop = op.index + 1 if op.index >= 0 else None
         else:
-            low = "" if op.lower is None else str(op.lower)
-            high = "" if op.upper is None else str(op.upper)
+            low = "" if op.lower is None else writer.constant(op.lower)
+            high = "" if op.upper is None else writer.constant(op.upper)
             pick = f"[{low}:{high}]"
+            shown = _shown_slice(op.lower, op.upper)
             if op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
                 stop = op.upper
     adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
@@ -249,7 +268,7 @@ def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -
             "                scanned += 1\n"
             f"                if {keep}:\n"
             "                    picked.append(t)\n"
-            f"                    if len(picked) == {stop}:\n"
+            f"                    if len(picked) == {writer.constant(stop)}:\n"
             "                        break\n"
             f"            extend(picked{pick})\n"
         )
@@ -269,7 +288,7 @@ def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -
         f"{body}"
         "    if len(ids) > 1:\n"
         "        out = list(dict.fromkeys(out))\n"
-        "    ctx.charge(scanned)\n"
+        f"    ctx.charge(scanned{' * ' + writer.constant(weight) if weight > 1 and tests else ''})\n"
         "    return out\n"
     )
     hop = f"{relation.direction}({relation.edge_types[0]})"
@@ -279,7 +298,19 @@ def per_source_step(relation: Hop, predicates: tuple, writer: ConditionWriter) -
     if filters:
         inlined.append(f"{len(filters)} filter{'s' if len(filters) > 1 else ''} inline")
     if pick:
-        inlined.append(f"pick {pick}")
+        inlined.append(f"pick {shown}")
     if keep and stop is not None:
-        inlined.append(f"stops after {stop} match{'es' if stop != 1 else ''}")
+        inlined.append(f"stops after {_shown_number(stop)} match{'es' if stop != 1 else ''}")
     return writer.define(source, "_step", "step"), ", ".join(inlined)
+
+
+def _shown_number(value: int) -> str:
+    """An integer as ``explain`` shows it (Python will not write one of over 4,300 digits)."""
+    try:
+        return str(value)
+    except ValueError:
+        return "(an integer of over 4,300 digits)"
+
+
+def _shown_slice(low: int | None, high: int | None) -> str:
+    return f"[{'' if low is None else _shown_number(low)}:{'' if high is None else _shown_number(high)}]"

@@ -17,13 +17,58 @@ from __future__ import annotations
 
 from typing import Callable
 
-import regex
-
 from hgm_engine.query.executor.codegen import ConditionWriter
 from hgm_engine.query.executor.values import contains, member, ordered, values_equal
-from hgm_engine.query.plan import Attr, Cmp, Const, HasAttr, Param, PathCount, PathExists, Truthy
+from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, HasAttr, Negate, Param, PathCount, PathExists, Truthy
+from hgm_engine.query.regexcheck import compile_regex
 
-__all__ = ["condition", "condition_writer", "attr_getter"]
+__all__ = ["condition", "condition_writer", "attr_getter", "condition_weight"]
+
+# How many terms of a condition cost about as much as reading a node: a filter charges each
+# node it tests once per this many terms (docs/language.md §13).
+TERMS_PER_UNIT = 8
+
+
+def condition_weight(cond) -> int:
+    """The work one test of ``cond`` is charged: 1 for up to ``TERMS_PER_UNIT`` terms, one
+    more per that many again. A term is a comparison, a truth test or an item of a list
+    constant searched item by item (a list of strings is a set: one term). Paths inside
+    ``exists()``/``count()`` charge their own work as they run.
+
+    >>> condition_weight(Cmp("=", Attr("status"), Const("done")))
+    1
+    >>> condition_weight(Cmp("in", Attr("n"), Const(tuple(range(80)))))
+    11
+    """
+    terms = 0
+    stack = [cond]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (AllOf, AnyOf)):
+            stack.extend(item.items)
+        elif isinstance(item, Negate):
+            stack.append(item.item)
+        elif isinstance(item, Cmp):
+            terms += 1
+            stack.extend((item.left, item.right))
+        elif isinstance(item, Truthy):
+            terms += 1
+            stack.append(item.operand)
+        elif isinstance(item, Const) and isinstance(item.value, tuple):
+            if not all(type(v) is str for v in item.value):
+                terms += _size(item.value)
+    return 1 + max(0, terms - 1) // TERMS_PER_UNIT
+
+
+def _size(value) -> int:
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, tuple):
+            stack.extend(item)
+    return count
 
 
 def condition_writer(compile_path) -> ConditionWriter:
@@ -86,8 +131,11 @@ def _operand(operand, compile_path) -> Callable:
 
 
 def _closure(cond, compile_path) -> Callable:
-    """The closure for a truth test or comparison the writer leaves out. (Connectives and
-    attribute-versus-constant comparisons never get here: the writer inlines them.)"""
+    """The closure for a truth test or comparison the writer leaves out. (Attribute-versus-
+    constant comparisons never get here: the writer inlines them; connectives only when they
+    nest deeper than one generated function may, and then they start a function of their own.)"""
+    if isinstance(cond, (AllOf, AnyOf, Negate)):
+        return condition(cond, compile_path)
     if isinstance(cond, Truthy):
         value = _operand(cond.operand, compile_path)
         return lambda node, ctx: value(node, ctx) is True
@@ -116,7 +164,7 @@ def _closure(cond, compile_path) -> Callable:
 
 def _regex_condition(left: Callable, pattern_operand) -> Callable:
     if isinstance(pattern_operand, Const):
-        pattern = regex.compile(pattern_operand.value)
+        pattern = compile_regex(pattern_operand.value)  # analysis checked it within the limits
 
         def matches(node, ctx):
             value = left(node, ctx)
@@ -131,7 +179,7 @@ def _regex_condition(left: Callable, pattern_operand) -> Callable:
             return False
         pattern = ctx.regexes.get(name)
         if pattern is None:
-            pattern = ctx.regexes[name] = regex.compile(ctx.params[name])
+            pattern = ctx.regexes[name] = compile_regex(ctx.params[name])  # checked when bound
         return ctx.search(pattern, value) is not None
 
     return matches_param

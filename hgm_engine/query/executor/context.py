@@ -16,32 +16,9 @@ import time
 from typing import Any, Mapping
 
 from hgm_engine.errors import Problem, QueryExecutionError
+from hgm_engine.query.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Limits", "DEFAULT_LIMITS", "Context"]
-
-
-class Limits:
-    """How much work one query may do before it is stopped with ``limit-exceeded``.
-
-    ``max_work`` counts the nodes a query reads: start lists, scanned candidates, filtered
-    and navigated nodes. ``timeout`` (seconds) bounds the whole query; ``regex_timeout`` bounds
-    one regular-expression match (a hostile pattern cannot hang the engine).
-
-    >>> Limits(max_work=10).max_work
-    10
-    """
-
-    __slots__ = ("max_work", "timeout", "regex_timeout")
-
-    def __init__(
-        self, max_work: int | None = 50_000_000, timeout: float | None = None, regex_timeout: float = 1.0
-    ):
-        self.max_work = max_work
-        self.timeout = timeout
-        self.regex_timeout = regex_timeout
-
-
-DEFAULT_LIMITS = Limits()
 
 
 class Context:
@@ -60,7 +37,7 @@ class Context:
 
     __slots__ = (
         "view", "nodes", "out_adj", "in_adj", "params", "focus", "work", "max_work", "deadline", "regexes",
-        "regex_timeout",
+        "regex_timeout", "regex_left", "output", "max_output",
     )
 
     def __init__(self, view, params: Mapping[str, Any], focus: str | None, limits: Limits):
@@ -75,9 +52,13 @@ class Context:
         self.deadline = None if limits.timeout is None else time.monotonic() + limits.timeout
         self.regexes: dict[str, Any] = {}  # parameter name -> its compiled pattern, this run
         self.regex_timeout = limits.regex_timeout
+        self.regex_left = limits.regex_budget  # seconds all matches of this run may still take
+        self.output = 0
+        self.max_output = limits.max_output
 
     def search(self, pattern, value: str):
-        """``pattern.search(value)`` within the regex and query time limits.
+        """``pattern.search(value)`` within the regex and query time limits: one match may
+        take ``regex_timeout`` seconds, all the matches of the run ``regex_budget``.
 
         >>> import regex
         >>> from hgm_engine.model import MemoryGraph
@@ -85,14 +66,23 @@ class Context:
         'bb'
         """
         timeout = self.regex_timeout
+        left = self.regex_left
+        if left is not None and left < timeout:
+            timeout = max(0.0, left)
+        started = time.monotonic()
         if self.deadline is not None:
-            timeout = max(0.0, min(timeout, self.deadline - time.monotonic()))
+            timeout = max(0.0, min(timeout, self.deadline - started))
         try:
             return pattern.search(value, timeout=timeout)
         except TimeoutError:
-            raise QueryExecutionError(
-                [Problem("limit-exceeded", f"a regular expression ran past its time limit ({timeout:.3g} s)")]
-            ) from None
+            if left is not None and timeout >= left:
+                message = "the query's regular expressions together ran past their time budget (Limits.regex_budget)"
+            else:
+                message = f"a regular expression ran past its time limit ({timeout:.3g} s)"
+            raise QueryExecutionError([Problem("limit-exceeded", message)]) from None
+        finally:
+            if left is not None:
+                self.regex_left = left - (time.monotonic() - started)
 
     def charge(self, amount: int) -> None:
         """Count ``amount`` nodes of work; stop the query past ``max_work`` or its deadline.
@@ -109,3 +99,23 @@ class Context:
             )
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise QueryExecutionError([Problem("limit-exceeded", "the query ran past its time limit")])
+
+    def charge_walks(self, amount: int) -> None:
+        """Count ``amount`` node ids put into the walks of ``paths()``: they are work, and
+        together they may not exceed ``max_output``.
+
+        >>> from hgm_engine.model import MemoryGraph
+        >>> ctx = Context(MemoryGraph(), {}, None, Limits(max_output=5))
+        >>> ctx.charge_walks(5); ctx.work
+        5
+        >>> ctx.charge_walks(1)
+        Traceback (most recent call last):
+          ...
+        hgm_engine.errors.QueryExecutionError: limit-exceeded: the walks of paths() would hold more than 5 node ids (Limits.max_output)
+        """
+        self.output += amount
+        if self.max_output is not None and self.output > self.max_output:
+            raise QueryExecutionError(
+                [Problem("limit-exceeded", f"the walks of paths() would hold more than {self.max_output} node ids (Limits.max_output)")]
+            )
+        self.charge(amount)

@@ -27,7 +27,7 @@ from typing import Callable
 import attrs
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
-from hgm_engine.query.executor.conditions import attr_getter, condition, condition_writer
+from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer
 from hgm_engine.query.executor.values import sort_key
 from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Slice, SortBy
 
@@ -183,6 +183,8 @@ def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Cal
         return out
 
     def traced(source, ctx):
+        # Every node reached keeps the walk to it: the walks are charged as they are built
+        # (a chain of n nodes holds n²/2 ids), level by level.
         reached = {source: ()}
         level = [source]
         out = [(source, None)] if low == 0 else []  # None: level 0 stays on the source
@@ -190,15 +192,18 @@ def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Cal
         while level and (high is None or depth < high):
             depth += 1
             following = []
+            held = 0
             for node_id in level:
                 via = reached[node_id] + ((node_id,) if node_id != source else ())
                 for other in expand(node_id, ctx):
                     if other not in reached:
                         reached[other] = via
                         following.append(other)
+                        held += len(via)
             if depth >= low:
                 out.extend((other, reached[other]) for other in following)
             ctx.charge(len(following))
+            ctx.charge_walks(held)
             level = following
         return out
 
@@ -334,9 +339,10 @@ def list_op(op, compile_path) -> Step:
     if isinstance(op, Filter):
         test = condition(op.condition, compile_path)
         keep = condition_writer(compile_path).id_filter(op.condition)
+        weight = condition_weight(op.condition)
 
         def fast(ids, ctx):
-            ctx.charge(len(ids))
+            ctx.charge(len(ids) * weight)
             return keep(ids, ctx)
 
         def traced(items, ctx):
@@ -531,6 +537,7 @@ def traced_navigation(traced_expand: Callable, predicate_steps: Callable[[], lis
     def traced(items, ctx):
         traced_predicates = [step.traced for step in predicate_steps()] if predicate_steps is not None else []
         out: dict[str, tuple] = {}
+        held = 0
         for node_id, walk in items:
             outputs = traced_expand(node_id, ctx)
             for predicate in traced_predicates:
@@ -540,8 +547,13 @@ def traced_navigation(traced_expand: Callable, predicate_steps: Callable[[], lis
                     # A step that stays on its node ({0,..} level 0, latest of the newest, a node
                     # among its versions) says so with via None and adds nothing to the walk; a
                     # hop along a loop edge from a node to itself does add the node.
-                    out[other] = walk if via is None else walk + via + (other,)
+                    out[other] = extended = walk if via is None else walk + via + (other,)
+                    held += len(extended)
+            if held > 65536:  # charge as the walks grow, not only at the end
+                ctx.charge_walks(held)
+                held = 0
         ctx.charge(len(out))
+        ctx.charge_walks(held)
         return list(out.items())
 
     return traced

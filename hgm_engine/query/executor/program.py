@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
 from hgm_engine.query.executor.codegen import per_source_step
-from hgm_engine.query.executor.conditions import condition_writer
+from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context, Limits
 from hgm_engine.query.executor.operators import (
     Step,
@@ -46,7 +46,7 @@ from hgm_engine.query.executor.operators import (
     traced_navigation,
 )
 from hgm_engine.query.executor.sources import charged, index_counter, scan_filter, source
-from hgm_engine.query.plan import Filter, Navigate, PathPlan, QueryPlan, SubPlan
+from hgm_engine.query.plan import AllOf, Filter, Navigate, PathPlan, QueryPlan, SubPlan
 
 __all__ = ["Program", "build", "navigation_step"]
 
@@ -85,7 +85,9 @@ def navigation_step(op: Navigate, compile_path) -> Step:
         return Step(hop_then_filters(single, filters), traced, Strategy(
             "one-type hop, then filters over the whole list", _one_loop(relation), _generated(predicate_steps())))
     if plain_hop and op.predicates:
-        generated = per_source_step(relation, op.predicates, condition_writer(compile_path))
+        filters = tuple(p.condition for p in op.predicates if isinstance(p, Filter))
+        weight = condition_weight(AllOf(filters)) if filters else 1
+        generated = per_source_step(relation, op.predicates, condition_writer(compile_path), weight)
         if generated is not None:
             step, inlined = generated
             return Step(step, traced, Strategy("generated per source", inlined, (generated_name(step),)))
@@ -185,6 +187,11 @@ class Program:
         # subqueries' and conditions' paths included; the plan keeps the nodes (and ids) alive.
         self._strategies: dict[int, tuple[Any, Strategy]] = {}
         self._physical: dict[int, tuple[Any, Strategy]] | None = None
+        # id(relative path) -> (path, its program): a condition is compiled more than once
+        # (as a test for paths(), as a loop over ids, as a payload scan), and each compiled
+        # the paths inside it again, so nesting exists(children.where(...)) doubled the work
+        # per level. Each relative path of the plan is compiled once.
+        self._relatives: dict[int, tuple[PathPlan, Callable]] = {}
         self._paths = [self._compile_path(p) for p in query_plan.branches]
 
     def _compile_path(self, path: PathPlan) -> _PathProgram:
@@ -219,8 +226,17 @@ class Program:
         return program
 
     def _relative(self, path: PathPlan) -> Callable[[list, Any], list]:
+        known = self._relatives.get(id(path))
+        if known is not None and known[0] is path:
+            return known[1]
         program = self._compile_path(path)
-        return lambda start_ids, ctx: program.run_fast(ctx, start_ids)
+        run = program.run_fast
+
+        def relative(start_ids, ctx):
+            return run(ctx, start_ids)
+
+        self._relatives[id(path)] = (path, relative)
+        return relative
 
     def count(self, ctx) -> int:
         """The number of nodes the query gives in ``ctx`` (an index's size when that is it).

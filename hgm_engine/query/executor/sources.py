@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from hgm_engine.query.executor.conditions import condition_writer
+from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.operators import Strategy, generated_name
 from hgm_engine.query.plan import (
     AllNodes,
@@ -133,11 +133,12 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
         return None
     scan = condition_writer(compile_path).payload_scan(path.ops[0].condition)
     strategy = Strategy("generated payload scan", "the index's payloads, the filter inline", (generated_name(scan),))
+    weight = condition_weight(path.ops[0].condition)
     if isinstance(path.source, TypeScan):
         node_type = path.source.node_type
 
         def scan_type(ctx):
-            ctx.charge(ctx.view.count_of_type(node_type))
+            ctx.charge(ctx.view.count_of_type(node_type) * weight)
             return scan(ctx.view.nodes_of_type(node_type), ctx)
 
         return scan_type, strategy
@@ -146,13 +147,13 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
 
         def scan_values(ctx):
             payloads = ctx.view.nodes_with(node_type, attribute, value)
-            ctx.charge(len(payloads))
+            ctx.charge(len(payloads) * weight)
             return scan(payloads, ctx)
 
         return scan_values, strategy
 
     def scan_all(ctx):
-        ctx.charge(len(ctx.nodes))
+        ctx.charge(len(ctx.nodes) * weight)
         return scan(ctx.nodes.values(), ctx)
 
     return scan_all, strategy

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import math
 import os
 import socket
 import sys
@@ -22,8 +23,8 @@ from typing import Any
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
 from hgm_engine.server.rest.guard import access_logger
-from hgm_engine.server.rest.workers import ServeOptions, serve, supervise
-from hgm_engine.server.service import ServerLimits
+from hgm_engine.server.rest.workers import ServeOptions, finish, serve, supervise
+from hgm_engine.server.service import ServerLimits, add_llm_arguments, llm_endpoint
 
 __all__ = [
     "DEFAULT_PORT",
@@ -55,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ('127.0.0.1', 8765)
     """
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--token", default=None, help=f"require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV})")
@@ -85,10 +86,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="N",
         help="server processes on the one port, each with the memory in RAM, kept in step through the store (default 1)",
     )
-    parser.add_argument("--max-concurrency", type=int, default=64, metavar="N", help="connections served at once; more get 503")
-    parser.add_argument("--graceful-timeout", type=float, default=10.0, metavar="SECONDS", help="how long shutdown waits for requests in flight")
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=defaults.max_concurrency,
+        metavar="N",
+        help="requests answered at once (per process; idle and slow connections do not count); more get 503 (default 64; 0: no limit)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=ServeOptions.__attrs_attrs__.header_timeout.default,
+        metavar="SECONDS",
+        help="time for a request's line and headers to arrive, from the connection or the previous answer (default 10)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=defaults.body_timeout,
+        metavar="SECONDS",
+        help="time for a request's body to arrive once its headers have; then 408 (default 30; 0: no limit)",
+    )
+    parser.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=ServeOptions.__attrs_attrs__.keep_alive_timeout.default,
+        metavar="SECONDS",
+        help="how long an idle keep-alive connection stays open (default 5)",
+    )
+    parser.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=ServeOptions.__attrs_attrs__.graceful_timeout.default,
+        metavar="SECONDS",
+        help="how long a stop waits for requests in flight before abandoning them (default 10)",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--no-access-log", action="store_true", help="no log line per request")
+    add_llm_arguments(parser)
     return parser
 
 
@@ -163,6 +198,21 @@ def configure_logging(level: str) -> None:
         named.propagate = False
 
 
+# The least value of each option that is a count or a time (0 where it means "no limit").
+_LEAST = {
+    "max_concurrency": 0,
+    "body_timeout": 0,
+    "header_timeout": 1e-3,
+    "keep_alive_timeout": 1e-3,
+    "graceful_timeout": 0,
+    "query_timeout": 1e-3,
+    "llm_timeout": 1e-3,
+    "llm_attempts": 1,
+    "max_body": 1,
+    "max_query_length": 1,
+    "max_work": 1,
+}
+
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM (requests in flight finish, then the memory is closed).
@@ -175,10 +225,20 @@ def run(args: argparse.Namespace) -> int:
 
         run(build_parser().parse_args(["--db", "memory.db", "--workers", "2"]))
     """
+    try:
+        import uvicorn  # noqa: F401 - imported where it serves; checked before anything is opened
+    except ImportError as exc:
+        print(f"hgm serve: needs the server extra: pip install 'hgm-engine[server]' ({exc})", file=sys.stderr)
+        return 1
     configure_logging(args.log_level)
     if args.workers < 1:
         print("hgm serve: --workers must be at least 1", file=sys.stderr)
         return 2
+    for name, least in _LEAST.items():
+        value = getattr(args, name)
+        if not (least <= value < math.inf):  # NaN and infinity too
+            print(f"hgm serve: --{name.replace('_', '-')} must be a finite number {'above 0' if least > 0 else 'of at least 0'}", file=sys.stderr)
+            return 2
     if args.workers > 1 and not hasattr(os, "fork"):  # pragma: no cover - Windows
         print("hgm serve: --workers needs fork (POSIX)", file=sys.stderr)
         return 2
@@ -197,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
         max_work=args.max_work,
         timeout=args.query_timeout,
         inline_timeout=args.inline_budget_ms / 1000,
+        body_timeout=args.body_timeout or None,
+        max_concurrency=args.max_concurrency or None,
     )
     options = ServeOptions(
         db=args.db,
@@ -204,9 +266,11 @@ def run(args: argparse.Namespace) -> int:
         limits=limits,
         workers=args.workers,
         log_level=args.log_level,
-        max_concurrency=args.max_concurrency,
         graceful_timeout=args.graceful_timeout,
         switch_interval_ms=args.switch_interval_ms,
+        header_timeout=args.header_timeout,
+        keep_alive_timeout=args.keep_alive_timeout,
+        llm=llm_endpoint(args),
     )
     try:
         memory = Memory.open(args.db)
@@ -244,6 +308,12 @@ def run(args: argparse.Namespace) -> int:
             return supervise(sock, options)
         print(f"hgm serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
         serve(memory, sock, options)
+        closing, memory = memory, None
+        if finish(closing):
+            # Requests still run in threads Python would wait for at exit: leave without them.
+            logging.shutdown()
+            sys.stderr.flush()
+            os._exit(0)
     finally:
         if memory is not None:
             memory.close()

@@ -108,6 +108,8 @@ def validation_error_response(exc: RequestValidationError | ValidationError) -> 
             message = f"unknown field {loc[-1]!r}" if loc else "unknown field"
         elif kind == "missing":
             message = f"{where} is required"
+        elif kind == "string_unicode":
+            message = f"{where}: a lone surrogate (\\ud800-\\udfff) is not a character; send text as UTF-8 or JSON escapes of whole characters"
         else:
             message = f"{where}: {error.get('msg', 'invalid')}"
         problems.append({"category": category if kind == "json_invalid" else "invalid-argument", "message": message, "line": None, "column": None, "where": where})

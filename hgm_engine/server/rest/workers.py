@@ -7,6 +7,14 @@ tends to give one of them most of the long-lived keep-alive connections while an
 Each worker opens the store itself (no connection or thread crosses a fork), so it holds the
 whole memory and keeps it current through the store.
 
+Every connection gets the deadlines of :func:`~hgm_engine.server.rest.guard.deadline_protocol`
+(handed-over ones too), and a stop is bounded: SIGINT/SIGTERM lets requests in flight finish
+for ``graceful_timeout`` seconds, then abandons what still runs (a thread cannot be
+interrupted; a commit is durable when acknowledged, so an unacknowledged one is wholly there
+or not at all) and leaves. Should leaving itself hang, a watchdog that needs no Python (the
+``faulthandler`` thread) prints every thread's stack and ends the process
+:data:`STOP_MARGIN` seconds later; the supervisor kills a worker that is still there by then.
+
 >>> ServeOptions("memory.db", workers=2).limits.max_body
 1048576
 """
@@ -15,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import logging
 import os
 import selectors
 import signal
 import socket
 import sys
+import threading
 import time
 
 import attrs
@@ -28,22 +38,33 @@ import attrs
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
 from hgm_engine.server.rest.app import create_app
-from hgm_engine.server.service import ServerLimits
+from hgm_engine.server.rest.guard import deadline_protocol
+from hgm_engine.server.service import LLMEndpoint, ServerLimits
 
-__all__ = ["ServeOptions", "serve", "supervise"]
+__all__ = ["ServeOptions", "serve", "supervise", "finish", "STOP_MARGIN"]
 
 logger = logging.getLogger("hgm.server")
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
+# Seconds past ``graceful_timeout`` within which a stopping process is gone, whatever runs in
+# it: leaving takes at most _JOIN_TIMEOUT + _CLOSE_TIMEOUT of them, the watchdog ends the
+# process at STOP_MARGIN, the supervisor kills a worker at STOP_MARGIN + _KILL_MARGIN.
+STOP_MARGIN = 10.0
+_JOIN_TIMEOUT, _CLOSE_TIMEOUT, _KILL_MARGIN = 1.0, 5.0, 5.0
+
+# Whether a stop signal armed the faulthandler watchdog (so finish() may cancel it).
+_watchdog = {"armed": False}
+
 
 @attrs.frozen
 class ServeOptions:
-    """How the server processes run: the store each opens, the token and limits of the app,
-    how many workers, and uvicorn's settings (``hgm serve``'s options of the same names).
+    """How the server processes run: the store each opens, the token and limits of the app
+    (``limits.max_concurrency``: requests answered at once per process), how many workers,
+    and the connection's settings (``hgm serve``'s options of the same names).
 
-    >>> ServeOptions("memory.db", token="s3cret").max_concurrency
-    64
+    >>> ServeOptions("memory.db", token="s3cret").header_timeout
+    10.0
     """
 
     db: str
@@ -51,9 +72,11 @@ class ServeOptions:
     limits: ServerLimits = attrs.field(factory=ServerLimits)
     workers: int = 1
     log_level: str = "info"
-    max_concurrency: int = 64  # connections served at once (per process); more get 503
     graceful_timeout: float = 10.0  # seconds a stop waits for requests in flight
     switch_interval_ms: float = 0  # Python's thread switch interval; 0 keeps Python's
+    header_timeout: float = 10.0  # seconds for a request's line and headers to arrive
+    keep_alive_timeout: float = 5.0  # seconds an idle keep-alive connection stays open
+    llm: LLMEndpoint | None = None  # the model of the LLM routes (None: the environment's)
 
 
 def serve(
@@ -69,17 +92,22 @@ def serve(
     import uvicorn
 
     config = uvicorn.Config(
-        create_app(memory, token=options.token, limits=options.limits),
+        create_app(memory, token=options.token, limits=options.limits, llm=options.llm),
         log_config=None,
         log_level=options.log_level,
         access_log=False,
-        limit_concurrency=options.max_concurrency,
+        # No limit_concurrency: uvicorn counts every open connection, idle ones too, and
+        # answers 503 in plain text; the guard counts requests being answered instead.
+        limit_concurrency=None,
+        timeout_keep_alive=options.keep_alive_timeout,
         timeout_graceful_shutdown=options.graceful_timeout,
         server_header=False,
         # X-Forwarded-* headers are not trusted: the access log shows the peer's address.
         proxy_headers=False,
     )
-    server = uvicorn.Server(config) if channel is None else _handed_server_class()(config, channel)
+    config.load()  # picks the protocol (httptools, else h11), which gets the header deadline
+    config.http_protocol_class = deadline_protocol(config.http_protocol_class, options.header_timeout)
+    server = _server_class()(config) if channel is None else _handed_server_class()(config, channel)
     # uvicorn stops gracefully on SIGINT/SIGTERM, restores the handlers it found and raises
     # the signal again; with these handlers in place that ends here, and the memory is
     # closed by the caller instead of the process dying on the default handler.
@@ -96,10 +124,56 @@ def serve(
     logger.info("%sstopped%s", who, f" on signal {received[0]}" if received else "")
 
 
-def _handed_server_class():
+def _server_class():
     import uvicorn
 
-    class HandedConnectionsServer(uvicorn.Server):
+    class BoundedStopServer(uvicorn.Server):
+        """uvicorn's server; the first stop signal also arms the watchdog that ends the process
+        if stopping takes more than ``graceful_timeout`` + :data:`STOP_MARGIN` seconds."""
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            if not _watchdog["armed"]:
+                _watchdog["armed"] = True
+                faulthandler.dump_traceback_later((self.config.timeout_graceful_shutdown or 0) + STOP_MARGIN, exit=True)
+
+    return BoundedStopServer
+
+
+def finish(memory: Memory | None, who: str = "") -> list[str]:
+    """After the server stopped: give the threads still answering a moment, close the memory
+    (within a bound), and return the names of the threads that still run — requests the stop
+    abandons (the caller then leaves with ``os._exit``: Python would wait for them). When none
+    is left the stop is over, and the watchdog a stop signal armed is called off.
+
+    >>> finish(None)
+    []
+    """
+    me = threading.current_thread()
+
+    def running() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
+
+    deadline = time.monotonic() + _JOIN_TIMEOUT
+    for thread in running():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if memory is not None:
+        closer = threading.Thread(target=memory.close, name="hgm-close", daemon=True)
+        closer.start()
+        closer.join(_CLOSE_TIMEOUT)
+        if closer.is_alive():
+            logger.error("%sclosing the memory took over %g s: leaving without (acknowledged commits are durable)", who, _CLOSE_TIMEOUT)
+    left = [t.name for t in running()]
+    if left:
+        logger.warning("%sabandoning %d request(s) still running after the graceful timeout", who, len(left))
+    elif _watchdog["armed"]:
+        faulthandler.cancel_dump_traceback_later()
+        _watchdog["armed"] = False
+    return left
+
+
+def _handed_server_class():
+    class HandedConnectionsServer(_server_class()):
         """uvicorn serving connections another process accepted and passed over a Unix socket
         (SCM_RIGHTS), instead of accepting on a listening socket itself."""
 
@@ -154,7 +228,7 @@ def _worker(channel: socket.socket, options: ServeOptions) -> int:
         logger.info("worker %d serving (t=%d)", os.getpid(), memory.t)
         serve(memory, None, options, channel=channel)
     finally:
-        memory.close()
+        finish(memory, f"worker {os.getpid()}: ")  # the caller leaves with os._exit
     return 0
 
 
@@ -219,16 +293,28 @@ def supervise(sock: socket.socket, options: ServeOptions) -> int:
         logger.error("no worker to take a connection")
 
     def reap(block: bool) -> bool:
-        """Collect exited workers; start new ones unless stopping. False: give up."""
+        """Collect exited workers; start new ones unless stopping. False: give up. Blocking
+        (when stopping) waits ``graceful_timeout`` + the margins at most, then kills."""
         nonlocal failed
+        deadline = time.monotonic() + options.graceful_timeout + STOP_MARGIN + _KILL_MARGIN
         while workers:
             try:
-                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+                pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 workers.clear()
                 return True
             if pid == 0:
-                return True
+                if not block:
+                    return True
+                if time.monotonic() > deadline:
+                    for late in list(workers):
+                        logger.error("worker %d did not stop in time: killing it", late)
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(late, signal.SIGKILL)
+                    deadline = float("inf")
+                    failed = True
+                time.sleep(0.05)
+                continue
             channel = workers.pop(pid, None)
             if channel is None:
                 continue
