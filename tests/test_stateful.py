@@ -108,8 +108,9 @@ def test_a_store_that_loses_a_commit_fails_the_machine_with_the_story_of_the_run
     from hypothesis import Phase
 
     Machine = MemoryStateMachine.configured(store=lambda folder: LosesTheSecondCommit(f"{folder}/m.db"))
-    with pytest.raises(Exception) as failure:  # whichever check sees it first; no shrinking, to stay quick
+    with pytest.raises(Exception) as failure:  # a fixed seed, no shrinking: quick and the same every run
         run_state_machine_as_test(Machine, settings=settings(SETTINGS, max_examples=60, stateful_step_count=12,
-                                                             phases=[Phase.generate], report_multiple_bugs=False))
+                                                             phases=[Phase.generate], report_multiple_bugs=False, derandomize=True))
     story = "\n".join(getattr(failure.value, "__notes__", []))
-    assert "apply" in story and "close and reopen the store" in story
+    # the story: the commit the store lost, then the reopening that shows it
+    assert "-> committed t=2" in story and "close and reopen the store" in story
