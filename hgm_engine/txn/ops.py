@@ -398,6 +398,9 @@ class OpContext:
         # node deleted without cascade -> its children then; checked on the final state
         self.deleted_children: dict[str, tuple[str, ...]] = {}
         self.confirmed_ids: dict[str, None] = {}
+        # nodes an update or a confirm touched, in the order of the first such op: the order
+        # of the report's ``cleared``
+        self.clearing_ids: dict[str, None] = {}
         self.cleared: list[dict[str, Any]] = []
         self._counter = itertools.count(1)
         self.id_prefix = id_prefix
@@ -559,10 +562,12 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         attributes.update(op.set)
         overlay.set_node_attrs(op.node_id, attributes)
         ctx.updated_ids[op.node_id] = None
+        ctx.clearing_ids[op.node_id] = None
         return []
     if isinstance(op, Confirm):
         _need_node(overlay, op.node_id, where, ctx)
         ctx.confirmed_ids[op.node_id] = None
+        ctx.clearing_ids[op.node_id] = None
         return []
     if isinstance(op, DeleteNode):
         _need_node(overlay, op.node_id, where, ctx)
