@@ -140,6 +140,29 @@ class Doc:
     seq: int
     type: str
 
+    def terms_json(self) -> str:
+        """The entry's terms as a store keeps them (a JSON object of counts).
+
+        >>> Doc({"hotel": 2}, 2, 1, "fact").terms_json()
+        '{"hotel":2}'
+        """
+        return json.dumps(self.terms, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_terms_json(cls, text: str, node: Node) -> "Doc":
+        """The entry a store kept for ``node`` (its terms; its seq and type from the node);
+        ``ValueError`` when the text is not an object of positive integer counts.
+
+        >>> Doc.from_terms_json('{"hotel":2}', Node("a", "fact", {}, 7))
+        Doc(terms={'hotel': 2}, length=2, seq=7, type='fact')
+        """
+        terms = json.loads(text)
+        if not isinstance(terms, dict) or not terms or not all(
+            isinstance(k, str) and type(v) is int and v > 0 for k, v in terms.items()
+        ):
+            raise ValueError(f"not a node index entry: {text[:80]!r}")
+        return cls(terms, sum(terms.values()), node.seq, node.type)
+
     @classmethod
     def of(cls, node: Node, fields: TextFields = DEFAULT_FIELDS) -> "Doc | None":
         """The entry of ``node`` (None when its text has no term).
@@ -155,12 +178,17 @@ class Doc:
 
 @attrs.frozen(slots=True)
 class SearchHit:
-    """One node ``search`` found: its id, score, and the query terms it contains."""
+    """One node ``search`` found: its id, its score, the query terms it contains and whether
+    it contains them all. With vectors, ``score`` is the fused score and ``similarity`` the
+    cosine similarity of the node's text to the query (None: not among the nearest), and
+    ``lexical`` the BM25 score (None: no term in common)."""
 
     id: str
     score: float
     terms: tuple[str, ...]
     all_terms: bool
+    similarity: float | None = None
+    lexical: float | None = None
 
 
 def _idf(n_docs: int, df: int) -> float:
@@ -424,6 +452,10 @@ class LexicalIndex:
 
     def update(self, node_id: str, node: Node | None) -> None:
         """``node_id`` is now ``node`` (None: removed)."""
+        self.replace(node_id, None if node is None else Doc.of(node, self.fields))
+
+    def replace(self, node_id: str, doc: Doc | None) -> None:
+        """``node_id``'s entry is now ``doc`` (None: no entry)."""
         self.version += 1
         old = self.docs.pop(node_id, None)
         if old is not None:
@@ -441,9 +473,19 @@ class LexicalIndex:
                 gone = self.segment.doc_at(position)
                 self.dead_df.update(gone.terms.keys())
                 self.dead_length += gone.length
-        doc = None if node is None else Doc.of(node, self.fields)
         if doc is not None:
             self.set_doc(node_id, doc)
+
+    def copy(self) -> "LexicalIndex":
+        """Another index of the same state, sharing the segment (cost: the changed entries)."""
+        other = LexicalIndex(self.segment, self.fields)
+        other.dead = set(self.dead)
+        other.dead_df = Counter(self.dead_df)
+        other.dead_length = self.dead_length
+        other.docs = dict(self.docs)
+        other.postings = {term: set(ids) for term, ids in self.postings.items()}
+        other.changed_length = self.changed_length
+        return other
 
     def set_doc(self, node_id: str, doc: Doc) -> None:
         """Put an entry for ``node_id`` among the changed ones (its old entry must be gone)."""

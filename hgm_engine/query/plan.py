@@ -30,6 +30,7 @@ __all__ = [
     "plan_condition",
     "describe",
     "describe_condition",
+    "uses_search",
     "QueryPlan",
     "PathPlan",
     "AllNodes",
@@ -548,6 +549,42 @@ def _describe_op(op, indent: str) -> list[str]:
         text = f"${op.param}" if op.param is not None else repr(op.text)
         return [f"{indent}rank by relevance to {text} (matches first, the rest in their order)"]
     raise TypeError(op)
+
+
+def uses_search(query_plan: QueryPlan) -> bool:
+    """Whether the plan reads the node index (``search`` or ``rank`` anywhere in it).
+
+    >>> uses_search(QueryPlan((PathPlan(SearchNodes("hotel", None), ()),)))
+    True
+    >>> uses_search(QueryPlan((PathPlan(Roots(), ()),)))
+    False
+    """
+    pending: list = list(query_plan.branches)
+    while pending:
+        item = pending.pop()
+        if isinstance(item, PathPlan):
+            if isinstance(item.source, SearchNodes):
+                return True
+            if isinstance(item.source, SubPlan):
+                pending.extend(item.source.plan.branches)
+            pending.extend(item.ops)
+        elif isinstance(item, Rank):
+            return True
+        elif isinstance(item, Navigate):
+            pending.extend(item.predicates)
+        elif isinstance(item, Filter):
+            pending.append(item.condition)
+        elif isinstance(item, (AllOf, AnyOf)):
+            pending.extend(item.items)
+        elif isinstance(item, Negate):
+            pending.append(item.item)
+        elif isinstance(item, Truthy):
+            pending.append(item.operand)
+        elif isinstance(item, Cmp):
+            pending.extend((item.left, item.right))
+        elif isinstance(item, (PathCount, PathExists)):
+            pending.append(item.path)
+    return False
 
 
 def describe_condition(cond) -> str:
