@@ -348,14 +348,19 @@ class Memory:
                 out.append(entry)
             return out
 
-    def configure_search(self, *, embedder: str | None, base_url: str | None = None) -> dict[str, Any]:
+    def configure_search(
+        self, *, embedder: Any, base_url: str | None = None, min_similarity: float | None = None
+    ) -> dict[str, Any]:
         """Set this memory's embedder — ``"minilm"``, ``"openai"`` or ``"openai:MODEL"`` (at
-        ``base_url``, else ``OPENAI_BASE_URL``; the key from ``OPENAI_API_KEY``, never stored)
-        — or None for words only. Every node's text is embedded at once, in one store
-        transaction with the setting: an embedder that is unknown, cannot be loaded or fails
-        is a :class:`SearchError` (``embedder``) and changes nothing. The setting is kept with
-        the memory; from then on every commit embeds the texts it adds, and fails whole when
-        the embedder does. Returns :meth:`search_status`.
+        ``base_url``, else ``OPENAI_BASE_URL``; the key from ``OPENAI_API_KEY``, never stored),
+        an embedder object of your own (``name``, ``embed_documents(texts)``,
+        ``embed_query(text)``; give it again after reopening) — or None for words only.
+        ``min_similarity`` is the cosine similarity a node's text needs to the query to match
+        by meaning (default 0.35). Every node's text without a vector of that model is
+        embedded now, in one store transaction with the setting: an embedder that is unknown,
+        cannot be loaded or fails is a :class:`SearchError` (``embedder``) and changes
+        nothing. The setting is kept with the memory; from then on every commit embeds the
+        texts it adds, and fails whole when the embedder does. Returns :meth:`search_status`.
 
         >>> Memory().configure_search(embedder="bert")
         Traceback (most recent call last):
@@ -363,7 +368,7 @@ class Memory:
         hgm_engine.errors.SearchError: embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
         """
         with self._state.write_lock:  # no commit of this process meanwhile
-            return self._search.configure(embedder, base_url=base_url)
+            return self._search.configure(embedder, base_url=base_url, min_similarity=min_similarity)
 
     def search_status(self) -> dict[str, Any]:
         """What the node index holds: ``t``, ``nodes`` with text, ``terms``, where it came from

@@ -38,6 +38,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Callable, Mapping, Sequence
 
+import attrs
 import numpy as np
 
 from hgm_engine.errors import HGMError, Problem, SearchError
@@ -52,7 +53,15 @@ from hgm_engine.model.nodeindex import (
     Segment,
     register,
 )
-from hgm_engine.retrieval.vectors import EMBEDDER_META_KEY, EmbedderConfig, VectorIndex, embed_texts, text_key
+from hgm_engine.retrieval.vectors import (
+    EMBEDDER_META_KEY,
+    EmbedderConfig,
+    VectorIndex,
+    embed_texts,
+    min_similarity_of,
+    python_embedder,
+    text_key,
+)
 
 __all__ = ["NodeSearch", "COMPACT_MIN", "DENSE_DEPTH", "RRF_K"]
 
@@ -96,6 +105,7 @@ class NodeSearch:
         self._config_read = False
         self._embedder: Any = None
         self._vectors: VectorIndex | None = None
+        self._vectors_graph: MemoryGraph | None = None  # the graph self._vectors is of
         self._vector_keys: dict[str, np.ndarray] = {}  # text key -> unit vector (this process's)
         self._queries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lexical = LexicalSearcher(self.current)
@@ -155,7 +165,8 @@ class NodeSearch:
             self.stats["rebuilds"] += 1
             self._changed_rows = 0
         self._index, self._graph, self._t, self._stored = index, graph, t, stored
-        self._vectors = None  # read again for this graph when first needed
+        if self._vectors_graph is not graph:
+            self._vectors = None  # read again for this graph when first needed
         self._prepared.clear()
         self._register(graph)
         self.stats["opened_t"] = t
@@ -279,10 +290,8 @@ class NodeSearch:
         else:
             self._index, self._graph = None, None  # built on the first search
         self._prepared.clear()
-        if vectors is not None:
-            self._vectors = self._vector_index(vectors)
-        else:
-            self._vectors = None
+        self._vectors = self._vector_index(vectors) if vectors is not None else None
+        self._vectors_graph = graph
         self._register(graph)
 
     # -- vectors ----------------------------------------------------------------------------------
@@ -423,6 +432,7 @@ class NodeSearch:
                     if vector is not None:
                         index.put(node_id, node_type, vector, key=key)
                 self._vectors = index
+                self._vectors_graph = graph
             return self._vectors
 
     def query_vector(self, text: str) -> np.ndarray:
@@ -439,13 +449,15 @@ class NodeSearch:
             self._queries.move_to_end(cache_key)
         return found
 
-    def configure(self, embedder: str | None, *, base_url: str | None = None, write_lock: Any = None) -> dict[str, Any]:
-        """Set the memory's embedder (None: words only) and embed every node's text with it,
-        in one store transaction: an embedder that cannot be had or fails changes nothing.
+    def configure(self, embedder: Any, *, base_url: str | None = None, min_similarity: float | None = None) -> dict[str, Any]:
+        """Set the memory's embedder — a name (``minilm``, ``openai``, ``openai:MODEL``), an
+        embedder object (``name``, ``embed_documents``, ``embed_query``), or None for words
+        only — and embed every node's text it has no vector for yet (the vectors kept for the
+        same model are reused), in one store transaction with the setting: an embedder that
+        cannot be had or fails changes nothing. Call with the memory's write lock held.
         Returns :meth:`status`."""
-        config = None if embedder is None else EmbedderConfig.parse({"name": embedder, "base_url": base_url})
         with self.lock:
-            if config is None:
+            if embedder is None:
                 with self.store.write():
                     self.store.write_node_vectors("", [], clear=True)
                     self.store.set_meta(EMBEDDER_META_KEY, None)
@@ -453,32 +465,52 @@ class NodeSearch:
                 self._vector_keys.clear()
                 self._queries.clear()
                 return self.status()
-            made = config.make()
+            if isinstance(embedder, str):
+                config = EmbedderConfig.parse({"name": embedder, "base_url": base_url, "min_similarity": min_similarity})
+                made = config.make()
+            else:
+                if base_url is not None:
+                    raise SearchError.single("invalid-argument", "base_url is for openai endpoints, not an embedder object")
+                config = attrs.evolve(python_embedder(embedder), min_similarity=min_similarity_of(min_similarity))
+                made = embedder
+            model = getattr(made, "name", None) or config.name
+            previous = self.config()
+            same_model = previous is not None and previous.model == model
             with self.state.lock.reading():
                 texts = {}
                 for node in self.state.graph.nodes():
                     text = self.fields.text(node.attrs)
                     if text and text.strip():
                         texts[node.id] = (node.type, text)
-            unique = list(dict.fromkeys(text for _, text in texts.values()))
-            vectors = embed_texts(made, unique, None) if unique else []
-            dimensions = len(vectors[0]) if vectors else None
+            keys = {text: text_key(text) for _, text in texts.values()}
+            known: dict[str, np.ndarray] = {}
+            dimensions = previous.dimensions if same_model else None
+            if same_model:
+                known = {k: v for k, v in self._vector_keys.items()}
+                if self.store.keeps_node_index:
+                    for key, data in self.store.read_node_vectors(model).items():
+                        vector = np.frombuffer(data, np.float32)
+                        if len(vector) == dimensions:
+                            known.setdefault(key, vector)
+            missing = [text for text, key in keys.items() if key not in known]
+            made_vectors = embed_texts(made, missing, dimensions) if missing else []
             if dimensions is None:
-                probe = embed_texts(made, ["hgm"], None)
-                dimensions = len(probe[0])
-            by_text = dict(zip(unique, vectors))
-            config = EmbedderConfig(config.name, config.base_url, getattr(made, "name", config.name), dimensions)
-            rows = [(text_key(text), vector.tobytes()) for text, vector in by_text.items()]
+                dimensions = len(made_vectors[0]) if made_vectors else len(embed_texts(made, ["hgm"], None, query=True)[0])
+            for text, vector in zip(missing, made_vectors):
+                known[keys[text]] = vector
+            config = attrs.evolve(config, model=model, dimensions=dimensions)
+            rows = [(keys[text], vector.tobytes()) for text, vector in zip(missing, made_vectors)]
             with self.store.write():
-                self.store.write_node_vectors(config.model, rows, clear=True)
+                self.store.write_node_vectors(model, rows, clear=not same_model)
                 self.store.set_meta(EMBEDDER_META_KEY, config.to_json())
             self._config, self._config_read, self._embedder = config, True, made
-            self._vector_keys = {text_key(text): vector for text, vector in by_text.items()}
+            self._vector_keys = known
             self._queries.clear()
             index = VectorIndex(dimensions, capacity=max(64, len(texts)))
             for node_id, (node_type, text) in texts.items():
-                index.put(node_id, node_type, by_text[text], key=text_key(text))
+                index.put(node_id, node_type, known[keys[text]], key=keys[text])
             self._vectors = index
+            self._vectors_graph = self.state.graph
             return self.status()
 
     # -- searching (the searcher protocol of hgm_engine.model.nodeindex) ---------------------------
@@ -489,7 +521,8 @@ class NodeSearch:
         if config is not None:
             text += (
                 f"; fused with the vectors of {config.model or config.name} ({config.dimensions} numbers): "
-                f"1/({RRF_K} + lexical rank) + 1/({RRF_K} + vector rank), the {DENSE_DEPTH} nearest texts"
+                f"1/({RRF_K} + lexical rank) + 1/({RRF_K} + vector rank), the {DENSE_DEPTH} nearest texts "
+                f"with a cosine similarity of {config.min_similarity:g} or more"
             )
         return text
 
@@ -535,7 +568,8 @@ class NodeSearch:
             return node.seq if node is not None else 0
 
         depth = max(DENSE_DEPTH, top or 0)
-        nearest = vectors.nearest(query, depth, seq_of=seq_of, node_type=node_type, hidden=hidden, extra=extra)
+        nearest = vectors.nearest(query, depth, seq_of=seq_of, node_type=node_type, hidden=hidden, extra=extra,
+                                  min_similarity=self.config().min_similarity)
         nearest = [(node_id, sim) for node_id, sim in nearest if node_id in nodes]
         if charge is not None:
             charge(len(vectors) + len(nearest))
@@ -577,7 +611,9 @@ class NodeSearch:
             else:
                 vector = vectors.vector_of(node_id)
             if vector is not None:
-                sims.append((-float(np.dot(vector, query)), position, node_id))
+                similarity = float(np.dot(vector, query))
+                if similarity >= self.config().min_similarity:
+                    sims.append((-similarity, position, node_id))
         sims.sort()
         nearest = [node_id for _, _, node_id in sims[:DENSE_DEPTH]]
         fused: dict[str, float] = {}
@@ -610,7 +646,7 @@ class NodeSearch:
             "fields": [*self.fields.fields, *([self.fields.tags] if self.fields.tags else [])],
             "embedder": None if config is None else {
                 "name": config.name, "model": config.model, "base_url": config.base_url, "dimensions": config.dimensions,
-                "vectors": None if vectors is None else len(vectors),
+                "min_similarity": config.min_similarity, "vectors": None if vectors is None else len(vectors),
             },
             "score": self.describe(),
             "last_problem": self.stats["last_problem"],

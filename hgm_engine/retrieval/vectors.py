@@ -32,7 +32,10 @@ import numpy as np
 
 from hgm_engine.errors import HGMError, Problem, SearchError
 
-__all__ = ["EMBEDDER_META_KEY", "EMBEDDER_NAMES", "EmbedderConfig", "VectorIndex", "text_key", "unit", "embed_texts"]
+__all__ = [
+    "EMBEDDER_META_KEY", "EMBEDDER_NAMES", "DEFAULT_MIN_SIMILARITY", "EmbedderConfig", "VectorIndex", "text_key", "unit",
+    "embed_texts", "min_similarity_of", "python_embedder",
+]
 
 EMBEDDER_META_KEY = "node_index.embedder"
 EMBEDDER_NAMES = ("minilm", "openai", "openai:MODEL")
@@ -58,11 +61,17 @@ def unit(vector: Sequence[float]) -> np.ndarray:
     return array / norm if norm > 0 else array
 
 
+DEFAULT_MIN_SIMILARITY = 0.35
+
+
 @attrs.frozen
 class EmbedderConfig:
-    """A memory's embedder: ``name`` (``minilm`` or ``openai[:MODEL]``), the endpoint's
-    ``base_url`` (openai only; None: ``OPENAI_BASE_URL``), and ``model``, the name of the
-    vectors it makes (the embedder's own), with their ``dimensions`` once known.
+    """A memory's embedder: ``name`` (``minilm``, ``openai[:MODEL]``, or ``python:NAME`` for
+    an embedder object given in Python), the endpoint's ``base_url`` (openai only; None:
+    ``OPENAI_BASE_URL``), ``model``, the name of the vectors it makes (the embedder's own),
+    with their ``dimensions`` once known, and ``min_similarity``: the cosine similarity a
+    text needs to the query to match by meaning (0.35 by default; models differ, so it is a
+    setting).
 
     >>> config = EmbedderConfig.parse({"name": "openai:text-embedding-3-small", "base_url": "http://127.0.0.1:9/v1"})
     >>> config.name, EmbedderConfig.from_json(config.to_json()) == config
@@ -77,10 +86,12 @@ class EmbedderConfig:
     base_url: str | None = None
     model: str | None = None
     dimensions: int | None = None
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> "EmbedderConfig":
-        """A config from settings given by a user (``name``, optional ``base_url``)."""
+        """A config from settings given by a user (``name``, optional ``base_url`` and
+        ``min_similarity``)."""
         name = doc.get("name")
         if not isinstance(name, str) or not name.strip():
             raise SearchError.single("invalid-argument", "an embedder setting needs a name: minilm, openai or openai:MODEL")
@@ -94,21 +105,29 @@ class EmbedderConfig:
             raise SearchError.single("invalid-argument", f"base_url must be an http:// or https:// URL, not {base_url!r}")
         if base_url is not None and not name.startswith("openai"):
             raise SearchError.single("invalid-argument", f"base_url is for openai endpoints; {name} runs in this process")
-        return cls(name, base_url)
+        return cls(name, base_url, min_similarity=min_similarity_of(doc.get("min_similarity")))
 
     def to_json(self) -> str:
-        return json.dumps({"name": self.name, "base_url": self.base_url, "model": self.model, "dimensions": self.dimensions})
+        return json.dumps({"name": self.name, "base_url": self.base_url, "model": self.model, "dimensions": self.dimensions,
+                           "min_similarity": self.min_similarity})
 
     @classmethod
     def from_json(cls, text: str) -> "EmbedderConfig":
         doc = json.loads(text)
-        return cls(doc["name"], doc.get("base_url"), doc.get("model"), doc.get("dimensions"))
+        return cls(doc["name"], doc.get("base_url"), doc.get("model"), doc.get("dimensions"),
+                   float(doc.get("min_similarity", DEFAULT_MIN_SIMILARITY)))
 
     def make(self) -> Any:
         """The embedder (``hgm_engine.paths.localize`` makes it); ``SearchError`` when it
         cannot be had (a package missing)."""
         from hgm_engine.paths.localize import embedder_from_name
 
+        if self.name.startswith("python:"):
+            raise SearchError.single(
+                "embedder",
+                f"this memory's vectors are made by the embedder {self.name[len('python:'):]!r}, given in Python: give it "
+                "again with memory.configure_search(embedder=...) (the vectors kept are reused), or set another one",
+            )
         kwargs: dict[str, Any] = {}
         if self.name.startswith("openai"):
             kwargs["base_url"] = self.base_url
@@ -120,6 +139,42 @@ class EmbedderConfig:
         if getattr(embedder, "sparse", True):
             raise SearchError.single("embedder", f"{self.name} makes sparse vectors; the node index's words already cover those")
         return embedder
+
+
+def min_similarity_of(value: Any) -> float:
+    """A ``min_similarity`` setting: a number from -1 to 1 (None: the default).
+
+    >>> min_similarity_of(None), min_similarity_of(0.5)
+    (0.35, 0.5)
+    """
+    if value is None:
+        return DEFAULT_MIN_SIMILARITY
+    if type(value) not in (int, float) or not -1.0 <= float(value) <= 1.0:
+        raise SearchError.single("invalid-argument", f"min_similarity is a number from -1 to 1, not {value!r}")
+    return float(value)
+
+
+def python_embedder(embedder: Any) -> EmbedderConfig:
+    """The setting of an embedder object given in Python (``name``, ``sparse`` False,
+    ``embed_documents(texts)``, ``embed_query(text)``); ``SearchError`` when it is not one.
+
+    >>> python_embedder(object())
+    Traceback (most recent call last):
+      ...
+    hgm_engine.errors.SearchError: invalid-argument: an embedder is a name (minilm, openai, openai:MODEL) or an object with name, embed_documents(texts) and embed_query(text); object has no name
+    """
+    name = getattr(embedder, "name", None)
+    missing = [m for m in ("embed_documents", "embed_query") if not callable(getattr(embedder, m, None))]
+    if not isinstance(name, str) or not name or missing:
+        what = f"{type(embedder).__name__} has no " + ("name" if not isinstance(name, str) or not name else " or ".join(missing))
+        raise SearchError.single(
+            "invalid-argument",
+            "an embedder is a name (minilm, openai, openai:MODEL) or an object with name, embed_documents(texts) and "
+            f"embed_query(text); {what}",
+        )
+    if getattr(embedder, "sparse", False):
+        raise SearchError.single("embedder", f"{name} makes sparse vectors; the node index's words already cover those")
+    return EmbedderConfig(f"python:{name}", None, name)
 
 
 def embed_texts(embedder: Any, texts: list[str], dimensions: int | None, *, query: bool = False) -> list[np.ndarray]:
@@ -260,10 +315,12 @@ class VectorIndex:
         node_type: str | None = None,
         hidden: Iterable[str] = (),
         extra: Mapping[str, tuple[str, np.ndarray]] | None = None,
+        min_similarity: float = -1.0,
     ) -> list[tuple[str, float]]:
-        """The ``k`` rows nearest to ``query`` (a unit vector): (id, cosine similarity), most
-        similar first, ties in creation order (``seq_of``); ``hidden`` ids are left out and
-        ``extra`` ``{id: (type, unit vector)}`` taken in (a view's own nodes)."""
+        """The ``k`` rows nearest to ``query`` (a unit vector) with a cosine similarity of
+        at least ``min_similarity``: (id, similarity), most similar first, ties in creation
+        order (``seq_of``); ``hidden`` ids are left out and ``extra`` ``{id: (type, unit
+        vector)}`` taken in (a view's own nodes)."""
         if k <= 0:
             return []
         used = self._next
@@ -276,6 +333,8 @@ class VectorIndex:
             row = self.row_of.get(node_id)
             if row is not None and row < used:
                 mask[row] = False
+        if min_similarity > -1.0 and used:
+            mask &= sims >= min_similarity
         rows = np.flatnonzero(mask)
         candidates: list[tuple[str, float]] = []
         if len(rows):
@@ -286,7 +345,8 @@ class VectorIndex:
                 rows, values = rows[pick], values[pick]
             candidates = [(self.id_at[row], value) for row, value in zip(rows.tolist(), values.tolist())]
         for node_id, (kind, vector) in (extra or {}).items():
-            if node_type is None or kind == node_type:
-                candidates.append((node_id, float(np.dot(vector.astype(np.float64), query.astype(np.float64)))))
+            similarity = float(np.dot(vector, query))
+            if (node_type is None or kind == node_type) and similarity >= min_similarity:
+                candidates.append((node_id, similarity))
         candidates.sort(key=lambda item: (-item[1], seq_of(item[0])))
         return candidates[:k]
