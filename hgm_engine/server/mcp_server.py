@@ -46,6 +46,7 @@ from hgm_engine.server.service import MemoryService, ServerLimits, error_documen
 
 __all__ = [
     "TOOLS",
+    "SEARCH_TOOLS",
     "Tool",
     "call_tool",
     "line_error",
@@ -249,6 +250,40 @@ TOOLS: tuple[Tool, ...] = (
         lambda s, a: s.history(a["node"]),
     ),
 )
+
+# -- search: the node index (hgm_engine.retrieval) ----------------------------------------------
+
+SEARCH_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "search",
+        "Search the memory by text",
+        "Find the nodes whose text (content, name, title, description, tags) is about something, "
+        "most relevant first, with a score and the words that matched. Use it when you know what "
+        "a node is ABOUT but not where it is or what it is called: 'what do we know about the hotel "
+        "price?' -> text 'hotel price'. Write a path expression with query instead when you can "
+        "name the place (#trip.subgoals, root.actions.where(status = 'pending')) or need exact "
+        "conditions, counts or structure. The two combine: query \"search($q).where(type = 'fact')\" "
+        "or \"(search($q)).ancestors.where(type = 'goal')\" with params {\"q\": \"hotel price\"}, and "
+        "\".rank($q)\" reorders any list by relevance. Words match without case and by stem "
+        "(hotels = hotel); very common words are ignored, so a text made only of them is refused. "
+        "With an embedder set, nodes also match by meaning (then each hit has a similarity).",
+        _schema(
+            {
+                "text": {"type": "string", "minLength": 1, "description": "What to look for, in words."},
+                "type": {
+                    "type": "string",
+                    "description": "Only nodes of this type: goal, action, entity, fact or result.",
+                },
+                "limit": {"type": "integer", "minimum": 0, "maximum": 1000, "description": "How many nodes at most (default 10)."},
+                "as_of": _AS_OF,
+            },
+            ["text"],
+        ),
+        lambda s, a: s.search(a["text"], a.get("type"), a.get("limit", 10), a.get("as_of")),
+    ),
+)
+
+TOOLS = TOOLS + SEARCH_TOOLS
 
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 

@@ -49,6 +49,7 @@ from hgm_engine.server.rest.models import (
     TransactionRequest,
     error_responses,
 )
+from hgm_engine.server.rest.models import IndexConfigRequest, SearchRequest  # the node index's routes
 from hgm_engine.server.rest.responses import (
     NodeJsonCache,
     error_response,
@@ -293,6 +294,25 @@ def create_app(
     @app.post("/api/v1/memory/path/rewrite", tags=["origin"], summary="Rewrite a path after feedback", responses=error_responses(400, 401, 404, 409, 422, 501))
     def memory_path_rewrite(body: PathRewriteRequest) -> Response:
         return json_response(service.rewrite_path_from_feedback(body.path_id, body.feedback, body.steps, body.session_context))
+
+    # -- search: the node index (hgm_engine.retrieval) ------------------------------------
+
+    @app.post("/api/v1/search", tags=["read"], summary="Nodes whose text matches, most relevant first", responses=error_responses(400, 401, 404, 503))
+    def search(body: SearchRequest) -> Response:
+        """`{"query", "t", "hits": [{"id", "type", "score", "matched", "node"}, ...]}`: search(TEXT)
+        with each node's score and the words of `text` it contains (with an embedder set, also
+        `similarity` and `lexical`). A `text` with no word to search for is 400."""
+        return json_response(service.search(body.text, body.type, body.limit, body.as_of))
+
+    @app.get("/api/v1/index", tags=["read"], summary="What the node index holds")
+    def index_status() -> Response:
+        return json_response(service.search_status())
+
+    @app.put("/api/v1/index/embedder", tags=["write"], summary="Set the memory's embedder", responses=error_responses(400, 401, 503))
+    def index_embedder(body: IndexConfigRequest) -> Response:
+        """Every node's text is embedded now, in one transaction with the setting; an embedder
+        that is unknown (400) or fails (503) changes nothing."""
+        return json_response(service.configure_search(body.embedder, body.base_url, body.min_similarity))
 
     async def query_direct(scope, receive, send) -> None:
         # The same operation as the documented route above, answered by the guard without the

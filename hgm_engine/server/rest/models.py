@@ -35,6 +35,8 @@ __all__ = [
     "ReportModel",
     "RefusedReportModel",
     "error_responses",
+    "SearchRequest",
+    "IndexConfigRequest",
 ]
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
@@ -206,9 +208,33 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         415: "Body is not application/json",
         422: "Refused by constraints: the report lists every violation",
         501: "Not built into this engine",
+        503: "The embedder or the store is unavailable now; nothing was changed",
     }
     out: dict[int | str, dict[str, Any]] = {}
     for code in codes:
         model = RefusedReportModel if code == 422 else ErrorBody
         out[code] = {"model": model, "description": descriptions[code]}
     return out
+
+
+# -- search: the node index (hgm_engine.retrieval) ---------------------------------------------
+
+
+class SearchRequest(BaseModel):
+    """Nodes whose text matches, most relevant first (search(TEXT), docs/language.md §8)."""
+
+    model_config = _STRICT
+    text: str = Field(description="What to look for, in words: 'hotel price', 'closed on Monday'.")
+    type: str | None = Field(None, description="Only nodes of this type (goal, action, entity, fact, result).")
+    limit: int = Field(10, ge=0, description="How many nodes at most (up to the server's max_search_hits).")
+    as_of: AsOf | None = Field(None, description="Search the state at this t, or at a snapshot name.")
+
+
+class IndexConfigRequest(BaseModel):
+    """The memory's embedder for the node index: every node's text is embedded at once."""
+
+    model_config = _STRICT
+    embedder: str | None = Field(description="minilm, openai, openai:MODEL, or null for words only.")
+    base_url: str | None = Field(None, description="An OpenAI-compatible endpoint (default: the server's OPENAI_BASE_URL).")
+    min_similarity: float | None = Field(None, ge=-1, le=1, description="Cosine a text needs to match by meaning (0.35).")
+
