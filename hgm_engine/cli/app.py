@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=wrap(
             "hgm: hierarchical graph memory for LLM agents. Query, explain, check and draw "
             "memory graphs written in the graph file format (hgm-graph/1), and keep a durable "
-            "memory in a SQLite file (--db): load it, change it only through transactions "
+            "memory in a SQLite file or a PostgreSQL database (--db): load it, change it only through transactions "
             "checked against constraints, and read its history, diffs and earlier states."
         ),
         epilog=examples(

@@ -226,15 +226,23 @@ class _Run:
 
     def _mark(self, node_id: str, state: str, rule: str, cause: str, reason: str | None) -> None:
         node = self.overlay.node(node_id)
-        marks = [thaw(m) for m in node.attrs.get("dirty_marks", ())]
+        # Marks stored before graph files and transactions were checked for them may be
+        # anything: a 'dirty_marks' that is no list is replaced, a 'dirty' that is no state
+        # is overridden, marks that are no objects are kept as they were.
+        stored = node.attrs.get("dirty_marks", ())
+        marks = [thaw(m) for m in stored] if isinstance(stored, tuple) else []
         record = {"state": state, "rule": rule, "because": [cause], "t": self.t}
         if reason:
             record["reason"] = reason
-        if any(m.get("rule") == rule and m.get("because") == [cause] and m.get("state") == state for m in marks):
+        if any(
+            isinstance(m, dict) and m.get("rule") == rule and m.get("because") == [cause] and m.get("state") == state
+            for m in marks
+        ):
             return
         marks.append(record)
         current = node.attrs.get("dirty")
-        strongest = state if STATE_RANK[state] > STATE_RANK.get(current, 0) else current
+        rank = STATE_RANK.get(current, 0) if isinstance(current, str) else 0
+        strongest = state if STATE_RANK[state] > rank else current
         attributes = dict(node.attrs)
         attributes["dirty"] = strongest
         attributes["dirty_marks"] = marks
