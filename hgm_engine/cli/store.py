@@ -87,23 +87,11 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str, progres
     hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node id 'h' is already in the memory
     """
     if memory.t == 0 and len(memory) == 0:
-<<<<<<< HEAD
         return memory.load(doc, author=author, reason=reason, progress=progress)
     if progress is not None:
         progress("checking the graph", 0, None)
-    problems = check_document(doc, memory.schema)
-    if not problems:
-        graph = memory.graph
-        for position, node in enumerate(doc.get("nodes", [])):
-            if node["id"] in graph:
-                problems.append(
-                    Problem("duplicate-id", f"node {node['id']!r} is already in the memory", where=f"nodes[{position}]")
-                )
-=======
-        return memory.load(doc, author=author, reason=reason)
     # The memory's nodes: the file may not reuse their ids, and its edges may point at them.
     problems = check_document(doc, memory.schema, existing=memory.graph.node_map())
->>>>>>> w-docs
     if problems:
         raise GraphFileError(problems)
     # Parsed and applied as ops one by one (not as one transaction document): a file may hold
