@@ -7,6 +7,11 @@ import pathlib
 
 import pytest
 
+from hgm_engine.testing.profiles import load_profile
+
+# HYPOTHESIS_PROFILE=ci (the default) or long: hgm_engine/testing/profiles.py.
+load_profile()
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SHARED_COMPLIANCE = SHARED / "spec" / "compliance"

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from hgm_engine.errors import Problem, RequestError
-from hgm_engine.model import thaw
+from hgm_engine.model import same_json, thaw
 from hgm_engine.model import GraphOverlay
 from hgm_engine.rules.compile import CompiledTrigger, Propagation, RuleSet, compile_rules
 from hgm_engine.model import Schema
@@ -178,7 +178,7 @@ class _Run:
                 self.origins[change.before.id] = None
             elif change.kind == "node_updated":
                 before, after = change.before.attrs, change.after.attrs
-                changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+                changed = {k for k in set(before) | set(after) if k not in before or k not in after or not same_json(before[k], after[k])}
                 if changed - set(MARK_ATTRIBUTES):
                     events.append(("update", change.after))
                     self.origins[change.after.id] = None
@@ -220,7 +220,7 @@ class _Run:
         attributes = dict(node.attrs)
         for name, value in assignments:
             attributes[name] = value
-        if attributes == dict(node.attrs):
+        if same_json(attributes, node.attrs):
             return None
         return self.overlay.set_node_attrs(node_id, attributes)
 
@@ -269,7 +269,10 @@ class _Run:
 
     def _propagate(self) -> None:
         for origin in list(self.origins):
-            origin_node = self.overlay.node(origin) or self.base.node(origin)
+            before, after = self.base.node(origin), self.overlay.node(origin)
+            if after is not None and (before is None or before.seq != after.seq):
+                continue  # added by the transaction (docs/rules.md, step 5): not a starting point
+            origin_node = after or before
             for declaration in self.engine._propagations:
                 if declaration.from_type is not None and origin_node.type != declaration.from_type:
                     continue

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 
 from hgm_engine.errors import Problem, RequestError
-from hgm_engine.model import GraphView, MemoryGraph, Node, text_problem
+from hgm_engine.model import GraphView, MemoryGraph, Node, same_json, text_problem
 from hgm_engine.model import Change, Commit, GraphOverlay, apply_changes
 from hgm_engine.txn.report import change_to_json
 
@@ -83,7 +83,7 @@ def net_changes(before_view, after_view, commits: Iterable[Commit]) -> list[dict
             out.append(Change("node_added", None, new))
         elif old is not None and new is None:
             out.append(Change("node_removed", old, None))
-        elif old is not None and new is not None and (old.attrs != new.attrs or old.seq != new.seq):
+        elif old is not None and new is not None and (not same_json(old.attrs, new.attrs) or old.seq != new.seq):
             if old.seq != new.seq:
                 out.extend([Change("node_removed", old, None), Change("node_added", None, new)])
             else:
@@ -94,7 +94,10 @@ def net_changes(before_view, after_view, commits: Iterable[Commit]) -> list[dict
             out.append(Change("edge_added", None, new))
         elif old is not None and new is None:
             out.append(Change("edge_removed", old, None))
-        elif old is not None and new is not None and (old.attrs != new.attrs):
+        elif old is not None and new is not None and old.seq != new.seq:
+            # Re-created (its node was removed and put back, say): removed and added, as nodes are.
+            out.extend([Change("edge_removed", old, None), Change("edge_added", None, new)])
+        elif old is not None and new is not None and not same_json(old.attrs, new.attrs):
             out.append(Change("edge_updated", old, new))
     return [change_to_json(c) for c in out]
 
