@@ -158,7 +158,7 @@ def test_a_model_whose_vector_size_changes_is_refused(tmp_path, openai_stub):
 @pytest.mark.parametrize(
     "kwargs, category, words",
     [
-        ({"embedder": "bert"}, "embedder", "unknown embedder 'bert'"),
+        ({"embedder": "bert"}, "unknown-embedder", "unknown embedder 'bert'"),
         ({"embedder": ""}, "invalid-argument", "needs a name"),
         ({"embedder": "openai", "base_url": "ftp://x"}, "invalid-argument", "base_url must be"),
         ({"embedder": "minilm", "base_url": "http://127.0.0.1:9/v1"}, "invalid-argument", "base_url is for openai"),

@@ -121,7 +121,7 @@ def _index_config(args: argparse.Namespace, out: Output) -> int:
         try:
             status = memory.configure_search(embedder=embedder, base_url=args.base_url, min_similarity=args.min_similarity)
         except HGMError as err:
-            return out.error(err, EXIT_FAILURE)
+            return out.error(err, EXIT_QUERY_ERROR if err.category in ("invalid-argument", "unknown-embedder") else EXIT_FAILURE)
         if out.as_json:
             out.document(status)
         else:

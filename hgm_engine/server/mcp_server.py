@@ -135,12 +135,14 @@ TOOLS: tuple[Tool, ...] = (
         "Query the memory",
         "Read the task memory with a path expression; returns the matching nodes (ids and attributes), "
         "a count, a boolean or paths, plus t (the state read; pass it as base_t to transact). "
-        "Starts: root (top-level goals), nodes (all), #ID (one node), focus, $param. "
+        "Starts: root (top-level goals), nodes (all), #ID (one node), focus, $param, search($text) (nodes whose "
+        "text matches, most relevant first; see the search tool). "
         "Steps: .children .parent .subgoals .actions .descendants .ancestors .siblings .next .prev "
         ".following .preceding .related .related_facts .related_entities .results .sources .derived "
         ".out(edge_type) .in(edge_type); repetition {m,n} after a one-hop step; "
         ".where(cond) with = != < <= > >= in contains =~ and or not exists(rel) count(rel) has(attr); "
-        "[i] [a:b] .first() .last() .limit(n) .sort_by(attr, 'desc'); finals .count() .exists() .paths(). "
+        "[i] [a:b] .first() .last() .limit(n) .sort_by(attr, 'desc') .rank($text) (most relevant first); "
+        "finals .count() .exists() .paths(). "
         "Examples: \"root.actions.where(status = 'pending')\", \"#trip.descendants.where(type = 'action').count()\", "
         "\"nodes.where(content =~ $pattern)\" with params {\"pattern\": \"hotel\"}. "
         "Put values in params rather than pasting them into expr. Errors name the category "
@@ -300,6 +302,35 @@ SEARCH_TOOLS: tuple[Tool, ...] = (
             ["text"],
         ),
         lambda s, a: s.search(a["text"], a.get("type"), a.get("limit", 10), a.get("as_of")),
+    ),
+    Tool(
+        "index_status",
+        "What the search index holds",
+        "The node index behind search: how many nodes have text, its terms, the fields it reads and "
+        "the memory's embedder (none: words only). Use it to see whether search can match by meaning.",
+        _schema({}, []),
+        lambda s, a: s.search_status(),
+    ),
+    Tool(
+        "set_embedder",
+        "Set the memory's embedder",
+        "Choose how search matches by meaning, for this memory: embedder 'minilm' (in this process, when "
+        "installed), 'openai' or 'openai:MODEL' (an OpenAI-compatible endpoint at base_url, else the "
+        "server's OPENAI_BASE_URL), or null for words only. Every node's text is embedded now; an unknown "
+        "embedder or one that fails changes nothing. Then every commit embeds the text it adds, and fails "
+        "whole when the embedder fails: set it only when asked to.",
+        _schema(
+            {
+                "embedder": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}],
+                             "description": "minilm, openai, openai:MODEL, or null for words only."},
+                "base_url": {"type": "string", "description": "The OpenAI-compatible endpoint (http:// or https://)."},
+                "min_similarity": {"type": "number", "minimum": -1, "maximum": 1,
+                                   "description": "The cosine a text needs to match by meaning (default 0.35)."},
+            },
+            ["embedder"],
+        ),
+        lambda s, a: s.configure_search(a["embedder"], a.get("base_url"), a.get("min_similarity")),
+        read_only=False,
     ),
 )
 

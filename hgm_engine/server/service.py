@@ -121,6 +121,7 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "store": 503,
     "io": 503,
     "embedder": 503,
+    "unknown-embedder": 400,
     "internal": 500,
     "bad-state": 500,
 }
