@@ -214,13 +214,13 @@ class Segment:
     """
 
     __slots__ = (
-        "ids", "ord_of", "lengths", "seqs", "type_names", "type_codes", "terms", "term_of",
+        "ids", "_ord_of", "lengths", "seqs", "type_names", "type_codes", "terms", "term_of",
         "p_offsets", "p_ords", "p_tfs", "f_offsets", "f_tids", "f_tfs", "total_length", "_float_lengths",
     )
 
     def __init__(self, ids, lengths, seqs, type_names, type_codes, terms, p_offsets, p_ords, p_tfs, f_offsets, f_tids, f_tfs):
         self.ids: list[str] = ids
-        self.ord_of: dict[str, int] = {node_id: position for position, node_id in enumerate(ids)}
+        self._ord_of: dict[str, int] | None = None  # made when first asked (a reopened memory may never)
         self.lengths = lengths
         self.seqs = seqs
         self.type_names: list[str] = type_names
@@ -231,6 +231,13 @@ class Segment:
         self.f_offsets, self.f_tids, self.f_tfs = f_offsets, f_tids, f_tfs
         self.total_length = int(lengths.sum()) if len(lengths) else 0
         self._float_lengths = None
+
+    @property
+    def ord_of(self) -> dict[str, int]:
+        """Each node id's position in the segment."""
+        if self._ord_of is None:
+            self._ord_of = dict(zip(self.ids, range(len(self.ids))))
+        return self._ord_of
 
     @property
     def n_docs(self) -> int:

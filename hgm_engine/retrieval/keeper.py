@@ -184,10 +184,11 @@ class NodeSearch:
             if node is None:
                 raise ValueError(f"an entry for {node_id!r}, which the state does not hold")
             index.replace(node_id, Doc.from_terms_json(terms, node))
-        for node_id in seg.ids:
-            node = nodes.get(node_id)
-            if node is None and index.doc(node_id) is not None:
-                raise ValueError(f"an entry for {node_id!r}, which the state does not hold")
+        if not all(map(nodes.__contains__, seg.ids)):  # every entry's node is there: the usual case, checked in C
+            for node_id in seg.ids:
+                node = nodes.get(node_id)
+                if node is None and index.doc(node_id) is not None:
+                    raise ValueError(f"an entry for {node_id!r}, which the state does not hold")
         return index
 
     def _follow(self, t: int) -> None:
