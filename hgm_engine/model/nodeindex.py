@@ -66,6 +66,7 @@ __all__ = [
     "TextFields",
     "DEFAULT_FIELDS",
     "query_terms",
+    "text_changes",
     "index_for",
     "searcher_for",
     "LexicalSearcher",
@@ -119,6 +120,30 @@ def _terms_of(text: str) -> tuple[dict[str, int], int]:
                 _TERMS_CACHE.clear()
             _TERMS_CACHE[text] = found
     return found
+
+
+def text_changes(changes: Iterable[Any], fields: "TextFields") -> dict[str, Node | None]:
+    """The nodes of a commit's ``changes`` whose index entry may change: added, removed (None),
+    or updated in their type or their text. An update of other attributes (a status) leaves
+    the entry as it was, so it is not analysed again.
+
+    >>> from hgm_engine.model import Change, Node
+    >>> a, b = Node("a", "action", {"content": "Book", "status": "pending"}, 1), Node("a", "action", {"content": "Book", "status": "done"}, 1)
+    >>> text_changes([Change("node_updated", a, b)], DEFAULT_FIELDS)
+    {}
+    """
+    out: dict[str, Node | None] = {}
+    for change in changes:
+        kind = change.kind
+        if kind == "node_added":
+            out[change.after.id] = change.after
+        elif kind == "node_updated":
+            before, after = change.before, change.after
+            if before is None or before.type != after.type or fields.text(before.attrs) != fields.text(after.attrs):
+                out[after.id] = after
+        elif kind == "node_removed":
+            out[change.before.id] = None
+    return out
 
 
 def query_terms(text: str) -> tuple[str, ...]:
@@ -503,11 +528,8 @@ class LexicalIndex:
 
     def apply(self, changes: Iterable[Any]) -> None:
         """Follow a commit's changes (``hgm_engine.model.Change``)."""
-        for change in changes:
-            if change.kind in ("node_added", "node_updated"):
-                self.update(change.after.id, change.after)
-            elif change.kind == "node_removed":
-                self.update(change.before.id, None)
+        for node_id, node in text_changes(changes, self.fields).items():
+            self.update(node_id, node)
 
     def compact(self) -> "LexicalIndex":
         """This state as one new segment (the changed entries folded in), in columns."""

@@ -52,6 +52,7 @@ from hgm_engine.model.nodeindex import (
     SearchHit,
     Segment,
     register,
+    text_changes,
 )
 from hgm_engine.retrieval.vectors import (
     EMBEDDER_META_KEY,
@@ -238,12 +239,7 @@ class NodeSearch:
                 return  # an in-process memory indexes on its first search
             index = self.current() if keeps or self._index is not None else None
             docs: dict[str, Doc | None] = {}
-            nodes: dict[str, Any] = {}
-            for change in commit.changes:
-                if change.kind in ("node_added", "node_updated"):
-                    nodes[change.after.id] = change.after
-                elif change.kind == "node_removed":
-                    nodes[change.before.id] = None
+            nodes = text_changes(commit.changes, self.fields)
             for node_id, node in nodes.items():
                 docs[node_id] = None if node is None else Doc.of(node, self.fields)
             vectors = self._embed_changes(nodes) if dense else {}
@@ -373,12 +369,7 @@ class NodeSearch:
             return
         # Another process's commit: its vectors are in the store (by text key).
         config = self.config()
-        changed: dict[str, Any] = {}
-        for change in commit.changes:
-            if change.kind in ("node_added", "node_updated"):
-                changed[change.after.id] = change.after
-            elif change.kind == "node_removed":
-                changed[change.before.id] = None
+        changed = text_changes(commit.changes, self.fields)
         keys = {}
         for node_id, node in changed.items():
             text = None if node is None else self.fields.text(node.attrs)
