@@ -3,7 +3,7 @@
 A :class:`PathIndex` holds :class:`PathRecord` s (trajectories with versions), updated one
 commit at a time, and answers :meth:`PathIndex.locate` with :class:`Match` es whose
 ``breakdown`` names every part of their score (:mod:`.scoring`). Embedders are pluggable
-(:class:`Embedder`): the dependency-free :class:`HashedTfidfEmbedder` (default), a local
+(:class:`Embedder`): the model-free :class:`HashedTfidfEmbedder` (default), a local
 sentence-transformers model, or any OpenAI-compatible endpoint. :mod:`.taskplan` reads the
 GNN4TaskPlan data sets used to evaluate all this (``bench/localize``).
 

@@ -361,7 +361,7 @@ class _DenseRows:
 
 
 class PathIndex:
-    """The path index. ``PathIndex()`` uses the dependency-free default embedder.
+    """The path index. ``PathIndex()`` uses the model-free default embedder.
 
     Paths are held by id; :meth:`add` refuses an id it already has (use :meth:`update`),
     :meth:`remove` and :meth:`update` refuse one it does not (category ``unknown-path``).
