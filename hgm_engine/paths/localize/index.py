@@ -760,7 +760,7 @@ class PathIndex:
                         similarity[slot] = exact(slot)
                         recalled["from_tags"] += 1
 
-        if expand is not None and similarity:
+        if expand is not None and similarity and cfg.expand_limit > 0:
             entry_ids = [self._record_at[s].id for s in sorted(similarity, key=lambda s: -similarity[s])]
             added = 0
             for path_id in expand(entry_ids):
