@@ -25,7 +25,7 @@ from hgm_engine.paths.localize.embedders import (
     SentenceTransformerEmbedder,
     embedder_from_name,
 )
-from hgm_engine.paths.localize.index import INDEX_STATE_FORMAT, Expander, LocateResult, Match, PathIndex
+from hgm_engine.paths.localize.index import INDEX_BYTES_FORMAT, INDEX_STATE_FORMAT, Expander, LocateResult, Match, PathIndex
 from hgm_engine.paths.localize.records import PATH_RESULTS, PATH_STATUSES, PathRecord, Step
 from hgm_engine.paths.localize.scoring import COMPONENTS, DENSE_SCORE_CONFIG, ScoreConfig, StepOrder, order_agreement
 from hgm_engine.paths.localize.taskplan import request_to_trajectory
@@ -50,5 +50,6 @@ __all__ = [
     "PATH_STATUSES",
     "PATH_RESULTS",
     "INDEX_STATE_FORMAT",
+    "INDEX_BYTES_FORMAT",
     "request_to_trajectory",
 ]
