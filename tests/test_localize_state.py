@@ -12,7 +12,7 @@ import pytest
 from hgm_engine import Memory
 from hgm_engine.errors import LocalizationError
 from hgm_engine.paths.keeper import INDEX_META_KEY, STATE_FORMAT
-from hgm_engine.paths.localize import HashedTfidfEmbedder, PathIndex, PathRecord, Step
+from hgm_engine.paths.localize import HashedTfidfEmbedder, PathIndex, PathRecord, ScoreConfig, Step
 
 TOOLS = ["flight_search", "book_flight", "hotel_search", "book_hotel", "alarm_set", "alarm_cancel",
          "order_query", "notify_user", "refund_apply", "weather_query"]
@@ -39,11 +39,16 @@ def generated(n: int, seed: int = 3, prefix: str = "p") -> list[PathRecord]:
     return records
 
 
+# Every component and graph expansion on, so each structure a restored index rebuilds is read.
+EVERYTHING = ScoreConfig(w_vote=1.0, w_order=0.5, vote_pairs=True, expand_limit=200)
+
+
 def answers(index: PathIndex) -> list:
     found = []
     for text in QUERIES:
-        result = index.locate(text, tags=["travel"], k=5, expand=index.shared_step_expander())
-        found.append(result.to_json())
+        for config in (None, EVERYTHING):
+            result = index.locate(text, tags=["travel"], k=5, expand=index.shared_step_expander(), config=config)
+            found.append(result.to_json())
     return found
 
 

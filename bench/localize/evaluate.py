@@ -453,12 +453,14 @@ def miss_analysis(data_rows: Sequence[Mapping[str, Any]], ranks: Sequence[int | 
 
 
 def latency(index: PathIndex, queries: Sequence[str], *, expand: bool = True, k: int = 5) -> dict[str, float]:
-    """p50/p95 of ``locate`` over ``queries`` (after one warm-up query)."""
+    """p50/p95 of ``locate`` over ``queries`` (after one warm-up query); ``expand``: with the
+    2-hop shared-step expander, turned on even when the index's config has it off."""
     expander = index.shared_step_expander() if expand else None
-    index.locate(queries[0], k=k, expand=expander)
+    config = index.config.with_expansion() if expand else index.config
+    index.locate(queries[0], k=k, expand=expander, config=config)
     times = []
     for text in queries:
         start = time.perf_counter()
-        index.locate(text, k=k, expand=expander)
+        index.locate(text, k=k, expand=expander, config=config)
         times.append(time.perf_counter() - start)
     return _percentiles(times)

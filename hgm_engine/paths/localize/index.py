@@ -24,7 +24,7 @@ replacements. It never touches the network unless the embedder does (the default
 >>> best.steps, best.supporting
 (('query_order', 'notify_user'), ('o1', 'o2'))
 >>> sorted(best.breakdown)
-['completeness', 'freshness', 'reward', 'steps', 'structure', 'support', 'tags', 'text', 'version']
+['completeness', 'freshness', 'order', 'reward', 'steps', 'structure', 'support', 'tags', 'text', 'version', 'vote']
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ from hgm_engine.paths.localize.scoring import (
     freshness,
     StepOrder,
     jaccard,
+    name_votes,
     reward_component,
     sequence_similarity,
     support,
+    vote_overlap,
 )
 
 __all__ = ["PathIndex", "Match", "LocateResult", "Expander", "INDEX_STATE_FORMAT", "INDEX_BYTES_FORMAT"]
@@ -500,6 +502,17 @@ def _stemmer_version() -> str:
         return "unknown"
 
 
+def _name_set(signature: tuple) -> tuple[str, ...]:
+    """The sorted step names of a structural signature (names alone, or names and edges)."""
+    names = signature[0] if signature and isinstance(signature[0], tuple) else signature
+    return tuple(sorted(names))
+
+
+def _vote_items(names: Sequence[str], pairs: bool) -> list:
+    """What a path votes for: its step names, and with ``pairs`` each step followed by the next."""
+    return list(names) + list(zip(names, names[1:])) if pairs else list(names)
+
+
 def _flatnonzero(mask: Any) -> list[int]:
     return _numpy().flatnonzero(mask).tolist()
 
@@ -604,6 +617,7 @@ class PathIndex:
         self._tag_slots: dict[str, set[int]] = {}
         self._group_slots: dict[tuple, set[int]] = {}
         self._name_groups: dict[str, dict[tuple, None]] = {}   # ordered sets, oldest first
+        self._set_groups: dict[tuple, set[tuple]] = {}   # sorted step names -> structures with them
         self._replaced_by: dict[str, set[str]] = {}
         # Step-name profiles for placing steps in a request: word counts per name and overall.
         self._name_word: _Lazy = _Lazy()           # step name -> Counter of word ids
@@ -844,6 +858,9 @@ class PathIndex:
                              for i, g in enumerate(groups)}
         self._name_groups = {name: dict.fromkeys(groups[i] for i in members)
                              for name, members in header["name_groups"].items()}
+        self._set_groups = {}
+        for group in groups:
+            self._set_groups.setdefault(_name_set(group), set()).add(group)
         self._replaced_by = {old: set(new) for old, new in header["replaced_by"]}
         profile_offsets = arrays["profile_offsets"].tolist()
         words, counts = arrays["profile_words"], arrays["profile_counts"]
@@ -936,6 +953,7 @@ class PathIndex:
         group.discard(slot)
         if not group:
             del self._group_slots[signature]
+            self._discard(self._set_groups, _name_set(signature), signature)
             for name in set(shape.names):
                 groups = self._name_groups[name]
                 del groups[signature]
@@ -978,6 +996,8 @@ class PathIndex:
             signature = _Signature(record.signature)
             self._shape_at[slot] = _Shape(names, signature, StepOrder.of(len(names), record.edges),
                                           record.is_template, record.completeness())
+            if signature not in self._group_slots:
+                self._set_groups.setdefault(_name_set(signature), set()).add(signature)
             self._group_slots.setdefault(signature, set()).add(slot)
             self._text.add(slot, vector)
             docs = []
@@ -1262,6 +1282,14 @@ class PathIndex:
             first_pass.append((partial, head, slots, text_value, support_value, steps_value))
         first_pass.sort(key=lambda item: (-item[0], record_at[item[1]].id))
 
+        votes: dict[str, float] = {}
+        if weights["vote"] > 0:
+            neighbours = heapq.nlargest(cfg.vote_top, ((v, s) for s, v in similarity.items()
+                                                       if v > 0 and not shape_at[s].is_template))
+            votes = name_votes(((v, _vote_items(shape_at[s].names, cfg.vote_pairs)) for v, s in neighbours),
+                               cfg.vote_power)
+        vote_total = sum(votes.values())
+
         newest_seq = self._next_seq - 1
         positions: dict[str, float | None] = {}
         query_words: list[int | None] | None = None
@@ -1293,6 +1321,8 @@ class PathIndex:
                 "steps": steps_value,
                 "structure": structure,
                 "tags": max(tag_score.get(s, 0.0) for s in slots),
+                "vote": vote_overlap(_vote_items(names, cfg.vote_pairs), votes, vote_total) if votes else 0.0,
+                "order": self._order_share(shape.signature) if weights["order"] > 0 else 0.0,
                 "completeness": shape.completeness,
                 "reward": reward_component(record.reward, record.result),
                 "freshness": freshness(newest_seq - max(self._seq_at[s] for s in slots),
@@ -1312,6 +1342,12 @@ class PathIndex:
                 heapq.heappop(best_scores)
         scored.sort(key=lambda m: (-m.score, m.path))
         return scored
+
+    def _order_share(self, signature: tuple) -> float:
+        """The share of the paths with this structure's multiset of step names that follow it."""
+        same = self._set_groups.get(_name_set(signature), ())
+        total = sum(len(self._group_slots[g]) for g in same)
+        return len(self._group_slots.get(signature, ())) / total if total else 0.0
 
     def _match(self, scored: "_Scored") -> Match:
         head = scored.slots[0]
