@@ -105,7 +105,7 @@ class IndexKeeper:
             if doc.get("format") not in (STATE_FORMAT, JSON_STATE_FORMAT) or not isinstance(doc.get("t"), int):
                 raise ValueError(f"not a {STATE_FORMAT} document")
             if doc["format"] == STATE_FORMAT:
-                return doc["t"], base64.b64decode(doc["index"], validate=True)
+                return doc["t"], binascii.a2b_base64(doc["index"], strict_mode=True)
             return doc["t"], doc["index"]
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             self.stats["last_error"] = f"stored path index unreadable: {exc}"

@@ -130,12 +130,13 @@ class _Signature(tuple):
 
     _hash: int
 
+    def __new__(cls, items: Iterable[Any] = ()) -> "_Signature":
+        made = tuple.__new__(cls, items)
+        made._hash = tuple.__hash__(made)
+        return made
+
     def __hash__(self) -> int:
-        try:
-            return self._hash
-        except AttributeError:
-            self._hash = tuple.__hash__(self)
-            return self._hash
+        return self._hash
 
 
 @attrs.frozen(slots=True)
@@ -617,7 +618,8 @@ class PathIndex:
         self._tag_slots: dict[str, set[int]] = {}
         self._group_slots: dict[tuple, set[int]] = {}
         self._name_groups: dict[str, dict[tuple, None]] = {}   # ordered sets, oldest first
-        self._set_groups: dict[tuple, set[tuple]] = {}   # sorted step names -> structures with them
+        # sorted step names -> structures with them; made when the order component first needs it
+        self._set_groups: dict[tuple, set[tuple]] | None = None
         self._replaced_by: dict[str, set[str]] = {}
         # Step-name profiles for placing steps in a request: word counts per name and overall.
         self._name_word: _Lazy = _Lazy()           # step name -> Counter of word ids
@@ -858,9 +860,7 @@ class PathIndex:
                              for i, g in enumerate(groups)}
         self._name_groups = {name: dict.fromkeys(groups[i] for i in members)
                              for name, members in header["name_groups"].items()}
-        self._set_groups = {}
-        for group in groups:
-            self._set_groups.setdefault(_name_set(group), set()).add(group)
+        self._set_groups = None
         self._replaced_by = {old: set(new) for old, new in header["replaced_by"]}
         profile_offsets = arrays["profile_offsets"].tolist()
         words, counts = arrays["profile_words"], arrays["profile_counts"]
@@ -953,7 +953,8 @@ class PathIndex:
         group.discard(slot)
         if not group:
             del self._group_slots[signature]
-            self._discard(self._set_groups, _name_set(signature), signature)
+            if self._set_groups is not None:
+                self._discard(self._set_groups, _name_set(signature), signature)
             for name in set(shape.names):
                 groups = self._name_groups[name]
                 del groups[signature]
@@ -997,7 +998,8 @@ class PathIndex:
             self._shape_at[slot] = _Shape(names, signature, StepOrder.of(len(names), record.edges),
                                           record.is_template, record.completeness())
             if signature not in self._group_slots:
-                self._set_groups.setdefault(_name_set(signature), set()).add(signature)
+                if self._set_groups is not None:
+                    self._set_groups.setdefault(_name_set(signature), set()).add(signature)
             self._group_slots.setdefault(signature, set()).add(slot)
             self._text.add(slot, vector)
             docs = []
@@ -1257,7 +1259,16 @@ class PathIndex:
             return []
         weights = cfg.weights()
         total_weight = sum(weights.values()) or 1.0
-        rest_weight = total_weight - weights["text"] - weights["support"] - weights["steps"]
+        rest_weight = (total_weight - weights["text"] - weights["support"] - weights["steps"]
+                       - weights["vote"])
+        # The vote is cheap, so it joins the first pass (and the bound that prunes groups).
+        votes: dict[str, float] = {}
+        if weights["vote"] > 0:
+            neighbours = heapq.nlargest(cfg.vote_top, ((v, s) for s, v in similarity.items()
+                                                       if v > 0 and not shape_at[s].is_template))
+            votes = name_votes(((v, _vote_items(shape_at[s].names, cfg.vote_pairs)) for v, s in neighbours),
+                               cfg.vote_power)
+        vote_total = sum(votes.values())
         replaced = self._replaced_by
         status_of: dict[int, str] = {}
         version_of: dict[int, float] = {}
@@ -1277,18 +1288,12 @@ class PathIndex:
             support_value = support([similarity[s] * version_of[s] for s in slots],
                                     cfg.support_top, cfg.support_power)
             steps_value = min(step_evidence.get(n, 0.0) for n in shape_at[head].names)
+            vote_value = (vote_overlap(_vote_items(shape_at[head].names, cfg.vote_pairs), votes, vote_total)
+                          if votes else 0.0)
             partial = (weights["text"] * text_value + weights["support"] * support_value
-                       + weights["steps"] * steps_value)
-            first_pass.append((partial, head, slots, text_value, support_value, steps_value))
+                       + weights["steps"] * steps_value + weights["vote"] * vote_value)
+            first_pass.append((partial, head, slots, text_value, support_value, steps_value, vote_value))
         first_pass.sort(key=lambda item: (-item[0], record_at[item[1]].id))
-
-        votes: dict[str, float] = {}
-        if weights["vote"] > 0:
-            neighbours = heapq.nlargest(cfg.vote_top, ((v, s) for s, v in similarity.items()
-                                                       if v > 0 and not shape_at[s].is_template))
-            votes = name_votes(((v, _vote_items(shape_at[s].names, cfg.vote_pairs)) for v, s in neighbours),
-                               cfg.vote_power)
-        vote_total = sum(votes.values())
 
         newest_seq = self._next_seq - 1
         positions: dict[str, float | None] = {}
@@ -1297,7 +1302,7 @@ class PathIndex:
         scored: list[_Scored] = []
         best_scores: list[float] = []   # min-heap of the best full scores so far
         demoted = 0
-        for partial, head, slots, text_value, support_value, steps_value in first_pass:
+        for partial, head, slots, text_value, support_value, steps_value, vote_value in first_pass:
             if (len(best_scores) >= k + demoted
                     and (partial + rest_weight) / total_weight < best_scores[0]):
                 break
@@ -1321,7 +1326,7 @@ class PathIndex:
                 "steps": steps_value,
                 "structure": structure,
                 "tags": max(tag_score.get(s, 0.0) for s in slots),
-                "vote": vote_overlap(_vote_items(names, cfg.vote_pairs), votes, vote_total) if votes else 0.0,
+                "vote": vote_value,
                 "order": self._order_share(shape.signature) if weights["order"] > 0 else 0.0,
                 "completeness": shape.completeness,
                 "reward": reward_component(record.reward, record.result),
@@ -1345,6 +1350,10 @@ class PathIndex:
 
     def _order_share(self, signature: tuple) -> float:
         """The share of the paths with this structure's multiset of step names that follow it."""
+        if self._set_groups is None:
+            self._set_groups = {}
+            for group in self._group_slots:
+                self._set_groups.setdefault(_name_set(group), set()).add(group)
         same = self._set_groups.get(_name_set(signature), ())
         total = sum(len(self._group_slots[g]) for g in same)
         return len(self._group_slots.get(signature, ())) / total if total else 0.0
