@@ -374,7 +374,7 @@ def register(commands: Commands) -> None:
     locate.add_argument("--scenario", metavar="NAME", help="keep to this scenario's paths (and paths without one)")
     locate.add_argument("--cross-scenario", action="store_true", help="let graph expansion cross scenario boundaries")
     locate.add_argument("--steps", metavar="a,b", help="the step names you expect (decides 'structure')")
-    locate.add_argument("--hops", type=int, metavar="N", help="hop limit of the graph expansion (default 4)")
+    locate.add_argument("--hops", type=int, metavar="N", help="walk the memory graph N hops from the best entry paths for more candidates (off by default)")
     add_json_flag(locate, 'print {"matches": [{"path", "score", "goal", "steps", "breakdown", ...}]} (formats.md)')
 
     paths = add_command(
