@@ -11,6 +11,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SHARED_COMPLIANCE = SHARED / "spec" / "compliance"
 OWN_COMPLIANCE = REPO / "tests" / "compliance"
+# The spec's cases of version 1.1 (spec/compliance/next/) that the engine implements.
+NEXT_COMPLIANCE = ("time.cases.json",)
 
 
 def compliance_suites() -> list[tuple[str, pathlib.Path, dict]]:
@@ -20,6 +22,10 @@ def compliance_suites() -> list[tuple[str, pathlib.Path, dict]]:
         if folder.is_dir():
             for path in sorted(folder.glob("*.cases.json")):
                 suites.append((f"{origin}/{path.name}", folder, json.loads(path.read_text())))
+    for name in NEXT_COMPLIANCE:
+        path = SHARED_COMPLIANCE / "next" / name
+        if path.is_file():
+            suites.append((f"spec/next/{name}", path.parent, json.loads(path.read_text())))
     return suites
 
 

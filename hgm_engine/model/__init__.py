@@ -59,8 +59,22 @@ from hgm_engine.model.generated import (
 from hgm_engine.model.view import (
     GraphView,
 )
+from hgm_engine.model.validtime import (
+    VALID_FROM,
+    VALID_TO,
+    parse_instant,
+    format_instant,
+    holds_at,
+    valid_time_problem,
+)
 
 __all__ = [
+    "VALID_FROM",
+    "VALID_TO",
+    "parse_instant",
+    "format_instant",
+    "holds_at",
+    "valid_time_problem",
     "FrozenDict",
     "Node",
     "Edge",

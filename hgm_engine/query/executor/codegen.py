@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 from hgm_engine.model import Hop, compile_function
 from hgm_engine.query.executor.values import NUMBER_TYPES
-from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Truthy
+from hgm_engine.model import holds_at, parse_instant
+from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Param, Truthy, ValidAt
 
 __all__ = ["ConditionWriter", "per_source_step", "MAX_INLINE_DEPTH"]
 
@@ -174,11 +175,28 @@ class ConditionWriter:
             return f"({self.attribute(cond.operand.name)} is True)"
         if isinstance(cond, Truthy) and isinstance(cond.operand, HasAttr):
             return f"({self.attribute(cond.operand.name)} is not None)"
+        if isinstance(cond, Truthy) and isinstance(cond.operand, ValidAt):
+            return self.valid_at(cond.operand)
         if isinstance(cond, Cmp) and isinstance(cond.left, Attr) and isinstance(cond.right, Const):
             generated = self.comparison(cond.op, self.attribute(cond.left.name), cond.right.value)
             if generated is not None:
                 return generated
         return self.fallback(cond)
+
+    def valid_at(self, cond: ValidAt) -> str:
+        """``valid_at(T)`` as an expression: the instant is read once per query (a constant)
+        or once per test from the bound parameter (parsed texts are cached).
+
+        >>> from hgm_engine.query.plan import Const
+        >>> ConditionWriter(fallback=None).valid_at(ValidAt(Const("2026-03-01")))
+        '_k1(a, _k2)'
+        """
+        holds = self.constant(holds_at)
+        if isinstance(cond.at, Const):
+            return f"{holds}(a, {self.constant(parse_instant(cond.at.value))})"
+        if isinstance(cond.at, Param):
+            return f"{holds}(a, {self.constant(parse_instant)}(ctx.params[{self.constant(cond.at.name)}]))"
+        return self.fallback(Truthy(cond))
 
     def comparison(self, op: str, value: str, constant: Any) -> str | None:
         """``value op constant`` with the language's semantics, or None when the constant's
