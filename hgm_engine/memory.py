@@ -283,6 +283,8 @@ class Memory:
     # -- history (hgm_engine.txn.MemoryHistory) ------------------------------------------------
 
     resolve_t = forward("_history", MemoryHistory.resolve_t)
+    t_at = forward("_history", MemoryHistory.t_at)
+    commit_time = forward("_history", MemoryHistory.commit_time)
     diff = forward("_history", MemoryHistory.diff)
     commits = forward("_history", MemoryHistory.commits)
     history = forward("_history", MemoryHistory.history)

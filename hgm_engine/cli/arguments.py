@@ -74,7 +74,10 @@ exit codes:
 
 DB_HELP = "the memory: a SQLite file (hgm load / hgm apply create it)"
 NEW_DB_HELP = "the memory (a SQLite file; created if missing)"
-T_HELP = "a commit number t (0 is the empty memory) or a snapshot name"
+T_HELP = (
+    "a commit number t (0 is the empty memory), a snapshot name, or an ISO 8601 time "
+    "(2026-03-01T09:30:00Z: the last commit at or before it)"
+)
 
 
 def wrap(text: str) -> str:

@@ -63,7 +63,7 @@ logger = logging.getLogger("hgm.mcp")
 
 _AS_OF = {
     "type": ["integer", "string"],
-    "description": "Read the memory as it was at this t (a commit number) or at a snapshot name; omit for now.",
+    "description": "Read the memory as it was at this t (a commit number), at a snapshot name, or at an ISO 8601 time (the last commit at or before it, e.g. 2026-03-01T09:30:00Z); omit for now.",
 }
 
 _OP = {

@@ -33,6 +33,7 @@ import attrs
 
 from hgm_engine.errors import HGMError, Problem, QueryExecutionError, ServiceError, TransactionRefused
 from hgm_engine.memory import Memory
+from hgm_engine.model import parse_instant
 from hgm_engine.query import Limits, parse
 from hgm_engine.query import regex_hazard as query_regex_hazard
 from hgm_engine.query import syntax as S
@@ -368,6 +369,8 @@ class MemoryService:
             return None
         if isinstance(named, str):
             snapshots = self.memory.snapshots()
+            if named not in snapshots and parse_instant(named) is not None:
+                return self.memory.resolve_t(named)  # an ISO 8601 time: the last commit at or before it
             if named not in snapshots:
                 known = ", ".join(sorted(snapshots)[:20]) or "none"
                 shown = repr(named[:80]) + ("..." if len(named) > 80 else "")

@@ -202,7 +202,7 @@ def create_app(
         return json_response(service.transact(doc, dry_run=dry_run or body.dry_run))
 
     @app.get("/api/v1/nodes/{node_id:path}", tags=["read"], summary="One node", responses=error_responses(401, 404))
-    def get_node(node_id: str, as_of: str | None = Query(None, description="A t or a snapshot name.")) -> Response:
+    def get_node(node_id: str, as_of: str | None = Query(None, description="A t, a snapshot name or an ISO 8601 time.")) -> Response:
         return json_response(service.node(node_id, as_of))
 
     @app.get("/api/v1/history", tags=["history"], summary="Every commit that touched a node", responses=error_responses(401, 404))
@@ -217,7 +217,7 @@ def create_app(
         return json_response(service.diff(t_from, t_to))
 
     @app.get("/api/v1/changes", tags=["history"], summary="Commits and net changes since a t", responses=error_responses(400, 401, 404))
-    def changes(since: str = Query(description="A t or a snapshot name.")) -> Response:
+    def changes(since: str = Query(description="A t, a snapshot name or an ISO 8601 time.")) -> Response:
         return json_response(service.changes_since(since))
 
     @app.get("/api/v1/stale", tags=["planner"], summary="Nodes marked needs_review or blocked", responses=error_responses(401, 404))

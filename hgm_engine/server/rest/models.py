@@ -55,7 +55,7 @@ class QueryRequest(BaseModel):
     expr: str = Field(description="The path expression, e.g. \"root.actions.where(status = 'pending')\".")
     focus: str | None = Field(None, description="The node id that @ refers to.")
     params: dict[str, Any] | None = Field(None, description="Values for the $parameters of the query.")
-    as_of: AsOf | None = Field(None, description="Evaluate on the state at this t, or at a snapshot name.")
+    as_of: AsOf | None = Field(None, description="Evaluate on the state at this t, a snapshot name, or an ISO 8601 time (the last commit at or before it).")
     nodes: bool = Field(True, description="Include node payloads; false returns ids only.")
 
 
