@@ -44,6 +44,7 @@ from hgm_engine.txn import (
     OpContext,
     Transaction,
     TransactionReport,
+    facts_about,
     ops_builder,
     parse_transaction,
 )
@@ -279,6 +280,25 @@ class Memory:
                 "nodes": [n.to_json() for n in nodes],
                 "edges": [e.to_json() for e in edges],
             }
+
+    def facts(self, entity: str, *, at: str | None = None, as_of: int | str | None = None) -> dict[str, Any]:
+        """What holds about ``entity`` at the valid time ``at`` (ISO 8601; None: now), as
+        memory knew it ``as_of`` (a t, snapshot or ISO 8601 time; None: now): every fact
+        about it with its valid time, whether it holds, and what superseded what
+        (docs/time.md).
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "e", "type": "entity"},
+        ...     {"op": "add_node", "id": "f1", "type": "fact", "content": "780 CNY", "valid_from": "2026-01-01"},
+        ...     {"op": "add_edge", "from": "e", "to": "f1", "type": "related_to"}]})
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "f2", "type": "fact", "content": "820 CNY"},
+        ...     {"op": "add_edge", "from": "e", "to": "f2", "type": "related_to"},
+        ...     {"op": "invalidate", "id": "f1", "at": "2026-06-01", "by": "f2", "reason": "new season"}]})
+        >>> m.facts("e", at="2026-03-01")["holding"], m.facts("e", at="2026-07-01")["holding"]
+        (['f1'], ['f2'])
+        """
+        with self._view(as_of) as view:
+            return facts_about(view, entity, at)
 
     # -- history (hgm_engine.txn.MemoryHistory) ------------------------------------------------
 

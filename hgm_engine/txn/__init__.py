@@ -56,6 +56,11 @@ from hgm_engine.txn.builder import (
     Transaction,
 )
 
+from hgm_engine.txn.validity import (
+    facts_about,
+    MAX_FACTS,
+)
+
 __all__ = [
     "OpContext",
     "Violation",
@@ -95,4 +100,6 @@ __all__ = [
     "Build",
     "ops_builder",
     "Transaction",
+    "facts_about",
+    "MAX_FACTS",
 ]
