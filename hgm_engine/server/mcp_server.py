@@ -77,7 +77,9 @@ _OP = {
         "update_edge {from, to, type, set?, unset?}; "
         "delete_edge {from, to, type}; "
         "replace_branch {id, with: [nested plan nodes {id?, type, children?: [...], ...attributes}], set?}; "
-        "confirm {id} (clear a node's staleness marks)."
+        "confirm {id} (clear a node's staleness marks); "
+        "invalidate {id, at, by?, reason?} (close a fact's valid time at the ISO 8601 time at instead of "
+        "deleting it; by is the newer fact that supersedes it)."
     ),
     "properties": {
         "op": {
@@ -91,6 +93,7 @@ _OP = {
                 "delete_edge",
                 "replace_branch",
                 "confirm",
+                "invalidate",
             ],
         }
     },
@@ -232,6 +235,23 @@ TOOLS: tuple[Tool, ...] = (
         "pick what to do next.",
         _schema({"goal": {"type": "string", "minLength": 1, "description": "The goal's node id."}, "as_of": _AS_OF}, ["goal"]),
         lambda s, a: s.frontier(a["goal"], a.get("as_of")),
+    ),
+    Tool(
+        "facts",
+        "What holds about an entity",
+        "The facts about an entity (related_to) with their valid time [valid_from, valid_to), "
+        "whether each holds at the ISO 8601 time at (default: now) and what superseded what "
+        "(invalidate links the newer fact). Use it to read the current price, rule or state of "
+        "something without older facts competing.",
+        _schema(
+            {
+                "id": {"type": "string", "minLength": 1, "description": "The entity's node id."},
+                "at": {"type": "string", "description": "The valid time, ISO 8601 (2026-03-01 or 2026-03-01T09:30:00Z); omit for now."},
+                "as_of": _AS_OF,
+            },
+            ["id"],
+        ),
+        lambda s, a: s.facts(a["id"], a.get("at"), a.get("as_of")),
     ),
     Tool(
         "get_node",

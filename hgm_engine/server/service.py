@@ -93,6 +93,7 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "duplicate-edge": 409,
     "duplicate-path": 409,
     "stale-version": 409,
+    "already-invalidated": 409,
     # the rules refused it
     "constraint-violation": 422,
     "rule-loop": 422,
@@ -617,6 +618,23 @@ class MemoryService:
         if self.memory.node(goal, as_of=as_of) is None:
             raise _fail("unknown-node", f"no node {goal!r}", goal)
         return {"goal": goal, "t": t, "frontier": self.memory.frontier(goal, as_of=as_of)}
+
+    def facts(self, entity: str, at: str | None = None, as_of: int | str | None = None) -> dict[str, Any]:
+        """What holds about ``entity`` at the valid time ``at`` (ISO 8601; None: now), as
+        memory knew it ``as_of``; docs/time.md.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "e", "type": "entity"}]})
+        >>> s.facts("e", "2026-03-01")["holding"]
+        []
+        """
+        self.fresh()
+        as_of = self.resolve(as_of, "as_of")
+        if at is not None and not isinstance(at, str):
+            raise _fail("invalid-argument", f"at must be an ISO 8601 date or date-time, not {type(at).__name__}", "at")
+        doc = self.memory.facts(entity, at=at, as_of=as_of)
+        return dict(doc, t=self.memory.t if as_of is None else as_of)
 
     def focus_path(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()

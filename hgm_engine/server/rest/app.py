@@ -228,6 +228,14 @@ def create_app(
     def frontier(goal: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
         return json_response(service.frontier(goal, as_of))
 
+    @app.get("/api/v1/facts", tags=["read"], summary="What holds about an entity at a time", responses=error_responses(400, 401, 404))
+    def facts(
+        id: str = Query(min_length=1, description="The entity's node id."),  # noqa: A002
+        at: str | None = Query(None, description="The valid time, ISO 8601; omit for now."),
+        as_of: str | None = Query(None, description="A t, a snapshot name or an ISO 8601 time."),
+    ) -> Response:
+        return json_response(service.facts(id, at, as_of))
+
     @app.get("/api/v1/focus-path", tags=["planner"], summary="The path from a root to a node", responses=error_responses(401, 404))
     def focus_path(node: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
         return json_response(service.focus_path(node, as_of))
