@@ -29,8 +29,10 @@ import contextlib
 import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
+from attrs import evolve as attrs_evolve
+
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem
+from hgm_engine.errors import GraphFileError, Problem, RequestError
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.rules import MAX_ROUNDS, RuleRegistry
@@ -43,10 +45,15 @@ from hgm_engine.txn import (
     MemoryState,
     OpContext,
     Transaction,
+    MAX_ITEMS,
+    MAX_SUMMARIZED,
     TransactionReport,
+    extract,
     facts_about,
     ops_builder,
     parse_transaction,
+    summary_id,
+    write_summary,
 )
 
 if TYPE_CHECKING:
@@ -299,6 +306,57 @@ class Memory:
         """
         with self._view(as_of) as view:
             return facts_about(view, entity, at)
+
+    def summarize(
+        self,
+        node_id: str,
+        *,
+        author: str | None = None,
+        reason: str | None = None,
+        max_nodes: int = MAX_SUMMARIZED,
+        max_items: int = MAX_ITEMS,
+        content: Callable[[dict[str, Any]], str] | None = None,
+        dry_run: bool = False,
+    ) -> TransactionReport:
+        """Roll the events under ``node_id`` (a scenario, or any subtree) up into one summary
+        node (``kind: 'summary'``) linked to each node it covers by ``summarizes``; a second
+        call refreshes the same summary. The summary is extractive and deterministic unless
+        ``content(draft)`` writes its text (``hgm_engine.llm.summarize_with_model`` asks a
+        model); ``draft`` is the extractive summary's attributes. Any edit of a covered node
+        marks the summary ``needs_review`` (docs/time.md).
+
+        Errors (nothing changes): ``unknown-node``, ``empty-subtree``, ``invalid-argument`` (a
+        summary given), ``limit-exceeded`` (more than ``max_nodes`` events).
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "goal", "kind": "scenario", "content": "Refund"},
+        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "s", "content": "Look up the order", "status": "done"}]})
+        >>> m.summarize("s").created, m.query("#s.summaries").ids, m.node("summary-s")["covers"]
+        (('summary-s',), ['summary-s'], 1)
+        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "failed"}}]})
+        >>> m.node("summary-s")["dirty"]
+        'needs_review'
+        """
+        for name, value in (("max_nodes", max_nodes), ("max_items", max_items)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RequestError([Problem("invalid-argument", f"{name} is a positive integer, not {value!r}", where=name)])
+        with self._view(None) as view:
+            draft = extract(view, node_id, max_nodes=max_nodes, max_items=max_items)
+            written = None if content is None else content(dict(draft.attributes))
+        if written is not None and (not isinstance(written, str) or not written.strip()):
+            raise RequestError([Problem("invalid-argument", "a summary's text is a non-empty string", where="content")])
+
+        def build(overlay: GraphOverlay, ctx: OpContext) -> list[str]:
+            fresh = extract(overlay, node_id, max_nodes=max_nodes, max_items=max_items)
+            if written is not None:
+                fresh = attrs_evolve(fresh, attributes=dict(fresh.attributes, content=written, method="model"))
+            existed = summary_id(overlay, node_id)[1]
+            made = write_summary(overlay, ctx, fresh)
+            return [] if existed else [made]
+
+        return self.commit_built(
+            build, author=author, reason=reason or f"summarize {node_id}", kind="transaction", dry_run=dry_run
+        )
 
     # -- history (hgm_engine.txn.MemoryHistory) ------------------------------------------------
 

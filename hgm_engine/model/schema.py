@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 NODE_TYPES = ("goal", "action", "entity", "fact", "result")
-EDGE_TYPES = ("parent_of", "before", "related_to", "derived_from", "produces", "replaces", "causes")
+EDGE_TYPES = ("parent_of", "before", "related_to", "derived_from", "produces", "replaces", "causes", "summarizes")
 STATUSES = (
     "pending",
     "active",
@@ -87,6 +87,7 @@ DEFAULT_EDGE_RULES = {
     "produces": EdgeRule(frozenset({"action"}), frozenset({"result", "fact"})),
     "replaces": EdgeRule(None, None, same_type=True),
     "causes": EdgeRule(),
+    "summarizes": EdgeRule(frozenset({"fact"}), None),  # a summary node (docs/time.md) -> what it covers
 }
 
 ACYCLIC_EDGE_TYPES = ("parent_of", "before", "replaces")
@@ -179,6 +180,8 @@ def _default_relations() -> dict[str, Relation]:
         "replaced_by": Hop("in", ("replaces",)),
         "latest": Latest(),
         "versions": Versions(),
+        "summaries": Hop("in", ("summarizes",)),
+        "summarized": Hop("out", ("summarizes",)),
     }
 
 

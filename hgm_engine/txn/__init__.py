@@ -61,6 +61,21 @@ from hgm_engine.txn.validity import (
     MAX_FACTS,
 )
 
+from hgm_engine.txn.summary import (
+    SUMMARY_KIND,
+    SUMMARIZES,
+    LEVELS,
+    MAX_SUMMARIZED,
+    MAX_ITEMS,
+    SummaryDraft,
+    level_of,
+    is_summary,
+    subtree,
+    extract,
+    summary_id,
+    write_summary,
+)
+
 __all__ = [
     "OpContext",
     "Violation",
@@ -102,4 +117,16 @@ __all__ = [
     "Transaction",
     "facts_about",
     "MAX_FACTS",
+    "SUMMARY_KIND",
+    "SUMMARIZES",
+    "LEVELS",
+    "MAX_SUMMARIZED",
+    "MAX_ITEMS",
+    "SummaryDraft",
+    "level_of",
+    "is_summary",
+    "subtree",
+    "extract",
+    "summary_id",
+    "write_summary",
 ]
