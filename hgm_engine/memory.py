@@ -59,7 +59,10 @@ from hgm_engine.txn import (
 if TYPE_CHECKING:
     from hgm_engine.paths import PathGuards, PathMemory
 
-__all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY"]
+__all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY", "MAX_PROMPT_EVENTS"]
+
+MAX_PROMPT_EVENTS = 200
+"""How many of a summary's events ``Memory.summarize`` shows a ``content`` writer (a model)."""
 
 FRONTIER_QUERY = (
     "#$goal.descendants.where(type = 'action', status = 'pending', not has(dirty), "
@@ -322,7 +325,9 @@ class Memory:
         node (``kind: 'summary'``) linked to each node it covers by ``summarizes``; a second
         call refreshes the same summary. The summary is extractive and deterministic unless
         ``content(draft)`` writes its text (``hgm_engine.llm.summarize_with_model`` asks a
-        model); ``draft`` is the extractive summary's attributes. Any edit of a covered node
+        model); ``draft`` is the extractive summary's attributes with ``events``: the
+        summarized node then the first ``MAX_PROMPT_EVENTS`` members (id, type, content,
+        status). An exception from ``content`` changes nothing. Any edit of a covered node
         marks the summary ``needs_review`` (docs/time.md).
 
         Errors (nothing changes): ``unknown-node``, ``empty-subtree``, ``invalid-argument`` (a
@@ -342,7 +347,14 @@ class Memory:
                 raise RequestError([Problem("invalid-argument", f"{name} is a positive integer, not {value!r}", where=name)])
         with self._view(None) as view:
             draft = extract(view, node_id, max_nodes=max_nodes, max_items=max_items)
-            written = None if content is None else content(dict(draft.attributes))
+            if content is not None:
+                nodes = view.node_map()
+                events = [
+                    {k: v for k, v in (("id", m), ("type", nodes[m].type), ("content", nodes[m].attrs.get("content")),
+                                       ("status", nodes[m].attrs.get("status"))) if v is not None}
+                    for m in (node_id, *draft.members[:MAX_PROMPT_EVENTS])
+                ]
+        written = None if content is None else content(dict(draft.attributes, events=events))
         if written is not None and (not isinstance(written, str) or not written.strip()):
             raise RequestError([Problem("invalid-argument", "a summary's text is a non-empty string", where="content")])
 
