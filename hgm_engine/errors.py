@@ -305,7 +305,8 @@ class RuleError(HGMError, ValueError):
 
 class RequestError(HGMError, ValueError):
     """A request the memory cannot serve (unknown snapshot, ``t`` out of range, a transaction
-    that has already ended, an unknown constraint or rule set)."""
+    that has already ended, an unknown constraint or rule set; ``empty-subtree`` when there
+    is nothing under a node to summarize, ``limit-exceeded`` when there is too much)."""
 
     stage = "memory"
 

@@ -370,6 +370,18 @@ class Memory:
             build, author=author, reason=reason or f"summarize {node_id}", kind="transaction", dry_run=dry_run
         )
 
+    def summary_of(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
+        """The summary node of ``node_id`` (made by :meth:`summarize`) as JSON, or None.
+
+        >>> Memory().summary_of("trip") is None
+        True
+        """
+        with self._view(as_of) as view:
+            if not isinstance(node_id, str) or view.node(node_id) is None:
+                return None
+            found, exists = summary_id(view, node_id)
+            return view.node(found).to_json() if exists else None
+
     # -- history (hgm_engine.txn.MemoryHistory) ------------------------------------------------
 
     resolve_t = forward("_history", MemoryHistory.resolve_t)

@@ -15,12 +15,25 @@ from __future__ import annotations
 
 import argparse
 
-from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples
-from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, Output, on_graph_or_db, resolve_t
+from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples, non_negative
+from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, Output, on_db, on_graph_or_db, print_report, resolve_t
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
+from hgm_engine.txn import MAX_ITEMS, MAX_SUMMARIZED
 
 __all__ = ["register"]
+
+
+def positive(text: str) -> int:
+    """An integer argument that is 1 or more (``--max-items``, ``--attempts``).
+
+    >>> positive("3")
+    3
+    """
+    value = non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more, not 0")
+    return value
 
 
 def _facts(args: argparse.Namespace, out: Output) -> int:
@@ -54,8 +67,36 @@ def _facts(args: argparse.Namespace, out: Output) -> int:
     return on_graph_or_db(args, out, run)
 
 
+def _summarize(args: argparse.Namespace, out: Output) -> int:
+    def run(memory: Memory) -> int:
+        options = {"author": args.author, "reason": args.reason, "max_nodes": args.max_nodes,
+                   "max_items": args.max_items, "dry_run": args.dry_run}
+        try:
+            if args.model is not None or args.llm:
+                from hgm_engine.llm import summarize_with_model
+
+                report = summarize_with_model(memory, args.id, model=args.model, attempts=args.attempts, **options)
+            else:
+                report = memory.summarize(args.id, **options)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        if not report.committed:
+            return print_report(out, report)
+        summary = memory.summary_of(args.id) or {}
+        node_id = summary.get("id")
+        if out.as_json:
+            out.document({"id": node_id, "t": report.t, "summary": summary, "report": report.to_json()})
+            return EXIT_OK
+        verb = "summarized" if report.created else "refreshed the summary of"
+        out.line(f"{verb} {args.id} as {node_id} at t={report.t}: covers {summary.get('covers')} nodes")
+        out.line(f"  {summary.get('content', '')}")
+        return EXIT_OK
+
+    return on_db(args.db, out, run)
+
+
 def register(commands: Commands) -> None:
-    """Add ``facts`` to the ``hgm`` parser (the module's example shows it)."""
+    """Add ``facts`` and ``summarize`` to the ``hgm`` parser (the module's example shows one)."""
     facts = add_command(
         commands,
         "facts",
@@ -78,3 +119,35 @@ def register(commands: Commands) -> None:
     facts.add_argument("--at", metavar="TIME", help="the valid time: an ISO 8601 date or date-time (default: now)")
     facts.add_argument("--as-of", metavar="T", help=f"what memory knew then (--db only): {T_HELP}")
     add_json_flag(facts, 'print {"id", "at", "holding": [ids], "facts": [...], "more", "t"}')
+
+    summarize = add_command(
+        commands,
+        "summarize",
+        "roll a scenario's events (or any subtree) up into one summary node",
+        "Make or refresh the summary of ID: one fact node with kind 'summary', linked by a "
+        "'summarizes' edge to ID and to each node under it (parent_of, and what those nodes "
+        "produce). The text is extractive and deterministic (counts by type and status, the "
+        "salient steps, the entities, the outcomes) unless --llm or --model asks an "
+        "OpenAI-compatible model (OPENAI_BASE_URL, OPENAI_API_KEY), whose answer must meet a "
+        "JSON Schema; with no valid answer nothing is written. When anything the summary covers "
+        "changes, the summary is marked needs_review; summarizing again refreshes it.",
+        examples(
+            "hgm summarize shopping --db memory.db",
+            "hgm summarize shopping --db memory.db --json",
+            "hgm summarize shopping --db memory.db --llm --attempts 2",
+        ),
+        _summarize,
+    )
+    summarize.add_argument("id", metavar="ID", help="the scenario (or any node) whose subtree is summarized")
+    summarize.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    summarize.add_argument("--max-items", type=positive, default=MAX_ITEMS, metavar="N",
+                           help=f"steps, entities and outcomes named in the text (default {MAX_ITEMS})")
+    summarize.add_argument("--max-nodes", type=positive, default=MAX_SUMMARIZED, metavar="N",
+                           help=f"refuse a subtree of more nodes than this (default {MAX_SUMMARIZED:,})")
+    summarize.add_argument("--llm", action="store_true", help="have a model write the text ($HGM_LLM_MODEL or gpt-4o-mini)")
+    summarize.add_argument("--model", metavar="NAME", help="the model to ask (implies --llm)")
+    summarize.add_argument("--attempts", type=positive, default=3, metavar="N", help="model requests at most (default 3)")
+    summarize.add_argument("--author", help="recorded with the commit")
+    summarize.add_argument("--reason", help="recorded with the commit (default: summarize ID)")
+    summarize.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    add_json_flag(summarize, 'print {"id", "t", "summary": {...}, "report": {...}}')

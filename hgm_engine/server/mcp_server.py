@@ -19,7 +19,7 @@ would wait for ever.
 >>> from hgm_engine.server.service import MemoryService
 >>> service = MemoryService(Memory())
 >>> sorted(t.name for t in TOOLS)[:4]
-['explain', 'frontier', 'get_node', 'history']
+['explain', 'facts', 'frontier', 'get_node']
 >>> call_tool(service, "transact", {"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})[0]["t"]
 1
 >>> doc, failed = call_tool(service, "query", {"expr": "root.subgoal"})
@@ -252,6 +252,24 @@ TOOLS: tuple[Tool, ...] = (
             ["id"],
         ),
         lambda s, a: s.facts(a["id"], a.get("at"), a.get("as_of")),
+    ),
+    Tool(
+        "summarize",
+        "Summarize a scenario",
+        "Roll a scenario's events (or any subtree) up into one summary node (kind 'summary', "
+        "linked by 'summarizes' edges to each node it covers): counts, salient steps, entities, "
+        "outcomes. Read summaries first (query #ID.summaries) and descend into the events they "
+        "cover. Summarizing again refreshes it; it is marked needs_review when what it covers changes.",
+        _schema(
+            {
+                "id": {"type": "string", "minLength": 1, "description": "The scenario (or any node) to summarize."},
+                "max_items": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Steps, entities and outcomes named (default 8)."},
+                "author": {"type": "string"},
+                "reason": {"type": "string"},
+            },
+            ["id"],
+        ),
+        lambda s, a: s.summarize(a["id"], a.get("author"), a.get("reason"), a.get("max_items")),
     ),
     Tool(
         "get_node",

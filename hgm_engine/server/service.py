@@ -79,6 +79,7 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "bad-trajectory": 400,
     "bad-scenario": 400,
     "bad-data": 400,
+    "empty-subtree": 400,
     # it names something that is not there
     "unknown-node": 404,
     "unknown-edge": 404,
@@ -702,6 +703,32 @@ class MemoryService:
     def confirm(self, node_id: str, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
         _check_text(id=node_id, author=author, reason=reason)
         return self._report(self.memory.confirm(node_id, author=author, reason=reason))
+
+    def summarize(
+        self, node_id: str, author: str | None = None, reason: str | None = None, max_items: int | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Make or refresh the extractive summary of ``node_id``'s subtree (docs/time.md):
+        ``{"id", "t", "summary", "report"}``.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
+        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "content": "Ask"}]})
+        >>> s.summarize("g")["summary"]["covers"]
+        1
+        """
+        _check_text(id=node_id, author=author, reason=reason)
+        if not isinstance(node_id, str) or not node_id:
+            raise _fail("invalid-argument", "'id' must be a non-empty string", "id")
+        if not isinstance(dry_run, bool):
+            raise _fail("invalid-argument", "'dry_run' must be true or false", "dry_run")
+        options: dict[str, Any] = {"author": author, "reason": reason, "dry_run": dry_run}
+        if max_items is not None:
+            options["max_items"] = max_items
+        report = self.memory.summarize(node_id, **options)
+        doc = self._report(report)
+        summary_node = self.memory.summary_of(node_id) if report.committed else None
+        return {"id": None if summary_node is None else summary_node["id"], "t": report.t, "summary": summary_node, "report": doc}
 
     def revert(self, t: int, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
         if isinstance(t, bool) or not isinstance(t, int):

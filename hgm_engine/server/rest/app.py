@@ -42,6 +42,7 @@ from hgm_engine.server.rest.models import (
     PathRewriteRequest,
     QueryRequest,
     QueryResultModel,
+    SummarizeRequest,
     ReportModel,
     RevertRequest,
     RewritePathRequest,
@@ -243,6 +244,10 @@ def create_app(
     @app.post("/api/v1/confirm", tags=["planner"], summary="Clear a node's staleness marks", response_model=ReportModel, responses=error_responses(400, 401, 404))
     def confirm(body: ConfirmRequest) -> Response:
         return json_response(service.confirm(body.id, body.author, body.reason))
+
+    @app.post("/api/v1/summarize", tags=["planner"], summary="Roll a subtree up into one summary node", responses=error_responses(400, 401, 404, 422))
+    def summarize(body: SummarizeRequest) -> Response:
+        return json_response(service.summarize(body.id, body.author, body.reason, body.max_items, body.dry_run))
 
     @app.post("/api/v1/revert", tags=["history"], summary="Undo a commit with a new commit", response_model=ReportModel, responses=error_responses(400, 401, 409, 422))
     def revert(body: RevertRequest) -> Response:

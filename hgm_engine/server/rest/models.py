@@ -23,6 +23,7 @@ __all__ = [
     "TransactionRequest",
     "ConfirmRequest",
     "RevertRequest",
+    "SummarizeRequest",
     "SnapshotRequest",
     "LocateRequest",
     "RewritePathRequest",
@@ -82,6 +83,15 @@ class ConfirmRequest(BaseModel):
     id: str = Field(description="The node whose staleness marks to clear.")
     author: str | None = None
     reason: str | None = None
+
+
+class SummarizeRequest(BaseModel):
+    model_config = _STRICT
+    id: str = Field(description="The scenario (or any node) whose subtree to roll up into one summary node.")
+    author: str | None = None
+    reason: str | None = None
+    max_items: int | None = Field(None, ge=1, le=1000, description="Steps, entities and outcomes named in the text (default 8).")
+    dry_run: bool = False
 
 
 class RevertRequest(BaseModel):
