@@ -195,3 +195,74 @@ def test_rest_and_mcp_summarize(shop):
     assert not failed and doc["summary"]["covers"] == 1
     doc, failed = call_tool(MemoryService(shop), "summarize", {"id": "track"})
     assert failed and doc["error"]["category"] == "empty-subtree"
+
+
+# -- coarse-to-fine locate ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_scenarios() -> Memory:
+    memory = Memory()
+    memory.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]},
+                   {"id": "r2", "goal": "Refund a damaged mug", "steps": ["photo", "refund"]}], scenario="refunds")
+    memory.ingest([{"id": "h1", "goal": "Book a hotel in Beijing", "steps": ["search", "book"]},
+                   {"id": "h2", "goal": "Refund a hotel booking", "steps": ["cancel", "refund"]}], scenario="travel")
+    return memory
+
+
+def test_coarse_locate_reads_summaries_then_their_paths(two_scenarios):
+    two_scenarios.summarize("refunds")
+    two_scenarios.summarize("travel")
+    result = two_scenarios.locate("refund my order", coarse=True, scenarios=1)
+    assert result.paths == ["r1", "r2"]  # h2 (a hotel refund) is in the scenario not chosen
+    assert result.coarse["chosen"][0]["scenario"] == "refunds" and result.coarse["summaries"] == 2
+    assert result.coarse["fine"] == {"paths": 2, "excluded": 2, "matches": ["r1", "r2"]}
+    assert "h2" in two_scenarios.locate("refund my order").paths  # flat ranks every path
+    assert result.to_json()["coarse"]["chosen"][0]["summary"] == "summary-refunds"
+
+
+def test_coarse_locate_without_summaries_falls_back_to_flat(two_scenarios):
+    result = two_scenarios.locate("refund my order", coarse=True)
+    assert result.paths == two_scenarios.locate("refund my order").paths
+    assert "flat" in result.coarse["fallback"]
+
+
+def test_coarse_locate_says_a_stale_summary_is_stale(two_scenarios):
+    two_scenarios.summarize("refunds")
+    two_scenarios.apply({"ops": [{"op": "update_node", "id": "r1", "set": {"content": "Refund order A1 (urgent)"}}]})
+    chosen = two_scenarios.locate("refund my order", coarse=True).coarse["chosen"]
+    assert chosen[0]["needs_review"] is True
+
+
+@pytest.mark.parametrize("options", [{"coarse": True, "scenario": "travel"}, {"coarse": True, "scenarios": 0}])
+def test_coarse_locate_bad_options(two_scenarios, options):
+    from hgm_engine import PathError
+
+    with pytest.raises(PathError) as caught:
+        two_scenarios.locate("refund", **options)
+    assert caught.value.category == "bad-query"
+
+
+def test_cli_rest_mcp_coarse_locate(two_scenarios, tmp_path, capsys):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.rest import create_app
+    from hgm_engine.server.service import MemoryService
+
+    two_scenarios.summarize("refunds")
+    two_scenarios.summarize("travel")
+    client = TestClient(create_app(two_scenarios))
+    doc = client.post("/api/v1/locate", json={"text": "refund my order", "coarse": True, "scenarios": 1}).json()
+    assert [m["path"] for m in doc["matches"]] == ["r1", "r2"] and doc["coarse"]["chosen"][0]["scenario"] == "refunds"
+    doc, failed = call_tool(MemoryService(two_scenarios), "locate", {"text": "refund my order", "coarse": True, "scenarios": 1})
+    assert not failed and doc["coarse"]["fine"]["excluded"] == 2
+    db = str(tmp_path / "m.db")
+    with Memory.open(db) as memory:
+        memory.load(two_scenarios.export())
+        memory.summarize("refunds")
+        memory.summarize("travel")
+    assert main(["locate", "refund my order", "--db", db, "--coarse", "--scenarios", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "coarse: 2 scenario summaries read; chose refunds" in text and "fine: ranked 2 paths" in text

@@ -195,10 +195,12 @@ TOOLS: tuple[Tool, ...] = (
                 "text": {"type": "string", "minLength": 1, "description": "The task or question, in natural language."},
                 "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags that matching paths should carry."},
                 "k": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many matches (default 5)."},
+                "coarse": {"type": "boolean", "description": "Read the scenario summaries first (summarize), then rank only their paths."},
+                "scenarios": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "With coarse: scenarios to keep (default 3)."},
             },
             ["text"],
         ),
-        lambda s, a: s.locate(a["text"], a.get("tags"), a.get("k", 5)),
+        lambda s, a: s.locate(a["text"], a.get("tags"), a.get("k", 5), a.get("coarse", False), a.get("scenarios", 3)),
     ),
     Tool(
         "rewrite_path",

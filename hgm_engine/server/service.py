@@ -781,7 +781,7 @@ class MemoryService:
 
     # -- path localization (hgm_engine.paths.localize) ---------------------------------------
 
-    def locate(self, text: str, tags: list[str] | None = None, k: int = 5) -> dict[str, Any]:
+    def locate(self, text: str, tags: list[str] | None = None, k: int = 5, coarse: bool = False, scenarios: int = 3) -> dict[str, Any]:
         """Stored decision paths that fit ``text``: the localization result of formats.md.
 
         >>> from hgm_engine import Memory
@@ -794,7 +794,13 @@ class MemoryService:
             raise _fail("invalid-argument", "'text' must be a non-empty string")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
+        if not isinstance(coarse, bool):
+            raise _fail("invalid-argument", "'coarse' must be true or false", "coarse")
+        if isinstance(scenarios, bool) or not isinstance(scenarios, int) or not 1 <= scenarios <= 1000:
+            raise _fail("invalid-argument", "'scenarios' must be an integer from 1 to 1000", "scenarios")
         self.fresh()
+        if coarse:  # summaries first, then the paths of the scenarios they choose (docs/time.md)
+            return self.memory.locate(text, tags=tags, k=k, coarse=True, scenarios=scenarios).to_json()
         return self.memory.locate(text, tags=tags, k=k).to_json()
 
     def rewrite_path(

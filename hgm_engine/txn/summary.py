@@ -246,6 +246,9 @@ def extract(view: GraphView, root: str, *, max_nodes: int = MAX_SUMMARIZED, max_
     title = _text(node)
     head = f"Summary of {level or node.type} {root!r}" + (f" ({title})" if title != root else "")
     parts = [f"{head}: {len(members)} event{'s' if len(members) != 1 else ''} — {kinds}."]
+    goals = [m for m in members if nodes[m].type == "goal"]
+    if goals:
+        parts.append(f"Goals: {_listed([_text(nodes[g]) for g in goals], max_items, '; ')}.")
     if steps:
         parts.append(f"Steps: {_listed([_text(nodes[s]) for s in steps], max_items, ' → ')}" + (f" (of {len(actions)})" if len(actions) > len(steps) else "") + ".")
     if entities:

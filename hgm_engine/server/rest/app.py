@@ -268,7 +268,7 @@ def create_app(
     @app.post("/api/v1/locate", tags=["paths"], summary="Stored decision paths that fit a request", responses=error_responses(400, 401, 501))
     def locate(body: LocateRequest) -> Response:
         """The localization result of formats.md (`matches`, best first)."""
-        return json_response(service.locate(body.text, body.tags, body.k))
+        return json_response(service.locate(body.text, body.tags, body.k, body.coarse, body.scenarios))
 
     @app.post("/api/v1/rewrite", tags=["paths"], summary="Replace a stored path's steps", responses=error_responses(400, 401, 404, 409, 422, 501))
     def rewrite(body: RewritePathRequest) -> Response:

@@ -112,6 +112,8 @@ class LocateRequest(BaseModel):
     text: str = Field(min_length=1, description="What the agent is about to do, in natural language.")
     tags: list[str] | None = None
     k: int = Field(5, ge=1, le=100)
+    coarse: bool = Field(False, description="Coarse-to-fine: read the scenario summaries first, then rank only their paths.")
+    scenarios: int = Field(3, ge=1, le=1000, description="With coarse: how many scenarios to keep.")
 
 
 class RewritePathRequest(BaseModel):
