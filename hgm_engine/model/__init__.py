@@ -60,6 +60,8 @@ from hgm_engine.model.view import (
     GraphView,
 )
 from hgm_engine.model.validtime import (
+    INSTANTS,
+    InstantCache,
     VALID_FROM,
     VALID_TO,
     parse_instant,
@@ -69,6 +71,8 @@ from hgm_engine.model.validtime import (
 )
 
 __all__ = [
+    "INSTANTS",
+    "InstantCache",
     "VALID_FROM",
     "VALID_TO",
     "parse_instant",

@@ -21,6 +21,8 @@ import re
 from typing import Any, Mapping
 
 __all__ = [
+    "INSTANTS",
+    "InstantCache",
     "VALID_FROM",
     "VALID_TO",
     "parse_instant",
@@ -43,9 +45,30 @@ _SHAPE = re.compile(
 _UTC = datetime.timezone.utc
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 
-# Parsed bounds by text: a filter over 100k facts reads the same few texts again and again.
-_CACHE: dict[str, float | None] = {}
-_CACHE_SIZE = 65_536
+_NAN = float("nan")
+
+
+class InstantCache(dict):
+    """Parsed bounds by value: ``INSTANTS[value]`` is the instant of an ISO 8601 text, or NaN
+    for anything else (NaN compares false with every instant, so a bound that is not a time
+    never holds). A filter over 100k facts reads the same texts again and again; the
+    generated condition code indexes this dict inline. At most ``size`` values are kept.
+
+    >>> cache = InstantCache(); cache["1970-01-02"], cache[5] != cache[5]
+    (86400.0, True)
+    """
+
+    size = 200_000
+
+    def __missing__(self, value: Any) -> float:
+        parsed = _parse(value) if type(value) is str else None
+        found = _NAN if parsed is None else parsed
+        if len(self) < self.size:
+            self[value] = found
+        return found
+
+
+INSTANTS = InstantCache()
 
 
 def parse_instant(text: Any) -> float | None:
@@ -58,14 +81,8 @@ def parse_instant(text: Any) -> float | None:
     """
     if type(text) is not str:
         return None
-    found = _CACHE.get(text, _CACHE)
-    if found is not _CACHE:
-        return found  # type: ignore[return-value]
-    value = _parse(text)
-    if len(_CACHE) >= _CACHE_SIZE:
-        _CACHE.clear()
-    _CACHE[text] = value
-    return value
+    found = INSTANTS[text]
+    return None if found != found else found
 
 
 def _parse(text: str) -> float | None:
@@ -103,16 +120,10 @@ def holds_at(attributes: Mapping[str, Any], at: float) -> bool:
     (True, False, False)
     """
     start = attributes.get(VALID_FROM)
-    if start is not None:
-        begins = parse_instant(start)
-        if begins is None or begins > at:
-            return False
+    if start is not None and not INSTANTS[start] <= at:  # NaN (not a time): never holds
+        return False
     end = attributes.get(VALID_TO)
-    if end is not None:
-        ends = parse_instant(end)
-        if ends is None or ends <= at:
-            return False
-    return True
+    return end is None or INSTANTS[end] > at
 
 
 def valid_time_problem(attributes: Mapping[str, Any], changed: Mapping[str, Any] | None = None) -> str | None:
