@@ -410,3 +410,9 @@ def test_rest_and_mcp_facts_and_invalidate():
     refused = client.post("/api/v1/transactions", json={"ops": [{"op": "invalidate", "id": "f_rate1", "at": "2026-09-01"}]})
     assert refused.status_code == 409 and refused.json()["error"]["category"] == "already-invalidated"
     assert memory.t == 2
+
+
+def test_the_printed_commit_time_names_that_commit(hotel):
+    hotel.apply(PRICE_CHANGE)
+    for t in (1, 2):
+        assert hotel.resolve_t(hotel.commit_time(t)) == t

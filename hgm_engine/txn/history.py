@@ -230,7 +230,9 @@ class MemoryHistory:
         """The last ``t`` committed at or before ``instant`` (seconds since 1970 UTC), or 0.
 
         Commit times never go backwards within a memory (docs/time.md), so this is a binary
-        search reading about log2(t) commits.
+        search reading about log2(t) commits. An ISO 8601 time names a microsecond at most: a
+        commit made within a microsecond after ``instant`` counts as at it (so the time
+        :meth:`commit_time` prints names that commit).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -243,7 +245,7 @@ class MemoryHistory:
             middle = (low + high + 1) // 2
             commits = self.store.read_commits(middle - 1, middle)
             stamp = commits[0].timestamp if commits else None
-            if stamp is not None and stamp <= instant:
+            if stamp is not None and stamp <= instant + 1e-6:
                 low = middle
             else:
                 high = middle - 1
