@@ -35,21 +35,19 @@ def rank_texts(embedder: Any, query: str, texts: Sequence[tuple[str, str]], vect
     ``vectors`` are the texts' embeddings when already made."""
     if not texts:
         return []
-    docs = list(vectors) if vectors is not None else embedder.embed_documents([t for _, t in texts])
+    docs = vectors if vectors is not None else embedder.embed_documents([t for _, t in texts])
     raw = embedder.embed_query(query)
     scores: list[float] = []
     if isinstance(raw, dict):
-        df: dict[int, int] = {}
-        for doc in docs:
-            for fid in doc:
-                df[fid] = df.get(fid, 0) + 1
+        postings, norms = _postings(docs)
         n = len(docs)
-        weighted = {fid: tf * math.log((n + 1) / (df.get(fid, 0) + 0.5)) for fid, tf in raw.items() if fid in df}
+        weighted = {fid: tf * math.log((n + 1) / (len(postings[fid]) + 0.5)) for fid, tf in raw.items() if fid in postings}
         q_norm = _sparse_norm(weighted)
-        for doc in docs:
-            d_norm = _sparse_norm(doc)
-            dot = sum(w * doc.get(fid, 0.0) for fid, w in weighted.items())
-            scores.append(max(0.0, dot / (q_norm * d_norm)))
+        dots = [0.0] * n
+        for fid, weight in weighted.items():
+            for i, value in postings[fid]:
+                dots[i] += weight * value
+        scores = [max(0.0, dot / (q_norm * norm)) for dot, norm in zip(dots, norms)]
     else:
         q_norm = math.sqrt(sum(x * x for x in raw)) or 1.0
         for doc in docs:
@@ -59,18 +57,41 @@ def rank_texts(embedder: Any, query: str, texts: Sequence[tuple[str, str]], vect
     return [(texts[i][0], scores[i]) for i in order]
 
 
+_PREPARED: dict[int, tuple[list, dict, list]] = {}  # id(docs list) -> (docs, postings, norms)
+
+
+def _postings(docs: list) -> tuple[dict, list]:
+    """Feature -> [(doc, value)] and each doc's norm, kept for the last lists of vectors seen
+    (the summaries change rarely; a locate should not walk every summary's features)."""
+    key = id(docs)
+    found = _PREPARED.get(key)
+    if found is not None and found[0] is docs:
+        return found[1], found[2]
+    postings: dict[int, list] = {}
+    for i, doc in enumerate(docs):
+        for fid, value in doc.items():
+            postings.setdefault(fid, []).append((i, value))
+    norms = [_sparse_norm(doc) for doc in docs]
+    if len(_PREPARED) > 8:
+        _PREPARED.clear()
+    _PREPARED[key] = (docs, postings, norms)
+    return postings, norms
+
+
 class SummaryVectors:
     """Embeddings of summary texts, kept by summary id and text (a changed text is embedded
     again), so the coarse step embeds only the request per locate.
 
     >>> cache = SummaryVectors()
     >>> e = HashedTfidfEmbedder()
-    >>> cache.vectors(e, [("s1", "a b"), ("s2", "c")]) == e.embed_documents(["a b", "c"]), len(cache)
-    (True, 2)
+    >>> first = cache.vectors(e, [("s1", "a b"), ("s2", "c")])
+    >>> first == e.embed_documents(["a b", "c"]), len(cache), cache.vectors(e, [("s1", "a b"), ("s2", "c")]) is first
+    (True, 2, True)
     """
 
     def __init__(self) -> None:
         self._by_id: dict[str, tuple[str, str, Any]] = {}  # id -> (embedder name, text, vector)
+        self._last: tuple[Any, list] | None = None  # (the texts asked for, their vectors)
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -78,6 +99,9 @@ class SummaryVectors:
     def vectors(self, embedder: Any, texts: Iterable[tuple[str, str]]) -> list[Any]:
         name = getattr(embedder, "name", type(embedder).__name__)
         texts = list(texts)
+        key = (name, tuple(texts))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]  # the same list: its postings are kept (rank_texts)
         missing = [(i, t) for i, (sid, t) in enumerate(texts) if self._by_id.get(sid, (None, None))[:2] != (name, t)]
         if missing:
             made = embedder.embed_documents([t for _, t in missing])
@@ -86,4 +110,6 @@ class SummaryVectors:
         wanted = {sid for sid, _ in texts}
         for stale in [sid for sid in self._by_id if sid not in wanted]:
             del self._by_id[stale]
-        return [self._by_id[sid][2] for sid, _ in texts]
+        vectors = [self._by_id[sid][2] for sid, _ in texts]
+        self._last = (key, vectors)
+        return vectors
