@@ -266,3 +266,16 @@ def test_cli_rest_mcp_coarse_locate(two_scenarios, tmp_path, capsys):
     assert main(["locate", "refund my order", "--db", db, "--coarse", "--scenarios", "1"]) == 0
     text = capsys.readouterr().out
     assert "coarse: 2 scenario summaries read; chose refunds" in text and "fine: ranked 2 paths" in text
+
+
+def test_pictures_draw_summaries_and_closed_facts_distinctly(shop):
+    from hgm_engine.render import render
+    from hgm_engine.render.text import node_label
+
+    shop.summarize("refund")
+    shop.apply({"ops": [{"op": "add_node", "id": "f_rate", "type": "fact", "content": "30 EUR", "valid_from": "2026-01-01"},
+                        {"op": "invalidate", "id": "f_rate", "at": "2026-06-01"}]})
+    assert node_label(shop.graph.node("summary-refund")).startswith("summary-refund [fact, summary of refund]")
+    assert node_label(shop.graph.node("f_rate")).startswith("f_rate [fact, closed 2026-06-01]")
+    dot = render(shop, "dot")
+    assert "peripheries=2" in dot and 'style="rounded,filled,dotted"' in dot
