@@ -416,3 +416,45 @@ def test_the_printed_commit_time_names_that_commit(hotel):
     hotel.apply(PRICE_CHANGE)
     for t in (1, 2):
         assert hotel.resolve_t(hotel.commit_time(t)) == t
+
+
+# -- fuzz: the new boundaries ----------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TIMEISH = st.one_of(
+    st.text(alphabet="0123456789-:TZ+. zx", max_size=30),
+    st.text(max_size=20),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
+_FUZZ_MEMORY = Memory()
+_FUZZ_MEMORY.apply(HOTEL)
+_FUZZ_BEFORE = (_FUZZ_MEMORY.t, _FUZZ_MEMORY.export())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=_TIMEISH, where=st.sampled_from(["query", "param", "as_of", "facts", "invalidate", "bound"]))
+def test_any_time_value_gives_an_answer_or_an_hgm_error_and_changes_nothing(value, where):
+    memory = _FUZZ_MEMORY
+    try:
+        if where == "query":
+            text = value if isinstance(value, str) else str(value)
+            memory.query("nodes.where(valid_at('" + text.replace("\\", "").replace("'", "") + "'))")
+        elif where == "param":
+            memory.query("nodes.where(valid_at($t))", params={"t": value})
+        elif where == "as_of":
+            memory.query("nodes.count()", as_of=value if isinstance(value, (str, int)) and not isinstance(value, bool) else str(value))
+        elif where == "facts":
+            memory.facts("e_hotel", at=value)
+        elif where == "invalidate":
+            memory.apply({"ops": [{"op": "invalidate", "id": "f_rate1", "at": value}], "dry_run": True})
+        else:
+            memory.apply({"ops": [{"op": "add_node", "type": "fact", "valid_from": value}], "dry_run": True})
+    except HGMError as err:
+        assert err.category
+    assert (memory.t, memory.export()) == _FUZZ_BEFORE
