@@ -279,3 +279,21 @@ def test_pictures_draw_summaries_and_closed_facts_distinctly(shop):
     assert node_label(shop.graph.node("f_rate")).startswith("f_rate [fact, closed 2026-06-01]")
     dot = render(shop, "dot")
     assert "peripheries=2" in dot and 'style="rounded,filled,dotted"' in dot
+
+
+def test_summaries_do_not_change_flat_locate():
+    from planners.longrun import SCENARIOS, build
+
+    memory = Memory()
+    build(memory)
+    requests = ["my parcel arrived broken, I want my money back", "book a room in Lisbon", "move the review to Thursday"]
+    after = [memory.locate(r, k=5).to_json()["matches"] for r in requests]
+    plain = Memory()
+    plain.load({"format": "hgm-graph/1",
+                "nodes": [n for n in memory.export()["nodes"] if n.get("kind") != "summary"],
+                "edges": [e for e in memory.export()["edges"] if e["type"] != "summarizes"]})
+    assert not plain.query("nodes.where(kind = 'summary')").ids and len(SCENARIOS) == 6
+    before = [plain.locate(r, k=5).to_json()["matches"] for r in requests]
+    assert [[m["path"] for m in ms] for ms in after] == [[m["path"] for m in ms] for ms in before]
+    assert [[m["score"] for m in ms] for ms in after] == [[m["score"] for m in ms] for ms in before]
+    assert [memory.locate(r).recalled for r in requests] == [plain.locate(r).recalled for r in requests]
