@@ -413,10 +413,11 @@ def resolve_t(memory: Memory, text: str) -> int | str:
     snapshot names, or for an ISO 8601 time the last commit at or before it (unknown names
     are left for the memory to refuse, with the known ones).
 
-    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before"), resolve_t(Memory(), "2026-03-01T09:30:00Z")
-    (3, 'before', 0)
+    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before"), resolve_t(Memory(), "²"), resolve_t(Memory(), "2026-03-01T09:30:00Z")
+    (3, 'before', '²', 0)
     """
-    if text.lstrip("-").isdigit():
+    digits = text.lstrip("-")
+    if digits.isascii() and digits.isdigit() and len(digits) <= 18:  # a longer one: the memory says why not
         return int(text)
     snapshots = memory.snapshots()
     if text in snapshots:
