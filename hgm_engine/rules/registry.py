@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from hgm_engine.errors import HGMError, Problem, RequestError, RuleError, TransactionRefused
+from hgm_engine.model import text_problem
 from hgm_engine.query import Limits, parse_rule_file
 from hgm_engine.query import syntax as S
 from hgm_engine.rules.compile import CompiledRuleSet, RuleSet, compile_rule_file
@@ -192,6 +193,9 @@ class RuleRegistry:
         """
         if not isinstance(name, str) or not name:
             raise _fail("invalid-argument", "a rule set needs a non-empty name")
+        problem = text_problem(name, "name", "a rule set name")  # a lone surrogate cannot be stored
+        if problem is not None:
+            raise RequestError([problem])
         compiled = compile_rule_file(text, self.schema)
         rule_set = compiled.rule_set
         own = set(self._owned_constraints(name))
