@@ -147,7 +147,7 @@ class CommitPipeline:
         if cached is not None and cached[0] == t:
             last = cached[1]
         else:  # another process committed last, or this pipeline has not committed yet
-            commits = self.state.store.read_commits(t - 1, t)
+            commits = self.state.store.commits_after(t - 1, t)  # on the writing connection, as the conflict check
             last = commits[0].timestamp if commits else now
         return max(now, last)
 

@@ -57,6 +57,8 @@ from hgm_engine.server.rest.models import (
     PathRewriteRequest,
     QueryRequest,
     QueryResultModel,
+    FactsModel,
+    SummarizeModel,
     SummarizeRequest,
     ReportModel,
     RevertRequest,
@@ -266,7 +268,7 @@ def create_app(
     def frontier(goal: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
         return json_response(service.frontier(goal, as_of))
 
-    @app.get("/api/v1/facts", tags=["read"], summary="What holds about an entity at a time", responses=error_responses(400, 401, 404))
+    @app.get("/api/v1/facts", tags=["read"], summary="What holds about an entity at a time", response_model=FactsModel, responses=error_responses(400, 401, 404))
     def facts(
         id: str = Query(min_length=1, description="The entity's node id."),  # noqa: A002
         at: str | None = Query(None, description="The valid time, ISO 8601; omit for now."),
@@ -282,7 +284,7 @@ def create_app(
     def confirm(body: ConfirmRequest) -> Response:
         return json_response(service.confirm(body.id, body.author, body.reason))
 
-    @app.post("/api/v1/summarize", tags=["planner"], summary="Roll a subtree up into one summary node", responses=error_responses(400, 401, 404, 422))
+    @app.post("/api/v1/summarize", tags=["planner"], summary="Roll a subtree up into one summary node", response_model=SummarizeModel, responses=error_responses(400, 401, 404, 422))
     def summarize(body: SummarizeRequest) -> Response:
         return json_response(service.summarize(body.id, body.author, body.reason, body.max_items, body.dry_run))
 

@@ -24,6 +24,10 @@ __all__ = [
     "ConfirmRequest",
     "RevertRequest",
     "SummarizeRequest",
+    "InvalidateOp",
+    "FactModel",
+    "FactsModel",
+    "SummarizeModel",
     "SnapshotRequest",
     "LocateRequest",
     "RewritePathRequest",
@@ -231,11 +235,22 @@ class ConfirmOp(BaseModel):
     id: Id
 
 
+class InvalidateOp(BaseModel):
+    """Close a fact's valid time instead of deleting it (docs/time.md)."""
+
+    model_config = _OP_STRICT
+    op: Literal["invalidate"]
+    id: Id
+    at: str = Field(description="When it stops holding: an ISO 8601 date or date-time (its valid_to).")
+    by: Id | None = Field(None, description="The newer fact (same type) that supersedes it: linked by replaces.")
+    reason: str | None = Field(None, description="Kept on the closed fact as invalidated_reason.")
+
+
 Op = Annotated[
-    AddNodeOp | UpdateNodeOp | DeleteNodeOp | AddEdgeOp | UpdateEdgeOp | DeleteEdgeOp | ReplaceBranchOp | ConfirmOp,
+    AddNodeOp | UpdateNodeOp | DeleteNodeOp | AddEdgeOp | UpdateEdgeOp | DeleteEdgeOp | ReplaceBranchOp | ConfirmOp | InvalidateOp,
     Field(discriminator="op"),
 ]
-OP_MODELS = (AddNodeOp, UpdateNodeOp, DeleteNodeOp, AddEdgeOp, UpdateEdgeOp, DeleteEdgeOp, ReplaceBranchOp, ConfirmOp)
+OP_MODELS = (AddNodeOp, UpdateNodeOp, DeleteNodeOp, AddEdgeOp, UpdateEdgeOp, DeleteEdgeOp, ReplaceBranchOp, ConfirmOp, InvalidateOp)
 
 
 def op_schemas() -> dict[str, Any]:
@@ -515,6 +530,33 @@ class FrontierModel(BaseModel):
 class FocusPathModel(BaseModel):
     node: str
     path: list[str]
+
+
+class FactModel(BaseModel):
+    id: str
+    content: Any = None
+    valid_from: Any = None
+    valid_to: Any = None
+    holds: bool
+    supersedes: list[str]
+    superseded_by: list[str]
+    reason: str | None = None
+
+
+class FactsModel(BaseModel):
+    id: str = Field(description="The entity.")
+    at: str = Field(description="The valid time asked about.")
+    holding: list[str] = Field(description="The facts that hold at it, in creation order.")
+    facts: list[FactModel] = Field(description="Every fact about the entity, holding ones first.")
+    more: int = Field(description="Facts not listed (beyond the limit).")
+    t: int = Field(description="The state read.")
+
+
+class SummarizeModel(BaseModel):
+    id: str | None = Field(description="The summary node (None for a dry run).")
+    t: int | None
+    summary: dict[str, Any] | None = Field(description="The summary node as JSON.")
+    report: dict[str, Any] = Field(description="The transaction report.")
 
 
 class SnapshotsModel(BaseModel):
