@@ -16,8 +16,6 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SHARED_COMPLIANCE = SHARED / "spec" / "compliance"
 OWN_COMPLIANCE = REPO / "tests" / "compliance"
-# The spec's cases of version 1.1 (spec/compliance/next/) that the engine implements.
-NEXT_COMPLIANCE = ("time.cases.json",)
 
 
 def compliance_suites() -> list[tuple[str, pathlib.Path, dict]]:
@@ -27,10 +25,6 @@ def compliance_suites() -> list[tuple[str, pathlib.Path, dict]]:
         if folder.is_dir():
             for path in sorted(folder.glob("*.cases.json")):
                 suites.append((f"{origin}/{path.name}", folder, json.loads(path.read_text())))
-    for name in NEXT_COMPLIANCE:
-        path = SHARED_COMPLIANCE / "next" / name
-        if path.is_file():
-            suites.append((f"spec/next/{name}", path.parent, json.loads(path.read_text())))
     return suites
 
 
@@ -220,12 +214,3 @@ def store_location(request, tmp_path) -> str:
         return str(tmp_path / "memory.db")
     return request.getfixturevalue("postgres_url")
 
-
-# -- hypothesis profiles: HYPOTHESIS_PROFILE=long for long fuzzing runs ---------------------------
-
-from hypothesis import HealthCheck, settings  # noqa: E402
-
-# "long" raises hypothesis' default of 100 examples to 4,000: a test with no count of its own
-# runs 4,000, and tests/test_boundary_fuzz.py scales its counts by 40.
-settings.register_profile("long", max_examples=4000, deadline=None, suppress_health_check=list(HealthCheck))
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from hgm_engine.query.analyze import Analysis, analyze
+from hgm_engine.query.analyze import Analysis, analyze, search_text_problem
 from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, line_column
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
 from hgm_engine.query.limits import limit_exceeded
@@ -233,6 +233,10 @@ def _check_role(value: Any, roles: frozenset[str], limits: Limits) -> tuple[str,
     if "time" in roles and parse_instant(value) is None:
         shown = repr(value[:60]) if isinstance(value, str) else _kind(value)
         return "invalid-argument", f"valid_at() needs an ISO 8601 date or date-time (e.g. '2026-03-01'), not {shown}"
+    if "text" in roles:
+        problem = search_text_problem(value if not isinstance(value, tuple) else list(value), limits)
+        if problem is not None:
+            return ("limit-exceeded" if "Limits.max_search_length" in problem else "invalid-argument"), problem
     if "regex" in roles:
         if not isinstance(value, str):
             return "invalid-argument", f"a pattern must be a string, not {_kind(value)}"

@@ -30,6 +30,7 @@ from hgm_engine.model import (
     GraphOverlay,
     Schema,
     closest,
+    id_problem,
     parse_instant,
     text_problem,
     valid_time_problem,
@@ -436,6 +437,9 @@ class OpContext:
         # node deleted without cascade -> its children then; checked on the final state
         self.deleted_children: dict[str, tuple[str, ...]] = {}
         self.confirmed_ids: dict[str, None] = {}
+        # nodes an update or a confirm touched, in the order of the first such op: the order
+        # of the report's ``cleared``
+        self.clearing_ids: dict[str, None] = {}
         self.cleared: list[dict[str, Any]] = []
         self._counter = itertools.count(1)
         self.id_prefix = id_prefix
@@ -500,7 +504,7 @@ def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
     _check_valid_time(attributes, None, where, ctx)
     if node_id is not None and (not isinstance(node_id, str) or not node_id):
         raise _fail("'id' must be a non-empty string", where)
-    _raise_if(text_problem(node_id, f"{where}.id") if node_id is not None else None)
+    _raise_if(id_problem(node_id, f"{where}.id") if node_id is not None else None)
     if node_id is None:
         node_id = ctx.new_id(overlay, node_type)
     elif node_id in overlay:
@@ -611,6 +615,7 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         _check_valid_time(attributes, {**op.set, **dict.fromkeys(op.unset)}, f"{where}.set", ctx)
         overlay.set_node_attrs(op.node_id, attributes)
         ctx.updated_ids[op.node_id] = None
+        ctx.clearing_ids[op.node_id] = None
         return []
     if isinstance(op, Invalidate):
         _invalidate(overlay, op, ctx, where)
@@ -618,6 +623,7 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
     if isinstance(op, Confirm):
         _need_node(overlay, op.node_id, where, ctx)
         ctx.confirmed_ids[op.node_id] = None
+        ctx.clearing_ids[op.node_id] = None
         return []
     if isinstance(op, DeleteNode):
         _need_node(overlay, op.node_id, where, ctx)
@@ -717,7 +723,9 @@ def _invalidate(overlay: GraphOverlay, op: Invalidate, ctx: OpContext, where: st
             _check_valid_time(newer_attributes, {VALID_FROM: op.at}, f"{where}.by", ctx)
             overlay.set_node_attrs(op.by, newer_attributes)
             ctx.updated_ids[op.by] = None
+            ctx.clearing_ids[op.by] = None
         if overlay.edge(op.by, op.node_id, "replaces") is None:
             overlay.add_edge(op.by, op.node_id, "replaces", {"at": op.at})
     overlay.set_node_attrs(op.node_id, attributes)
     ctx.updated_ids[op.node_id] = None
+    ctx.clearing_ids[op.node_id] = None

@@ -314,6 +314,7 @@ def write_summary(overlay: GraphOverlay, ctx: Any, draft: SummaryDraft) -> str:
         keep.update(draft.attributes)
         overlay.set_node_attrs(node_id, keep)
         ctx.updated_ids[node_id] = None
+        ctx.clearing_ids[node_id] = None
         wanted = set(targets)
         for target in list(overlay.out_adjacency(node_id).by_type.get(SUMMARIZES, ())):
             if target not in wanted:
