@@ -62,8 +62,26 @@ from hgm_engine.model.generated import (
 from hgm_engine.model.view import (
     GraphView,
 )
+from hgm_engine.model.validtime import (
+    INSTANTS,
+    InstantCache,
+    VALID_FROM,
+    VALID_TO,
+    parse_instant,
+    format_instant,
+    holds_at,
+    valid_time_problem,
+)
 
 __all__ = [
+    "INSTANTS",
+    "InstantCache",
+    "VALID_FROM",
+    "VALID_TO",
+    "parse_instant",
+    "format_instant",
+    "holds_at",
+    "valid_time_problem",
     "FrozenDict",
     "Node",
     "Edge",
