@@ -763,10 +763,10 @@ class MemoryGraph:
         """Goals with no incoming ``parent_of`` edge, in creation order."""
         if self._roots is None:
             if self._root_ids is None:
-                in_ids = self.in_ids
-                self._roots = tuple(
-                    node_id for node_id in self.ids_of_type("goal") if not in_ids(node_id, "parent_of")
-                )
+                # One pass over the edge payloads, not an incoming adjacency built for every
+                # goal: the first ``root`` of a fresh process at 100k nodes cost 0.5 s that way.
+                children = {e.target for e in self._rx.edges() if e.type == "parent_of"}
+                self._roots = tuple(node_id for node_id in self.ids_of_type("goal") if node_id not in children)
                 self._root_ids = set(self._roots)
             else:  # a commit changed a few roots: order the set, do not scan every goal
                 nodes = self._nodes
