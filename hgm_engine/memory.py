@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hgm_engine.facade import PathVerb, forward
 from hgm_engine.errors import GraphFileError, Problem
-from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
+from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation, release_kept
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.rules import MAX_ROUNDS, RuleRegistry
 from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
@@ -117,9 +117,11 @@ class Memory:
         except OSError as exc:
             raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
         memory = cls(schema)
-        with bulk_allocation():  # parsing and building allocate millions of objects that stay
+        with bulk_allocation() as bulk:  # parsing and building allocate millions of objects that stay
             doc = parse_graph_text(text, str(path))
             memory.load(doc, reason=f"load {path.name}")
+            del doc, text
+            bulk.keep()
         return memory
 
     @classmethod
@@ -135,6 +137,7 @@ class Memory:
         if found is not None:
             found.close()
         self._store.close()
+        release_kept()  # what loading moved out of the collector's reach can be freed again
 
     def __enter__(self) -> "Memory":
         return self

@@ -1,0 +1,92 @@
+"""The cold path (issue 15): what a fresh process pays between opening a memory and its
+first answers — work that must not be done at all, or not twice."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from hgm_engine import Memory
+from hgm_engine.model import MemoryGraph
+
+
+def _stored(tmp_path, goals: int = 30):
+    path = tmp_path / "memory.db"
+    ops = []
+    for i in range(goals):
+        ops.append({"op": "add_node", "id": f"g{i}", "type": "goal"})
+        ops.append({"op": "add_node", "id": f"a{i}", "type": "action", "attrs": {"status": "pending"}})
+        ops.append({"op": "add_edge", "from": f"g{i}", "to": f"a{i}", "type": "parent_of"})
+        if i:
+            ops.append({"op": "add_edge", "from": "g0", "to": f"g{i}", "type": "parent_of"})
+    with Memory.open(path) as memory:
+        memory.apply({"ops": ops})
+    return path
+
+
+def test_first_root_builds_no_incoming_adjacency(monkeypatch):
+    graph = MemoryGraph.from_records(
+        [("r", "goal", {}), ("s", "goal", {}), ("t", "goal", {}), ("a", "action", {})],
+        [("r", "s", "parent_of", {}), ("s", "a", "parent_of", {}), ("t", "a", "related_to", {})],
+    )
+    built = []
+    real = MemoryGraph.in_adjacency
+    monkeypatch.setattr(MemoryGraph, "in_adjacency", lambda self, node_id: built.append(node_id) or real(self, node_id))
+    assert graph.roots() == ("r", "t")
+    assert built == []
+
+
+def test_reopened_state_is_out_of_the_collectors_generations(tmp_path):
+    path = _stored(tmp_path)
+    gc.unfreeze()
+    memory = Memory.open(path)
+    try:
+        assert gc.get_freeze_count() >= len(memory)
+        assert gc.isenabled()
+    finally:
+        memory.close()
+
+
+def test_closing_a_memory_lets_its_graph_be_collected(tmp_path):
+    path = _stored(tmp_path)
+    memory = Memory.open(path)
+    graph = weakref.ref(memory.graph)
+    memory.close()
+    del memory
+    gc.collect()
+    assert graph() is None
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_refused_load_freezes_nothing(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "nope"}], "edges": []}', encoding="utf-8")
+    gc.unfreeze()
+    try:
+        Memory.from_file(bad)
+    except Exception:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("an unknown node type loaded")
+    assert gc.get_freeze_count() == 0
+    assert gc.isenabled()
+
+
+def test_a_generated_function_freed_by_the_collector_leaves_linecache_whole_until_the_next_compile():
+    # linecache.checkcache loops over a copy of the cache's keys; a collection inside that
+    # loop (after a memory's frozen objects are released, many functions go at once) must not
+    # take entries away under it, or checkcache fails with a KeyError
+    import linecache
+
+    from hgm_engine.model.generated import compile_function
+
+    function = compile_function("def f():\n    return 1\n", "f", {}, kind="test")
+    filename = function.__code__.co_filename
+    holder = [function]
+    holder.append(holder)  # only the cyclic collector can free it now
+    del function, holder
+    gc.collect()
+    assert filename in linecache.cache
+    linecache.checkcache()
+    compile_function("def g():\n    return 2\n", "g", {}, kind="test")
+    assert filename not in linecache.cache
