@@ -90,3 +90,20 @@ def test_a_generated_function_freed_by_the_collector_leaves_linecache_whole_unti
     linecache.checkcache()
     compile_function("def g():\n    return 2\n", "g", {}, kind="test")
     assert filename not in linecache.cache
+
+
+def test_a_row_whose_seq_is_not_a_number_is_still_reported_as_damage_when_reopening(tmp_path):
+    # the state rows are sorted by seq in Python (faster than SQLite's ORDER BY); a text seq
+    # must still end in the store's own "wrong type" report, not in a TypeError from the sort
+    import sqlite3
+
+    import pytest
+
+    from hgm_engine.errors import HGMError
+
+    path = _stored(tmp_path, goals=3)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE nodes SET seq = 'x', crc = NULL WHERE id = 'a1'")
+    with pytest.raises(HGMError) as caught:
+        Memory.open(path)
+    assert "node 'a1'" in str(caught.value) and "wrong type" in str(caught.value)
