@@ -268,6 +268,10 @@ class MemoryState:
         in other threads would have to finish first."""
         with self.catch_up_lock:
             token = self.store.change_token()
+            if token == self.seen_token:
+                # Equal tokens: nothing written by anyone else since we last looked (the
+                # store's contract), so the journal, constraints and rule sets need no read.
+                return True
             latest = self.store.latest_t()
             if latest <= self.t:
                 self.sync_meta()
