@@ -107,3 +107,30 @@ def test_a_row_whose_seq_is_not_a_number_is_still_reported_as_damage_when_reopen
     with pytest.raises(HGMError) as caught:
         Memory.open(path)
     assert "node 'a1'" in str(caught.value) and "wrong type" in str(caught.value)
+
+
+def test_a_reopened_memory_keeps_one_string_per_id_and_per_type_name(tmp_path):
+    # footprint: the driver hands out a fresh string in every row; an edge's ends and type
+    # share the node's own id and one type name object (~170 bytes an edge otherwise)
+    path = _stored(tmp_path, goals=3)
+    with Memory.open(path) as memory:
+        graph = memory.graph
+        edge = next(e for e in graph.iter_edges() if e.source == "g1")
+        assert edge.source is graph.node("g1").id
+        assert edge.target is graph.node(edge.target).id
+        types = {id(e.type) for e in graph.iter_edges() if e.type == "parent_of"}
+        assert len(types) == 1
+        assert len({id(graph.node(n).type) for n in ("a0", "a1", "a2")}) == 1
+
+
+def test_attribute_texts_decode_alike_across_chunks():
+    from hgm_engine.store.rows import decode_attrs
+
+    texts = ['{"n":%d,"tags":["x"]}' % i if i % 3 else "{}" for i in range(20_005)]  # several chunks
+    decoded = decode_attrs(texts)
+    assert [dict(d) for d in decoded[-3:]] == [
+        {"n": len(texts) - 3, "tags": ("x",)} if (len(texts) - 3) % 3 else {},
+        {"n": len(texts) - 2, "tags": ("x",)} if (len(texts) - 2) % 3 else {},
+        {"n": len(texts) - 1, "tags": ("x",)} if (len(texts) - 1) % 3 else {},
+    ]
+    assert len(decoded) == len(texts)
