@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # after any tree put first (to measure another hgm)
 
 __all__ = ["deep_size", "measure", "main"]
 
