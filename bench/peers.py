@@ -19,7 +19,8 @@ Stores, schemas and indexes (what a careful user would set up):
 - **SQLite** (the standard library's ``sqlite3``): ``nodes(id TEXT PRIMARY KEY, seq, type,
   status, priority, confidence, ...)`` with an index on ``(type, status)``; ``edges(src, dst,
   type, ord, seq)`` with covering indexes ``(src, type, dst)`` and ``(dst, type, src)``;
-  ``ANALYZE`` after the load; WAL journal, ``synchronous=FULL`` (hgm's own settings).
+  WAL journal, ``synchronous=FULL`` (hgm's own settings); no ``ANALYZE`` (its statistics
+  made SQLite's planner slower on every query here).
 - **DuckDB**: the same tables and SQL (its joins are hash joins, the indexes are ART
   indexes on the keys); default settings.
 - **Kùzu**: one node table ``N`` (every node type, primary key ``id``) and one relationship
@@ -190,7 +191,9 @@ class SqlitePeer:
             db.execute("CREATE INDEX nodes_type_status ON nodes(type, status)")
             db.execute("CREATE INDEX edges_out ON edges(src, type, dst)")
             db.execute("CREATE INDEX edges_in ON edges(dst, type, src)")
-        db.execute("ANALYZE")
+        # No ANALYZE: with its statistics SQLite 3.40 builds a Bloom filter over every edge in
+        # each recursive step (ancestors: 60-90 ms instead of 20 µs at 100k nodes); without
+        # them every query here is as fast or faster (the tuning run is in docs/performance.md).
         db.close()
 
     def open(self, path: str | pathlib.Path) -> None:
@@ -313,9 +316,12 @@ CYPHER: dict[str, tuple[str, tuple[str, ...]]] = {
     "ancestors": ("MATCH (s:N)<-[:PARENT_OF*1..30]-(b:N) WHERE s.id = $deep_action RETURN DISTINCT b.id", ("deep_action",)),
     "following": ("MATCH (s:N)-[:BEFORE*1..30]->(b:N) WHERE s.id = $first_action RETURN DISTINCT b.id", ("first_action",)),
     "five_steps": (
-        _K_ROOTS + "MATCH (r)-[:PARENT_OF]->(s:N)-[:PARENT_OF]->(a:N)-[:PRODUCES]->(res:N)<-[:DERIVED_FROM]-(f:N)"
-        "-[:RELATED_TO]-(e:N) WHERE s.type = 'goal' AND a.type = 'action' AND a.status = 'done' AND f.type = 'fact' "
-        "AND e.type = 'entity' RETURN DISTINCT e.id",
+        # one step per WITH DISTINCT: Kùzu's planner takes the one five-hop pattern 10x slower
+        _K_ROOTS + "MATCH (r)-[:PARENT_OF]->(s:N) WHERE s.type = 'goal' WITH DISTINCT s "
+        "MATCH (s)-[:PARENT_OF]->(a:N) WHERE a.type = 'action' AND a.status = 'done' WITH DISTINCT a "
+        "MATCH (a)-[:PRODUCES]->(res:N) WITH DISTINCT res "
+        "MATCH (res)<-[:DERIVED_FROM]-(f:N) WHERE f.type = 'fact' WITH DISTINCT f "
+        "MATCH (f)-[:RELATED_TO]-(e:N) WHERE e.type = 'entity' RETURN DISTINCT e.id",
         (),
     ),
 }
