@@ -22,10 +22,12 @@ answered from the index size reads no candidate: it touches 1).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import networkx as nx
 import rustworkx as rx
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["QUERIES", "RxFloor", "RxMemo", "NxBaseline", "edge_key"]
 
@@ -435,6 +437,8 @@ class NxBaseline:
     """The same queries on a ``networkx.MultiDiGraph`` keyed by node id, edge key = edge type."""
 
     def __init__(self, doc: dict[str, Any]):
+        import networkx as nx  # here: importing QUERIES (peer_bench's fresh processes) needs no networkx
+
         G = nx.MultiDiGraph()
         G.add_nodes_from((node["id"], node) for node in doc["nodes"])
         G.add_edges_from(

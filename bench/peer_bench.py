@@ -112,6 +112,8 @@ def _system(name: str):
 
 def child(system: str, store: str, anchors: dict[str, str], queries: list[str]) -> dict[str, Any]:
     """Import, open, answer ``queries`` once each; times, answers' digests and memory."""
+    from bench.baselines import QUERIES  # noqa: F401  (before any timing: HgmSystem reads it)
+
     rss_start = _status_kb("VmRSS")
     wall, cpu = time.perf_counter(), time.process_time()
     cls = _system(system)
