@@ -56,8 +56,8 @@ _collecting = [False]
 _queued: list[str] = []
 
 
-def _inside_checkcache(code=linecache.checkcache.__code__) -> bool:
-    frame = sys._getframe(2)
+def _inside_checkcache(code=linecache.checkcache.__code__, getframe=sys._getframe) -> bool:
+    frame = getframe(0)  # (a collection can run with almost nothing on the stack)
     while frame is not None:
         if frame.f_code is code:
             return True
