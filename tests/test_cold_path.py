@@ -72,23 +72,30 @@ def test_a_refused_load_freezes_nothing(tmp_path):
     assert gc.isenabled()
 
 
-def test_a_generated_function_freed_by_the_collector_leaves_linecache_whole_until_the_next_compile():
+def test_a_generated_function_the_collector_frees_inside_linecache_checkcache_does_not_break_it(monkeypatch):
     # linecache.checkcache loops over a copy of the cache's keys; a collection inside that
     # loop (after a memory's frozen objects are released, many functions go at once) must not
     # take entries away under it, or checkcache fails with a KeyError
     import linecache
+    import os
 
     from hgm_engine.model.generated import compile_function
 
+    linecache.cache["<checked first>"] = (1, 1.0, ["x\n"], "/nonexistent/checked-first")  # stat()ed by checkcache
     function = compile_function("def f():\n    return 1\n", "f", {}, kind="test")
     filename = function.__code__.co_filename
     holder = [function]
     holder.append(holder)  # only the cyclic collector can free it now
     del function, holder
-    gc.collect()
-    assert filename in linecache.cache
+
+    def stat_that_collects(path, *args, **kwargs):
+        gc.collect()
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(os, "stat", stat_that_collects)
     linecache.checkcache()
-    compile_function("def g():\n    return 2\n", "g", {}, kind="test")
+    monkeypatch.undo()
+    gc.collect()  # a collection outside checkcache drops what waited
     assert filename not in linecache.cache
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import gc
 import itertools
 import linecache
+import sys
 import weakref
 from typing import Any, Callable, Mapping
 
@@ -48,14 +49,26 @@ _registered: dict[weakref.ref, str] = {}
 # The cyclic collector can free a function in the middle of anything that allocates, such as
 # ``linecache.checkcache`` looping over a copy of the cache's keys (which then fails with a
 # KeyError for the entry that went). A function freed by the collector therefore only queues
-# its entry here; the next compile drops the queued entries. Freed any other way (its last
+# its entry; the queue is emptied when the collection ends, unless that collection ran inside
+# ``checkcache`` (then at the next collection or compile). Freed any other way (its last
 # reference dropped), the entry goes at once.
 _collecting = [False]
 _queued: list[str] = []
 
 
-def _on_collection(phase: str, info: dict, collecting=_collecting) -> None:
+def _inside_checkcache(code=linecache.checkcache.__code__, getframe=sys._getframe) -> bool:
+    frame = getframe(0)  # (a collection can run with almost nothing on the stack)
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_collection(phase: str, info: dict, collecting=_collecting, queued=_queued) -> None:
     collecting[0] = phase == "start"
+    if phase == "stop" and queued and not _inside_checkcache():
+        _drop_queued()
 
 
 gc.callbacks.append(_on_collection)
