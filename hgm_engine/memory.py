@@ -33,7 +33,7 @@ from attrs import evolve as attrs_evolve
 
 from hgm_engine.facade import PathVerb, forward
 from hgm_engine.errors import GraphFileError, Problem, QueryExecutionError, RequestError, SearchError
-from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
+from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation, release_kept
 from hgm_engine.model.nodeindex import query_terms, searcher_for, word_forms
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.query.analyze import search_text_problem
@@ -137,9 +137,11 @@ class Memory:
         except OSError as exc:
             raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
         memory = cls(schema)
-        with bulk_allocation():  # parsing and building allocate millions of objects that stay
+        with bulk_allocation() as bulk:  # parsing and building allocate millions of objects that stay
             doc = parse_graph_text(text, str(path))
             memory.load(doc, reason=f"load {path.name}")
+            del doc, text
+            bulk.keep()
         return memory
 
     @classmethod
@@ -155,6 +157,7 @@ class Memory:
         if found is not None:
             found.close()
         self._store.close()
+        release_kept()  # what loading moved out of the collector's reach can be freed again
 
     def __enter__(self) -> "Memory":
         return self
