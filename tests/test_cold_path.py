@@ -49,9 +49,6 @@ def test_reopened_state_is_out_of_the_collectors_generations(tmp_path):
         memory.close()
 
 
-@pytest.mark.xfail(strict=True, reason="main's node index (model/nodeindex.py _VIEWS/_KEPT/_BUILT) keeps "
-                   "values in WeakKeyDictionaries that refer back to their MemoryGraph key, so a closed "
-                   "memory's graph is never freed; passes on w-perf before the search merge")
 def test_closing_a_memory_lets_its_graph_be_collected(tmp_path):
     path = _stored(tmp_path)
     memory = Memory.open(path)
