@@ -40,7 +40,7 @@ from hgm_engine.store.base import Store
 from hgm_engine.store.journal import commit_from_row, commit_to_record
 from hgm_engine.store.rows import build_state
 
-__all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
+__all__ = ["PostgresStore", "is_postgres_url", "redact_url", "connect"]
 
 SCHEMA_VERSION = "1"
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -153,6 +153,37 @@ def _psycopg():
     return psycopg
 
 
+def connect(url: str, location: str, timeout: float, *, schema: str | None = None):
+    """An autocommit connection to ``url`` (``location`` names it in errors, without its
+    password); with ``schema``, the tables are looked up in that schema only (a named memory,
+    ``hgm_engine/store/catalog.py``).
+
+    >>> connect("postgresql://nobody@127.0.0.1:1/none", "the test database", 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.StoreError: store at the test database: cannot connect to the test database: ...
+    """
+    psycopg = _psycopg()
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if "connect_timeout" not in url:
+        kwargs["connect_timeout"] = max(1, int(timeout))
+    if "application_name" not in url:
+        kwargs["application_name"] = "hgm"
+    try:
+        db = psycopg.connect(url, **kwargs)
+    except (psycopg.Error, ValueError) as exc:  # a malformed URL is a ProgrammingError
+        raise StoreError([Problem("store", f"cannot connect to {location}: {_first_line(exc)}", where=location)]) from None
+    if schema is not None:
+        from psycopg import sql
+
+        try:
+            db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        except psycopg.Error as exc:
+            db.close()
+            raise StoreError([Problem("store", f"cannot use {location}: {_first_line(exc)}", where=location)]) from None
+    return db
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -176,10 +207,11 @@ class PostgresStore(Store):
     1
     """
 
-    def __init__(self, url: str, *, timeout: float = 30.0, create: bool = True):
+    def __init__(self, url: str, *, timeout: float = 30.0, create: bool = True, schema: str | None = None):
         self._psycopg = _psycopg()
         self._url = str(url)
-        self.location = redact_url(self._url)
+        self._schema = schema  # a named memory's own PostgreSQL schema (store/catalog.py)
+        self.location = redact_url(self._url) + (f" (schema {schema})" if schema else "")
         self._timeout = timeout
         self._lock = threading.RLock()
         # A second connection answers committed_t: the first one is held for a whole commit.
@@ -279,18 +311,7 @@ class PostgresStore(Store):
     # -- connection ---------------------------------------------------------------------------
 
     def _connect(self):
-        psycopg = self._psycopg
-        kwargs: dict[str, Any] = {"autocommit": True}
-        if "connect_timeout" not in self._url:
-            kwargs["connect_timeout"] = max(1, int(self._timeout))
-        if "application_name" not in self._url:
-            kwargs["application_name"] = "hgm"
-        try:
-            return psycopg.connect(self._url, **kwargs)
-        except (psycopg.Error, ValueError) as exc:  # a malformed URL is a ProgrammingError
-            raise StoreError(
-                [Problem("store", f"cannot connect to {self.location}: {_first_line(exc)}", where=self.location)]
-            ) from None
+        return connect(self._url, self.location, self._timeout, schema=self._schema)
 
     def _conn(self):
         """The connection, opened again when the last one was lost (never inside a write)."""
@@ -392,7 +413,7 @@ class PostgresStore(Store):
                 " (SELECT md5(COALESCE(string_agg(name || chr(31) || text, chr(30) ORDER BY name), ''))"
                 "  FROM hgm_constraints),"
                 " (SELECT md5(COALESCE(string_agg(key || chr(31) || value, chr(30) ORDER BY key), ''))"
-                "  FROM hgm_meta WHERE key = 'rule_sets' OR key LIKE 'rules:%%')"
+                "  FROM hgm_meta WHERE key = 'rule_sets' OR key = 'schema' OR key LIKE 'rules:%%')"
             ).fetchone()
 
         return self._read("read the journal", read)
