@@ -31,7 +31,7 @@ import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem, SchemaError, StoreError
+from hgm_engine.errors import GraphFileError, Problem, RequestError, SchemaError, StoreError
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.rules import MAX_ROUNDS, RuleRegistry, UserConstraint, check_full, compile_rule_file
@@ -242,6 +242,61 @@ class Memory:
             self._store.set_meta(SCHEMA_META, text)
         self._schema_text = text
         self._use_schema(schema)
+
+    # -- forgetting -------------------------------------------------------------------------
+
+    def purge(
+        self, node_id: str, *, reason: str, subtree: bool = False, author: str | None = None
+    ) -> Commit:
+        """Forget node ``node_id`` (with ``subtree``, and every node below it through
+        ``parent_of``): every trace of it and of the edges that touch it leaves the state, the
+        journal and so every snapshot, ``as_of``, diff, history and export, and the store's
+        files are scrubbed (docs/memories.md says what that reaches). History keeps a
+        tombstone: a commit of kind ``purge`` with the ids, ``author``, the time and ``reason``.
+
+        A node removed earlier can be purged too (its content is still in the history). An
+        id the memory never held is a :class:`RequestError` ``unknown-node``; an empty
+        ``reason`` an ``invalid-argument``; nothing changes then.
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "fact", "content": "card 4111"}]})
+        >>> tombstone = m.purge("s", reason="the user asked")
+        >>> tombstone.kind, tombstone.purged, m.query("nodes").ids, m.commits(0)[0].changes
+        ('purge', ('s',), [], ())
+        >>> m.purge("nope", reason="x")
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.RequestError: unknown-node at nope: no node 'nope' in this memory or its history
+        """
+        import time
+
+        if not isinstance(node_id, str) or not node_id:
+            raise RequestError([Problem("invalid-argument", "the node to purge is a non-empty id", where="id")])
+        if not isinstance(reason, str) or not reason.strip():
+            raise RequestError([Problem("invalid-argument", "a purge needs a reason (what is forgotten, and why)", where="reason")])
+
+        def build() -> tuple[frozenset[str], Commit]:
+            graph = self._state.graph
+            ids = {node_id}
+            if graph.node(node_id) is not None:
+                if subtree:
+                    todo = [node_id]
+                    while todo:
+                        for edge in graph.out_edges(todo.pop()):
+                            if edge.type == "parent_of" and edge.target not in ids:
+                                ids.add(edge.target)
+                                todo.append(edge.target)
+            elif not any(node_id in commit.touched for commit in self._store.commits_after(0)):
+                raise RequestError(
+                    [Problem("unknown-node", f"no node {node_id!r} in this memory or its history", where=node_id)]
+                )
+            ordered = tuple(sorted(ids))
+            tombstone = Commit(self._state.t + 1, author, reason, None, time.time(), (), kind="purge", purged=ordered)
+            return frozenset(ids), tombstone
+
+        tombstone = self._state.purge(build)
+        self._history = MemoryHistory(self._state)
+        return tombstone
 
     def _sync_meta(self) -> None:
         """What other processes changed besides commits: the schema, constraints, rule sets."""

@@ -564,6 +564,39 @@ class PostgresStore(Store):
                         copy.write_row((e.source, e.target, e.type, _dumps(thaw(e.attrs)), e.seq))
         self._pending[commit.t] = commit
 
+    # -- forgetting ---------------------------------------------------------------------------
+
+    def purge(self, ids: frozenset[str], tombstone: Commit) -> None:
+        """Rewrite every journal row that names one of ``ids`` without it, delete their state
+        rows, append ``tombstone`` (inside ``write``; :meth:`scrub` then rewrites the tables)."""
+        from hgm_engine.store.purge import mentions, without_nodes
+
+        with self._statement("purge") as db:
+            rows = db.execute("SELECT t, record::text FROM hgm_journal ORDER BY t").fetchall()
+            for t, record in rows:
+                if not mentions(record, ids):
+                    continue
+                commit = commit_from_row(t, record, self._damaged)
+                kept = without_nodes(commit, ids)
+                if kept is not commit:
+                    db.execute("UPDATE hgm_journal SET record = %s WHERE t = %s", (_dumps(commit_to_record(kept)), t))
+            db.execute("DELETE FROM hgm_edges WHERE source = ANY(%s) OR target = ANY(%s)", (list(ids), list(ids)))
+            db.execute("DELETE FROM hgm_nodes WHERE id = ANY(%s)", (list(ids),))
+        self._commit_cache.clear()
+        self.append(tombstone)
+
+    def scrub(self) -> None:
+        """``VACUUM FULL`` the memory's tables: they are written anew, and the old files (with
+        the dead rows a purge left) are emptied when it commits. The server's write-ahead log
+        and backups keep the old bytes until they are recycled (docs/memories.md)."""
+        self._read(
+            "clean the tables",
+            lambda db: [db.execute(f"VACUUM FULL {table}") for table in ("hgm_journal", "hgm_nodes", "hgm_edges", "hgm_meta")],
+        )
+
+    def forget_cached(self) -> None:
+        self._commit_cache.clear()
+
     # -- small tables -------------------------------------------------------------------------
 
     def snapshots(self) -> dict[str, int]:
