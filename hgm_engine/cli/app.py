@@ -83,7 +83,7 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
     ``--graph`` is filled in after parsing, by :func:`_fill_db`)."""
     db_default = os.environ.get(DB_ENV) or None
     for sub in _each_parser(parser):
-        if sub is parser:
+        if sub is parser or sub.prog.endswith(" demo"):  # a demo's --db is a new file of its own
             continue
         db = next((a for a in sub._actions if "--db" in a.option_strings), None)
         if db is None:
