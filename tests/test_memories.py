@@ -464,3 +464,45 @@ def test_a_writer_holding_memory_a_does_not_delay_a_commit_to_b(store_location):
     for memory in (a, b, a_again):
         memory.close()
     store.close()
+
+
+# -- the new boundary, fuzzed ------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAMEY = st.text(alphabet=st.sampled_from("aZ09._-/ \u00e9\x00\\:*"), max_size=12) | st.text(max_size=8) | st.just("x" * 201)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(name=_NAMEY)
+def test_any_text_is_a_memory_name_or_an_invalid_memory_name_error(tmp_path_factory, name):
+    from hgm_engine.store import check_memory_name
+
+    valid = (
+        0 < len(name) <= 200
+        and all(part and part not in (".", "..") and all(c.isascii() and (c.isalnum() or c in "._-") for c in part)
+                for part in name.split("/"))
+    )
+    try:
+        assert check_memory_name(name) == name and valid
+    except RequestError as err:
+        assert err.category == "invalid-memory-name" and not valid
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(name=_NAMEY, verb=st.sampled_from(["create", "drop", "open"]))
+def test_the_memories_commands_answer_any_name_without_a_traceback(tmp_path_factory, name, verb):
+    import contextlib
+    import io
+
+    db = str(tmp_path_factory.mktemp("fuzz") / "m.db")
+    argv = {"create": ["memories", "create", name, "--db", db],
+            "drop": ["memories", "drop", name, "--yes", "--db", db],
+            "open": ["query", "nodes", "--db", db, "--memory", name]}[verb]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    assert code in (0, 1, 2) and "Traceback" not in err.getvalue()
+    if code:
+        assert "error:" in err.getvalue()
