@@ -506,3 +506,23 @@ def test_the_memories_commands_answer_any_name_without_a_traceback(tmp_path_fact
     assert code in (0, 1, 2) and "Traceback" not in err.getvalue()
     if code:
         assert "error:" in err.getvalue()
+
+
+def test_the_rest_server_as_hgm_serve_opens_it_uses_the_stored_schema(tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from hgm_engine.server.rest import create_app
+
+    db = str(tmp_path / "m.db")
+    with Memory.open(db, schema=blocker_schema()) as memory:
+        memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
+                              {"op": "add_node", "id": "k", "type": "blocker", "severity": 2},
+                              {"op": "add_edge", "from": "k", "to": "g", "type": "blocks"}]})
+    with Memory.open(db) as memory:  # what hgm serve --db does
+        client = TestClient(create_app(memory))
+        answer = client.post("/api/v1/query", json={"expr": "#g.blockers", "nodes": False})
+        assert answer.status_code == 200 and answer.json()["ids"] == ["k"], answer.text
+        refused = client.post("/api/v1/transactions", json={"ops": [{"op": "update_node", "id": "k", "set": {"severity": 9}}]})
+        assert refused.status_code in (409, 422) and "severity" in refused.text, refused.text
+        assert memory.t == 1
