@@ -115,9 +115,9 @@ def expand(extra: str) -> set[str]:
     return requirements
 
 
-def test_all_is_every_interface_and_store_and_test_is_all_plus_the_test_tools():
+def test_all_is_every_interface_and_store_and_test_is_all_and_testing_plus_the_test_tools():
     assert self_references("all") == {"server", "mcp", "postgres", "llm"}
-    assert self_references("test") == {"all"}
+    assert self_references("test") == {"all", "testing"}
     assert self_references("serve") == {"server", "mcp"}
     assert expand("all") >= expand("server") | expand("mcp") | expand("postgres") | expand("llm")
 

@@ -6,7 +6,7 @@ states, triggers whose marks or sets a constraint then refuses, and pairs of con
 new node meets together; each finding comes with a minimal counterexample written as a graph
 file (``hgm load``) and a transaction file (``hgm apply``). Exit 0 when nothing is found in
 the examples, 3 with a counterexample, 2 for a rule file with errors (as ``hgm rules check``),
-1 for other bad input. It needs hypothesis (``pip install hgm[testing]``).
+1 for other bad input. It needs hypothesis (``pip install hgm-engine[testing]``).
 
 >>> import os, tempfile
 >>> from hgm_engine.cli import main
@@ -67,7 +67,7 @@ def _check(args: argparse.Namespace, out: Output) -> int:
     try:
         from hgm_engine.testing.check import check_rules
     except ImportError:  # pragma: no cover - hypothesis is part of the test and testing extras
-        return out.failure("missing-dependency", "hgm check needs hypothesis: pip install 'hgm[testing]'")
+        return out.failure("missing-dependency", "hgm check needs hypothesis: pip install 'hgm-engine[testing]'")
     try:
         result = check_rules(text, schema, examples=args.examples, seed=args.seed)
     except HGMError as err:  # the rule file's errors, exactly as `hgm rules check` reports them

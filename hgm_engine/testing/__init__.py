@@ -1,5 +1,5 @@
 """Property-based testing for hgm memories, for anyone who builds on hgm (``pip install
-hgm[testing]``; needs hypothesis).
+hgm-engine[testing]``; needs hypothesis).
 
 - **The reference model** — a small, slow, obviously correct interpreter of the whole
   semantics, written from the language reference and the spec: :func:`evaluate` answers
