@@ -526,3 +526,8 @@ def test_the_rest_server_as_hgm_serve_opens_it_uses_the_stored_schema(tmp_path):
         refused = client.post("/api/v1/transactions", json={"ops": [{"op": "update_node", "id": "k", "set": {"severity": 9}}]})
         assert refused.status_code in (409, 422) and "severity" in refused.text, refused.text
         assert memory.t == 1
+
+
+def test_the_servers_refuse_a_global_memory_they_cannot_serve_yet(capsys):
+    code, _, err = run_cli(["--memory", "acme/alice", "serve", "--db", "m.db"], capsys)
+    assert code == 1 and "does not take --memory yet" in err

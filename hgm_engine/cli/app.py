@@ -115,6 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     1
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if len(arguments) > 2 and arguments[0] == "--memory" and arguments[2] in servers.SERVER_COMMANDS:
+        print(
+            f"error: invalid-argument at --memory: hgm {arguments[2]} does not take --memory yet: "
+            "it serves the memory 'default' of its --db",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
     if arguments and arguments[0] in servers.SERVER_COMMANDS:
         return servers.run_server(arguments[0], arguments[1:])
     parser = build_parser()
