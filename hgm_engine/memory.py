@@ -26,6 +26,7 @@ history reads :class:`~hgm_engine.txn.MemoryHistory`'s, commits
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
@@ -73,12 +74,21 @@ def stored_schema(text: str | None, location: str = "") -> Schema:
     if text is None:
         return DEFAULT_SCHEMA
     try:
-        return Schema.from_document(json.loads(text))
+        return _schema_of_text(text)
     except (ValueError, RecursionError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise StoreError(
             [Problem("store", f"{location} is damaged: its stored schema (meta 'schema') is not an hgm-schema/1 document: {why}", where=location)]
         ) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_of_text(text: str) -> Schema:
+    """The schema of a stored document, read once per text (a server opening many memories
+    of one schema reads it once); the default schema is the one object ``DEFAULT_SCHEMA``,
+    so the checks compiled for it are shared."""
+    schema = Schema.from_document(json.loads(text))
+    return DEFAULT_SCHEMA if schema == DEFAULT_SCHEMA else schema
 
 
 def schema_problems(graph: GraphView, schema: Schema, store: Store) -> list[Problem]:
