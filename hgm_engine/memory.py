@@ -51,6 +51,10 @@ from hgm_engine.txn import (
     parse_transaction,
 )
 
+# hgm_engine.paths.INDEX_META_KEY, where the path index saves its state (not imported here:
+# the paths package loads on first use; tests/test_memories.py checks the two agree).
+PATH_INDEX_META = "path_index"
+
 if TYPE_CHECKING:
     from hgm_engine.paths import PathGuards, PathMemory
 
@@ -301,6 +305,8 @@ class Memory:
                     [Problem("unknown-node", f"no node {node_id!r} in this memory or its history", where=node_id)]
                 )
             ordered = tuple(sorted(ids))
+            if self._store.get_meta(PATH_INDEX_META) is not None:
+                self._store.set_meta(PATH_INDEX_META, None)  # the saved path index may hold them: it is rebuilt
             tombstone = Commit(self._state.t + 1, author, reason, None, time.time(), (), kind="purge", purged=ordered)
             return frozenset(ids), tombstone
 

@@ -531,3 +531,24 @@ def test_the_rest_server_as_hgm_serve_opens_it_uses_the_stored_schema(tmp_path):
 def test_the_servers_refuse_a_global_memory_they_cannot_serve_yet(capsys):
     code, _, err = run_cli(["--memory", "acme/alice", "serve", "--db", "m.db"], capsys)
     assert code == 1 and "does not take --memory yet" in err
+
+
+def test_a_purge_leaves_no_trace_in_the_saved_path_index(tmp_path):
+    from hgm_engine.memory import PATH_INDEX_META
+    from hgm_engine.paths import INDEX_META_KEY
+
+    assert PATH_INDEX_META == INDEX_META_KEY
+    db = tmp_path / "m.db"
+    trajectory = tmp_path / "paths.jsonl"
+    trajectory.write_text(json.dumps({"id": "p1", "task": "check my order " + SECRET, "tags": ["orders"],
+                                      "goal": "check my order " + SECRET, "steps": [{"name": "look up the order"}, {"name": "tell the user"}]}) + "\n")
+    with Memory.open(db) as memory:
+        memory.ingest_file(trajectory)
+        memory.locate("check my order", k=1)
+        memory.save_index()
+        assert SECRET in (memory.store.get_meta(PATH_INDEX_META) or "")
+        memory.purge("p1", subtree=True, reason="forget the trajectory")
+        assert memory.store.get_meta(PATH_INDEX_META) is None
+        assert memory.paths() == [] or all(p.get("id") != "p1" for p in memory.paths())
+    trajectory.unlink()  # the input file is the caller's
+    assert _files_holding(tmp_path, SECRET) == []
