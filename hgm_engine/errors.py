@@ -23,6 +23,7 @@ that already handles bad values handles them too:
     ├── StoreError                           store: no memory, damaged, read-only, full, locked, newer
     ├── PathError              (ValueError)  paths: ingest, versions, guards (``report``)
     ├── LocalizationError      (ValueError)  localize: path index, embedders, data sets
+    ├── SearchError            (ValueError)  search: the node index's embedder and settings
     ├── RewriteProposalError                 llm: no usable rewrite from the model
     └── ServiceError                         server: budgets and request limits
 
@@ -58,6 +59,7 @@ __all__ = [
     "TransactionRefused",
     "RuleError",
     "RequestError",
+    "SearchError",
     "StoreError",
     "PathError",
     "LocalizationError",
@@ -358,6 +360,22 @@ class LocalizationError(HGMError, ValueError):
     """
 
     stage = "localize"
+
+
+class SearchError(HGMError, ValueError):
+    """The node index cannot do what was asked; nothing was changed (no commit, no setting):
+    ``unknown-embedder`` (a name that is not minilm, openai or openai:MODEL), ``embedder``
+    (one that cannot be loaded, an endpoint that failed or answered with vectors of another
+    size than the memory's; the servers answer 503), ``invalid-argument`` (a
+    setting or a search request that is not one: an empty text, a limit below 0, an unknown
+    field).
+
+    >>> err = SearchError.single("embedder", "unknown embedder 'bert'")
+    >>> (err.category, err.stage)
+    ('embedder', 'search')
+    """
+
+    stage = "search"
 
 
 class RewriteProposalError(HGMError):

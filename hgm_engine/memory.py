@@ -32,9 +32,13 @@ import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem, RequestError, SchemaError, StoreError
+from hgm_engine.errors import GraphFileError, Problem, QueryExecutionError, RequestError, SchemaError, SearchError, StoreError
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
+from hgm_engine.model.nodeindex import query_terms, searcher_for, word_forms
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
+from hgm_engine.query.analyze import search_text_problem
+from hgm_engine.query.plan import uses_search
+from hgm_engine.retrieval import NodeSearch
 from hgm_engine.rules import MAX_ROUNDS, RuleRegistry, UserConstraint, check_full, compile_rule_file
 from hgm_engine.store import InMemoryStore, Store, marks_problem, open_store, parse_graph_text
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, open_catalog
@@ -135,6 +139,8 @@ def schema_problems(graph: GraphView, schema: Schema, store: Store) -> list[Prob
         problems = problems[:MAX_SCHEMA_PROBLEMS] + [Problem("schema-violation", f"and {more} more problems")]
     return problems
 
+builtins_type = type  # Memory.search has an argument called ``type``
+
 FRONTIER_QUERY = (
     "#$goal.descendants.where(type = 'action', status = 'pending', not has(dirty), "
     "not exists(prev.where(status != 'done')))"
@@ -176,6 +182,9 @@ class Memory:
         self._pipeline = CommitPipeline(self, self._state, self._rules.checker)
         # Hooks run inside every commit, before constraints, on the transaction's overlay.
         self.commit_hooks: list[Callable] = [self._rules.engine]
+        # The node index (search, rank): kept by every commit in its store transaction.
+        self._search = NodeSearch(self._state)
+        self.store_hooks: list[Callable] = [self._search.store_hook]
         if schema is not None and schema != stored:
             self.set_schema(schema)
 
@@ -312,6 +321,10 @@ class Memory:
 
         tombstone = self._state.purge(build)
         self._history = MemoryHistory(self._state)
+        # The node index (search) in this process held the purged nodes' terms: built anew.
+        old_hook = self._search.store_hook
+        self._search = NodeSearch(self._state)
+        self.store_hooks = [self._search.store_hook if hook == old_hook else hook for hook in self.store_hooks]
         return tombstone
 
     def _sync_meta(self) -> None:
@@ -467,6 +480,7 @@ class Memory:
         """
         compiled = self._cache.get(expr, self.limits)
         with self._state.lock.reading():
+            self._search.ensure()
             t = self._state.t if as_of is None else self._history.resolve_t(as_of)
             view = self._state.view_at(t)
             return compiled.run(
@@ -487,7 +501,117 @@ class Memory:
         >>> print(Memory().explain("#x.children", physical=True).splitlines()[-1].strip())
         physical: one-type hop: one loop over out(parent_of) of all sources
         """
-        return self._cache.get(expr, self.limits).explain(physical=physical)
+        compiled = self._cache.get(expr, self.limits)
+        text = compiled.explain(physical=physical)
+        if uses_search(compiled.optimized_plan):
+            text += f"\nindex: {self._search.describe()}"
+        return text
+
+    # -- search (hgm_engine.retrieval.NodeSearch; docs/language.md §8) --------------------------
+
+    def search(
+        self,
+        text: str,
+        *,
+        type: str | None = None,
+        limit: int | None = 10,
+        as_of: int | str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The nodes whose text matches ``text``, most relevant first: ``search(TEXT)``
+        (docs/language.md §8) with each node's score and the words of ``text`` it contains.
+
+        Each hit is ``{"id", "type", "score", "matched", "node"}``; with an embedder set, also
+        ``similarity`` (cosine, None when not among the nearest texts) and ``lexical`` (the
+        BM25 score, None when no word matched), ``score`` being the fused one. ``type`` keeps
+        nodes of that type only, ``limit`` the first ``limit`` (None: all); ``as_of`` searches
+        an earlier state. Bad input is a :class:`SearchError` (``invalid-argument``).
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "h", "type": "entity", "name": "Beijing Hotel"},
+        ...     {"op": "add_node", "id": "f", "type": "fact", "content": "The hotel costs 800 CNY per night"}]})
+        >>> [(hit["id"], hit["matched"]) for hit in m.search("hotels in Beijing")]
+        [('h', ['hotels', 'beijing']), ('f', ['hotels'])]
+        >>> m.search("hotel", type="fact", limit=1)[0]["node"]["content"]
+        'The hotel costs 800 CNY per night'
+        """
+        problem = search_text_problem(text, self.limits)
+        if problem is not None:
+            raise SearchError.single("limit-exceeded" if "Limits.max_search_length" in problem else "invalid-argument", problem)
+        if limit is not None and (builtins_type(limit) is not int or limit < 0):
+            raise SearchError.single("invalid-argument", f"limit must be an integer >= 0 or None, not {limit!r}")
+        if type is not None and type not in self.schema.node_types:
+            from hgm_engine.model import closest
+
+            near = closest(type, self.schema.node_types) if isinstance(type, str) else None
+            hint = f"; did you mean {near!r}?" if near else f" (known: {', '.join(self.schema.node_types)})"
+            raise SearchError.single("invalid-argument", f"unknown node type {type!r}{hint}")
+        terms = query_terms(text)
+        forms = word_forms(text)
+        budget = [self.limits.max_work]
+
+        def charge(amount: int) -> None:
+            if budget[0] is not None:
+                budget[0] -= amount
+                if budget[0] < 0:
+                    raise QueryExecutionError(
+                        [Problem("limit-exceeded", f"the search read more than {self.limits.max_work} postings (Limits.max_work)")]
+                    )
+
+        with self._state.lock.reading():
+            self._search.ensure()
+            t = self._state.t if as_of is None else self._history.resolve_t(as_of)
+            view = self._state.view_at(t)
+            hits = searcher_for(view).hits(view, text, terms, top=limit, node_type=type, charge=charge)
+            nodes = view.node_map()
+            out = []
+            for hit in hits:
+                node = nodes[hit.id]
+                entry: dict[str, Any] = {
+                    "id": hit.id,
+                    "type": node.type,
+                    "score": round(hit.score, 6),
+                    "matched": [word for term, words in forms.items() if term in hit.terms for word in words],
+                }
+                if hit.similarity is not None or hit.lexical is not None:
+                    entry["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
+                    entry["lexical"] = None if hit.lexical is None else round(hit.lexical, 6)
+                entry["node"] = node.to_json()
+                out.append(entry)
+            return out
+
+    def configure_search(
+        self, *, embedder: Any, base_url: str | None = None, min_similarity: float | None = None
+    ) -> dict[str, Any]:
+        """Set this memory's embedder — ``"minilm"``, ``"openai"`` or ``"openai:MODEL"`` (at
+        ``base_url``, else ``OPENAI_BASE_URL``; the key from ``OPENAI_API_KEY``, never stored),
+        an embedder object of your own (``name``, ``embed_documents(texts)``,
+        ``embed_query(text)``; give it again after reopening) — or None for words only.
+        ``min_similarity`` is the cosine similarity a node's text needs to the query to match
+        by meaning (default 0.35). Every node's text without a vector of that model is
+        embedded now, in one store transaction with the setting: an embedder that is unknown,
+        cannot be loaded or fails is a :class:`SearchError` (``embedder``) and changes
+        nothing. The setting is kept with the memory; from then on every commit embeds the
+        texts it adds, and fails whole when the embedder does. Returns :meth:`search_status`.
+
+        >>> Memory().configure_search(embedder="bert")
+        Traceback (most recent call last):
+          ...
+        hgm_engine.errors.SearchError: unknown-embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
+        """
+        with self._state.write_lock:  # no commit of this process meanwhile
+            return self._search.configure(embedder, base_url=base_url, min_similarity=min_similarity)
+
+    def search_status(self) -> dict[str, Any]:
+        """What the node index holds: ``t``, ``nodes`` with text, ``terms``, where it came from
+        (``source``: ``stored`` read from the store, ``built`` indexed from the state), the
+        embedder and its vectors.
+
+        >>> Memory().search_status()["nodes"]
+        0
+        """
+        with self._state.lock.reading():
+            self._search.ensure()
+            return self._search.status()
 
     def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""

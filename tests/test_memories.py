@@ -546,9 +546,25 @@ def test_a_purge_leaves_no_trace_in_the_saved_path_index(tmp_path):
         memory.ingest_file(trajectory)
         memory.locate("check my order", k=1)
         memory.save_index()
-        assert SECRET in (memory.store.get_meta(PATH_INDEX_META) or "")
+        assert memory.store.get_meta(PATH_INDEX_META) is not None  # saved (its text may be encoded)
         memory.purge("p1", subtree=True, reason="forget the trajectory")
         assert memory.store.get_meta(PATH_INDEX_META) is None
         assert memory.paths() == [] or all(p.get("id") != "p1" for p in memory.paths())
     trajectory.unlink()  # the input file is the caller's
     assert _files_holding(tmp_path, SECRET) == []
+
+
+def test_a_purge_leaves_no_trace_in_the_search_index(store_location, tmp_path):
+    word = "zqxwvunforgettable"
+    with Memory.open(store_location) as memory:
+        memory.apply({"ops": [{"op": "add_node", "id": "s", "type": "fact", "content": f"card {word}"},
+                              {"op": "add_node", "id": "k", "type": "fact", "content": "kept fact"}]})
+        assert [hit["id"] for hit in memory.search(word)] == ["s"]
+        memory.purge("s", reason="forget it")
+        assert memory.search(word) == [] and [hit["id"] for hit in memory.search("kept")] == ["k"]
+    with Memory.open(store_location) as memory:  # and the kept index, read again
+        assert memory.search(word) == [] and [hit["id"] for hit in memory.search("kept")] == ["k"]
+    if not store_location.startswith("postgresql"):
+        assert _files_holding(tmp_path, word) == []
+    else:
+        assert _postgres_files_holding(store_location, word) == []

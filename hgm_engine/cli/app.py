@@ -16,7 +16,7 @@ from typing import Sequence
 
 from hgm_engine import __version__
 from hgm_engine.errors import HGMError
-from hgm_engine.cli import check, constraints, demo, llm, memories, paths, query, rules, servers, show, store
+from hgm_engine.cli import check, constraints, demo, llm, memories, paths, query, rules, search, servers, show, store
 from hgm_engine.cli.arguments import FORMATTER, ArgumentParser, examples, wrap
 from hgm_engine.cli.common import EXIT_FAILURE, MEMORY_ENV, Output, chosen_memory
 from hgm_engine.cli.demo import sample_document  # noqa: F401 - still importable from here, as before
@@ -24,7 +24,7 @@ from hgm_engine.cli.demo import sample_document  # noqa: F401 - still importable
 __all__ = ["main", "build_parser", "COMMAND_GROUPS"]
 
 # The modules that add commands, in the order `hgm --help` lists their commands.
-COMMAND_GROUPS = (query, show, store, memories, constraints, demo, rules, check, paths, llm, servers)
+COMMAND_GROUPS = (query, search, show, store, memories, constraints, demo, rules, check, paths, llm, servers)
 
 DB_ENV = "HGM_DB"  # the --db of every command that takes one, when it is not given
 MEMORY_HELP = "which memory of the store (default: $HGM_MEMORY, else 'default'); docs/memories.md"

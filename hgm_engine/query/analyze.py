@@ -28,6 +28,7 @@ import attrs
 from hgm_engine.query import syntax as S
 from hgm_engine.errors import Problem, QueryAnalysisError, line_column
 from hgm_engine.model import Hop, Schema, closest
+from hgm_engine.model.nodeindex import query_terms
 from hgm_engine.query.limits import DEFAULT_LIMITS, Limits
 from hgm_engine.query.regexcheck import regex_problem, regex_size
 
@@ -37,6 +38,8 @@ __all__ = [
     "analyze_rule_file",
     "Analysis",
     "START_NAMES",
+    "START_FUNCTIONS",
+    "search_text_problem",
     "GENERIC_STEPS",
     "LIST_STEPS",
     "FINALS",
@@ -46,8 +49,9 @@ __all__ = [
 ]
 
 START_NAMES = ("root", "nodes", "focus", "current_goal")
+START_FUNCTIONS = ("search",)
 GENERIC_STEPS = ("out", "in", "both")
-LIST_STEPS = ("first", "last", "limit", "sort_by")
+LIST_STEPS = ("first", "last", "limit", "sort_by", "rank")
 FINALS = ("count", "exists", "paths")
 CONDITION_FUNCTIONS = ("exists", "count", "has")
 SORT_DIRECTIONS = ("asc", "desc")
@@ -64,8 +68,8 @@ class Analysis:
     ``params`` maps each parameter name to the offset of its first use.
     ``focus_offset`` is the offset of the first ``focus``/``current_goal``, or None.
     ``param_roles`` maps each parameter to how it is used: ``value`` (in a condition),
-    ``id`` (after ``#``), ``ids`` (a start), ``regex`` (right of ``=~``), ``count`` (``limit``);
-    values are checked against their roles when bound.
+    ``id`` (after ``#``), ``ids`` (a start), ``regex`` (right of ``=~``), ``count`` (``limit``),
+    ``text`` (``search`` and ``rank``); values are checked against their roles when bound.
     """
 
     query: S.Query
@@ -204,6 +208,7 @@ class _Checker:
         self.params: dict[str, int] = {}
         self.focus_offset: int | None = None
         self.roles: dict[str, set[str]] = {}
+        self.context = "query"  # or "constraint", "rule": what rank may not be used in
 
     def report(self, category: str, message: str, offset: int) -> None:
         line, column = line_column(self.text, offset)
@@ -235,12 +240,14 @@ class _Checker:
     # -- constraints and rule files -----------------------------------------------------
 
     def constraint(self, definition: S.ConstraintDef) -> None:
+        self.context = "constraint"
         self.node_type(definition.node_type, definition.type_span)
         for condition in (definition.where, definition.must):
             if condition is not None:
                 self.condition(condition)
 
     def trigger(self, trigger: S.TriggerStatement) -> None:
+        self.context = "rule"
         self.node_type(trigger.node_type, trigger.type_span)
         if trigger.condition is not None:
             self.condition(trigger.condition)
@@ -313,6 +320,14 @@ class _Checker:
             self.use_param(start.param, start.span.start, "ids")
         elif isinstance(start, S.SubqueryStart):
             self.query(start.query, top_level=False)
+        elif isinstance(start, S.CallStart):
+            if start.name not in START_FUNCTIONS:
+                hint = "a query starts with root, nodes, focus, current_goal, search(TEXT), #id, TYPE#id or $param"
+                if start.name in (*GENERIC_STEPS, *LIST_STEPS, *FINALS):
+                    hint = f"{start.name}() is a step: write it after a start, e.g. nodes.{start.name}(...)"
+                self.unknown("start", start.name, start.name_span.start, (*START_NAMES, *START_FUNCTIONS), hint)
+            else:
+                self.search_text(start.name, start.args, start.name_span.start)
 
     def steps(self, steps: tuple[S.Step, ...]) -> None:
         previous: S.Step | None = None
@@ -365,8 +380,44 @@ class _Checker:
             return
         self.unknown("relation", step.name, offset, self.schema.relations)
 
+    def search_text(self, name: str, args: tuple, offset: int) -> None:
+        """The one TEXT argument of ``search(TEXT)`` or ``.rank(TEXT)``."""
+        call = f"{name}(TEXT)" if name == "search" else f".{name}(TEXT)"
+        if len(args) != 1:
+            self.report("invalid-argument", f"{call} takes exactly one argument, a string or a $parameter; got {len(args)}", offset)
+            return
+        arg = args[0]
+        if isinstance(arg, S.ParamRef):
+            self.use_param(arg.name, arg.span.start, "text")
+        elif isinstance(arg, S.Literal):
+            problem = search_text_problem(arg.value, self.limits, name)
+            if problem is not None:
+                category = "limit-exceeded" if "Limits.max_search_length" in problem else "invalid-argument"
+                self.report(category, problem, arg.span.start)
+        else:
+            what = "a list" if isinstance(arg, S.ListLiteral) else f"the name {arg.name!r}" if isinstance(arg, S.NameArg) else "that"
+            self.report("invalid-argument", f"{call} takes a string or a $parameter, not {what}", _start(arg))
+
     def call_step(self, step: S.CallStep) -> None:
         name, args, offset = step.name, step.args, step.name_span.start
+        if name == "rank":
+            if self.context != "query":
+                self.report(
+                    "invalid-argument",
+                    f"a {self.context} cannot use .rank(): a rank depends on the text of the whole memory, so "
+                    f"the {self.context} would change its answer when unrelated nodes change",
+                    offset,
+                )
+            self.search_text(name, args, offset)
+            return
+        if name == "search":
+            self.report(
+                "unknown-name",
+                "search(TEXT) is a start, not a step: write search('...') at the start of a path, "
+                "or .rank('...') to reorder a list by relevance",
+                offset,
+            )
+            return
         if name in GENERIC_STEPS:
             for arg in args:
                 if not isinstance(arg, S.NameArg):
@@ -525,3 +576,39 @@ def _start(expr: S.Expr) -> int:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def search_text_problem(value: object, limits: Limits, what: str = "search") -> str | None:
+    """Why ``value`` cannot be the TEXT of ``search(TEXT)`` or ``.rank(TEXT)``, or None.
+
+    >>> search_text_problem("the", DEFAULT_LIMITS)
+    "search needs a text with a word to search for; 'the' has none (every word in it is a stop word)"
+    >>> search_text_problem(3, DEFAULT_LIMITS)
+    'search needs a string, not a number'
+    >>> search_text_problem("hotel", DEFAULT_LIMITS) is None
+    True
+    """
+    if not isinstance(value, str):
+        return f"{what} needs a string, not {_kind_of(value)}"
+    if len(value) > limits.max_search_length:
+        return f"the text to {what} is {len(value):,} characters long; at most {limits.max_search_length:,} (Limits.max_search_length)"
+    if not query_terms(value):
+        if not value.strip():
+            return f"{what} needs a text with a word to search for, not an empty string"
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"{what} needs a text with a word to search for; {shown!r} has none (every word in it is a stop word)"
+    return None
+
+
+def _kind_of(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

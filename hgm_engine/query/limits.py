@@ -37,7 +37,10 @@ class Limits:
     of a query or a constraint, ``max_file_length`` of a rule file; ``max_depth`` levels of nesting (docs/language.md §13 says what counts);
     ``max_regex_length`` characters per regular expression; ``max_regex_size`` items that
     the regular expressions of one query may expand to when compiled (``a{5000}`` is 5,001);
-    ``max_regex_unbounded`` unbounded quantifiers per regular expression.
+    ``max_regex_unbounded`` unbounded quantifiers per regular expression; ``max_search_length``
+    characters of the text of one ``search(TEXT)`` or ``.rank(TEXT)`` (a literal, or a
+    parameter's value when it is bound). The postings a search reads count as work
+    (``max_work``), and so does every node it returns.
 
     >>> Limits(max_work=10).max_work
     10
@@ -57,6 +60,7 @@ class Limits:
         "max_regex_length",
         "max_regex_size",
         "max_regex_unbounded",
+        "max_search_length",
     )
 
     def __init__(
@@ -73,6 +77,7 @@ class Limits:
         max_regex_length: int = 1000,
         max_regex_size: int = 10_000,
         max_regex_unbounded: int = 8,
+        max_search_length: int = 4_000,
     ):
         self.max_work = max_work
         self.timeout = timeout
@@ -85,6 +90,7 @@ class Limits:
         self.max_regex_length = max_regex_length
         self.max_regex_size = max_regex_size
         self.max_regex_unbounded = max_regex_unbounded
+        self.max_search_length = max_search_length
 
     def compile_key(self) -> tuple:
         """The limits compiling depends on: a compiled query is reused only under the same.
@@ -92,7 +98,10 @@ class Limits:
         >>> Limits(max_work=1).compile_key() == Limits().compile_key()
         True
         """
-        return (self.max_length, self.max_file_length, self.max_depth, self.max_regex_length, self.max_regex_size, self.max_regex_unbounded)
+        return (
+            self.max_length, self.max_file_length, self.max_depth, self.max_regex_length, self.max_regex_size,
+            self.max_regex_unbounded, self.max_search_length,
+        )
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in Limits.__slots__)

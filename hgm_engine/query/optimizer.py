@@ -31,6 +31,8 @@ from hgm_engine.query.plan import (
     Const,
     Filter,
     IdLookup,
+    Index,
+    Limit,
     Navigate,
     Negate,
     Param,
@@ -38,6 +40,8 @@ from hgm_engine.query.plan import (
     PathExists,
     PathPlan,
     QueryPlan,
+    SearchNodes,
+    Slice,
     SubPlan,
     Truthy,
     TypeScan,
@@ -45,7 +49,7 @@ from hgm_engine.query.plan import (
 )
 from hgm_engine.model import Hop
 
-__all__ = ["optimize", "RULES", "id_lookup", "type_index", "value_index", "type_pushdown"]
+__all__ = ["optimize", "RULES", "id_lookup", "type_index", "value_index", "type_pushdown", "search_type", "search_top"]
 
 
 def _conjuncts(condition) -> tuple:
@@ -154,11 +158,50 @@ def type_pushdown(path: PathPlan) -> PathPlan | None:
     return PathPlan(path.source, tuple(ops)) if changed else None
 
 
+def search_type(path: PathPlan) -> PathPlan | None:
+    """``search(TEXT).where(type = T, ...)`` → the search only ranks nodes of type T (so a
+    ``.limit(n)`` after it can stop at the first n of that type)."""
+    source = path.source
+    if not isinstance(source, SearchNodes) or source.node_type is not None:
+        return None
+    if not path.ops or not isinstance(path.ops[0], Filter):
+        return None
+    node_type, remaining = _take(_conjuncts(path.ops[0].condition), "type", (Const,))
+    if node_type is None:
+        return None
+    return _with_filter(path, attrs.evolve(source, node_type=node_type.value), remaining)
+
+
+def _first_needed(op) -> int | None:
+    """How many nodes from the front of a list ``op`` can return, when it is a fixed number."""
+    if isinstance(op, Limit) and op.param is None:
+        return op.count
+    if isinstance(op, Index) and op.index >= 0:
+        return op.index + 1
+    if isinstance(op, Slice) and op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
+        return op.upper
+    return None
+
+
+def search_top(path: PathPlan) -> PathPlan | None:
+    """``search(TEXT).limit(n)`` (or ``.first()``, ``[i]``, ``[a:b]``) → the search selects
+    the best n instead of ordering every match (the list step still runs after it)."""
+    source = path.source
+    if not isinstance(source, SearchNodes) or source.top is not None or not path.ops:
+        return None
+    needed = _first_needed(path.ops[0])
+    if needed is None:
+        return None
+    return PathPlan(attrs.evolve(source, top=needed), path.ops)
+
+
 RULES: tuple[tuple[str, Callable[[PathPlan], PathPlan | None]], ...] = (
     ("id_lookup", id_lookup),
     ("type_index", type_index),
     ("value_index", value_index),
     ("type_pushdown", type_pushdown),
+    ("search_type", search_type),
+    ("search_top", search_top),
 )
 
 

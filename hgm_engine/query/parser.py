@@ -398,6 +398,10 @@ class _ToAst(Transformer_NonRecursive):
         (name,) = children
         return S.NamedStart(str(name), _tspan(name))
 
+    def call_start(self, meta, children):
+        name, args = children
+        return S.CallStart(str(name), tuple(args or ()), _span(meta), _tspan(name))
+
     def _typed(self, meta, children):
         node_type, token = children
         type_name = str(node_type) if node_type is not None else None

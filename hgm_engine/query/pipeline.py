@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from hgm_engine.query.analyze import Analysis, analyze
+from hgm_engine.query.analyze import Analysis, analyze, search_text_problem
 from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, line_column
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
 from hgm_engine.query.limits import limit_exceeded
@@ -230,6 +230,10 @@ def _check_role(value: Any, roles: frozenset[str], limits: Limits) -> tuple[str,
         return "invalid-argument", f"a start must be an id or a list of ids, not {_json(value)}"
     if "count" in roles and not (type(value) is int and value >= 0):
         return "invalid-argument", f"limit needs an integer >= 0, not {_json(value)}"
+    if "text" in roles:
+        problem = search_text_problem(value if not isinstance(value, tuple) else list(value), limits)
+        if problem is not None:
+            return ("limit-exceeded" if "Limits.max_search_length" in problem else "invalid-argument"), problem
     if "regex" in roles:
         if not isinstance(value, str):
             return "invalid-argument", f"a pattern must be a string, not {_kind(value)}"

@@ -30,6 +30,7 @@ __all__ = [
     "plan_condition",
     "describe",
     "describe_condition",
+    "uses_search",
     "QueryPlan",
     "PathPlan",
     "AllNodes",
@@ -41,6 +42,8 @@ __all__ = [
     "IdLookup",
     "ParamNodes",
     "SubPlan",
+    "SearchNodes",
+    "Rank",
     "Navigate",
     "Filter",
     "Index",
@@ -115,7 +118,19 @@ class SubPlan:
     plan: "QueryPlan"
 
 
-Source = Union[AllNodes, TypeScan, ValueScan, Roots, FocusNode, CurrentGoal, IdLookup, ParamNodes, SubPlan]
+@attrs.frozen
+class SearchNodes:
+    """``search(TEXT)``: the nodes whose text matches, most relevant first, from the node
+    index. ``text`` or ``param`` holds TEXT; ``top`` (set by the optimizer) says only the
+    first ``top`` are needed, ``node_type`` that only nodes of that type are."""
+
+    text: str | None
+    param: str | None
+    top: int | None = None
+    node_type: str | None = None
+
+
+Source = Union[AllNodes, TypeScan, ValueScan, Roots, FocusNode, CurrentGoal, IdLookup, ParamNodes, SubPlan, SearchNodes]
 
 
 # -- condition expressions --------------------------------------------------------------
@@ -206,6 +221,14 @@ class Limit:
 
 
 @attrs.frozen
+class Rank:
+    """``.rank(TEXT)``: the list reordered by relevance to TEXT, the rest after, in order."""
+
+    text: str | None
+    param: str | None
+
+
+@attrs.frozen
 class SortBy:
     attr: str
     descending: bool = False
@@ -222,7 +245,7 @@ class Navigate:
     predicates: tuple = ()
 
 
-Op = Union[Navigate, Filter, Index, Slice, Limit, SortBy]
+Op = Union[Navigate, Filter, Index, Slice, Limit, SortBy, Rank]
 
 
 @attrs.frozen
@@ -308,7 +331,16 @@ def _plan_start(start: S.Start, schema: Schema) -> Source:
         return ParamNodes(start.param)
     if isinstance(start, S.SubqueryStart):
         return SubPlan(_plan_query(start.query, schema))
+    if isinstance(start, S.CallStart):  # search(TEXT), the one start function
+        text, param = _text_argument(start.args[0])
+        return SearchNodes(text, param)
     raise TypeError(start)
+
+
+def _text_argument(arg) -> tuple[str | None, str | None]:
+    if isinstance(arg, S.ParamRef):
+        return None, arg.name
+    return arg.value, None
 
 
 def _id_condition(start: S.IdStart):
@@ -337,6 +369,8 @@ def _plan_call(step: S.CallStep):
     if name == "sort_by":
         descending = len(args) == 2 and args[1].value == "desc"
         return SortBy(args[0].name, descending)
+    if name == "rank":
+        return Rank(*_text_argument(args[0]))
     raise ValueError(f"not a step function: {name}")
 
 
@@ -463,6 +497,11 @@ def _describe_source(source: Source) -> str:
         return f"lookup id {key}{typed}"
     if isinstance(source, ParamNodes):
         return f"nodes named by ${source.param}"
+    if isinstance(source, SearchNodes):
+        text = f"${source.param}" if source.param is not None else repr(source.text)
+        scope = f" of type {source.node_type!r}" if source.node_type is not None else ""
+        first = f", the first {source.top} only" if source.top is not None else ""
+        return f"search the node index for {text}{scope}, most relevant first{first}"
     raise TypeError(source)
 
 
@@ -506,7 +545,46 @@ def _describe_op(op, indent: str) -> list[str]:
         return [f"{indent}limit {op.count if op.param is None else '$' + op.param}"]
     if isinstance(op, SortBy):
         return [f"{indent}sort by {op.attr} {'desc' if op.descending else 'asc'} (stable, missing last)"]
+    if isinstance(op, Rank):
+        text = f"${op.param}" if op.param is not None else repr(op.text)
+        return [f"{indent}rank by relevance to {text} (matches first, the rest in their order)"]
     raise TypeError(op)
+
+
+def uses_search(query_plan: QueryPlan) -> bool:
+    """Whether the plan reads the node index (``search`` or ``rank`` anywhere in it).
+
+    >>> uses_search(QueryPlan((PathPlan(SearchNodes("hotel", None), ()),)))
+    True
+    >>> uses_search(QueryPlan((PathPlan(Roots(), ()),)))
+    False
+    """
+    pending: list = list(query_plan.branches)
+    while pending:
+        item = pending.pop()
+        if isinstance(item, PathPlan):
+            if isinstance(item.source, SearchNodes):
+                return True
+            if isinstance(item.source, SubPlan):
+                pending.extend(item.source.plan.branches)
+            pending.extend(item.ops)
+        elif isinstance(item, Rank):
+            return True
+        elif isinstance(item, Navigate):
+            pending.extend(item.predicates)
+        elif isinstance(item, Filter):
+            pending.append(item.condition)
+        elif isinstance(item, (AllOf, AnyOf)):
+            pending.extend(item.items)
+        elif isinstance(item, Negate):
+            pending.append(item.item)
+        elif isinstance(item, Truthy):
+            pending.append(item.operand)
+        elif isinstance(item, Cmp):
+            pending.extend((item.left, item.right))
+        elif isinstance(item, (PathCount, PathExists)):
+            pending.append(item.path)
+    return False
 
 
 def describe_condition(cond) -> str:

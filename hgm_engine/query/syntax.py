@@ -37,6 +37,7 @@ __all__ = [
     "IdStart",
     "ParamStart",
     "SubqueryStart",
+    "CallStart",
     "RelationStep",
     "CallStep",
     "WhereStep",
@@ -106,7 +107,17 @@ class SubqueryStart:
     span: Span
 
 
-Start = Union[NamedStart, IdStart, ParamStart, SubqueryStart]
+@attrs.frozen
+class CallStart:
+    """``name(args)`` as a start: ``search(TEXT)`` (spec v1.1 §8.1), or an unknown name."""
+
+    name: str
+    args: tuple["Expr", ...]
+    span: Span
+    name_span: Span
+
+
+Start = Union[NamedStart, IdStart, ParamStart, SubqueryStart, CallStart]
 
 
 # -- steps ------------------------------------------------------------------------------

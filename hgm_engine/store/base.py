@@ -135,6 +135,44 @@ class Store(abc.ABC):
         >>> InMemoryStore().forget_cached()
         """
 
+    # -- the node index (hgm_engine.search keeps it; these keep its rows) --------------------
+
+    keeps_node_index = False
+    """Whether the store keeps the node index with the state (SQLite and PostgreSQL do: a
+    memory opened again reads its index instead of analysing every node's text)."""
+
+    def read_node_index(self) -> tuple[int, bytes | None, list[tuple[str, str | None]]] | None:
+        """The node index kept with the state: the ``t`` it reflects, its last saved segment
+        (None: none yet, an empty one) and the entries changed since, ``(id, terms JSON or
+        None for none)``; None when the store keeps none (or no ``t`` was written yet).
+
+        >>> InMemoryStore().read_node_index() is None
+        True
+        """
+        return None
+
+    def node_index_t(self) -> int | None:
+        """Inside ``write()``: the ``t`` the kept node index reflects (None: none kept)."""
+        return None
+
+    def write_node_index(self, t: int, changed: list[tuple[str, str | None]], segment: bytes | None = None) -> None:
+        """Inside ``write()``: the node index now reflects ``t``; ``changed`` are the entries
+        that differ from the saved segment since it was saved (upserted; None: no entry), or,
+        with ``segment``, the new segment replaces the saved one and every changed entry."""
+
+    def read_node_vectors(self, model: str, keys: list[str] | None = None) -> dict[str, bytes]:
+        """The vectors kept for ``model``, by the key of the text they embed (all, or those of
+        ``keys``).
+
+        >>> InMemoryStore().read_node_vectors("m")
+        {}
+        """
+        return {}
+
+    def write_node_vectors(self, model: str, rows: list[tuple[str, bytes]], *, clear: bool = False) -> None:
+        """Inside ``write()``: keep ``rows`` (text key, vector bytes) for ``model``; ``clear``
+        drops every vector kept before (of any model)."""
+
     def close(self) -> None:
         """Release connections (nothing to do for a store in the process)."""
 

@@ -66,6 +66,20 @@ CREATE TABLE IF NOT EXISTS hgm_snapshots (name TEXT PRIMARY KEY, t BIGINT NOT NU
 CREATE TABLE IF NOT EXISTS hgm_constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL);
 """
 
+# The node index (hgm_engine.search): its saved segment and its t (rows 'segment' and 't'),
+# the entries changed since the segment was saved, the vectors of texts by model. Created
+# with a new store, and by the first index write of a store made before them.
+_INDEX_TABLES = """
+CREATE TABLE IF NOT EXISTS hgm_node_index (name TEXT PRIMARY KEY, t BIGINT NOT NULL, data BYTEA);
+CREATE TABLE IF NOT EXISTS hgm_node_index_changes (id TEXT PRIMARY KEY, terms TEXT);
+CREATE TABLE IF NOT EXISTS hgm_node_vectors (
+    model TEXT NOT NULL,
+    key TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    PRIMARY KEY (model, key)
+);
+"""
+
 # Serializes table creation when several processes open a new database at once.
 _INIT_LOCK_KEY = 0x68676D5F696E6974  # "hgm_init"
 
@@ -246,6 +260,7 @@ class PostgresStore(Store):
                 with self._db.transaction():
                     self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_INIT_LOCK_KEY,))
                     self._db.execute(_TABLES)
+                    self._db.execute(_INDEX_TABLES)
                     row = self._db.execute("SELECT value FROM hgm_meta WHERE key = 'schema_version'").fetchone()
                     if row is None:
                         self._db.execute("INSERT INTO hgm_meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
@@ -582,6 +597,10 @@ class PostgresStore(Store):
                     db.execute("UPDATE hgm_journal SET record = %s WHERE t = %s", (_dumps(commit_to_record(kept)), t))
             db.execute("DELETE FROM hgm_edges WHERE source = ANY(%s) OR target = ANY(%s)", (list(ids), list(ids)))
             db.execute("DELETE FROM hgm_nodes WHERE id = ANY(%s)", (list(ids),))
+            # The kept node index (search) holds the nodes' terms: dropped, rebuilt from the state.
+            for table in ("hgm_node_index", "hgm_node_index_changes", "hgm_node_vectors"):
+                if db.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+                    db.execute(f"DELETE FROM {table}")
         self._commit_cache.clear()
         self.append(tombstone)
 
@@ -591,11 +610,114 @@ class PostgresStore(Store):
         and backups keep the old bytes until they are recycled (docs/memories.md)."""
         self._read(
             "clean the tables",
-            lambda db: [db.execute(f"VACUUM FULL {table}") for table in ("hgm_journal", "hgm_nodes", "hgm_edges", "hgm_meta")],
+            lambda db: [
+                db.execute(f"VACUUM FULL {table}")
+                for table in ("hgm_journal", "hgm_nodes", "hgm_edges", "hgm_meta", "hgm_node_index", "hgm_node_index_changes", "hgm_node_vectors")
+                if db.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None
+            ],
         )
 
     def forget_cached(self) -> None:
         self._commit_cache.clear()
+
+    # -- the node index -----------------------------------------------------------------------
+
+    keeps_node_index = True
+
+    @staticmethod
+    def _index_tables(db) -> bool:
+        row = db.execute(
+            "SELECT to_regclass('hgm_node_index') IS NOT NULL AND to_regclass('hgm_node_index_changes') IS NOT NULL"
+            " AND to_regclass('hgm_node_vectors') IS NOT NULL"
+        ).fetchone()
+        return bool(row[0])
+
+    def _ensure_index_tables(self, db) -> None:
+        """The index tables of a store made before them (created in the open write; known
+        to be there once a write finds them)."""
+        if getattr(self, "_index_ready", False):
+            return
+        if self._index_tables(db):
+            self._index_ready = True
+        else:
+            db.execute(_INDEX_TABLES)
+
+    def read_node_index(self) -> tuple[int, bytes | None, list[tuple[str, str | None]]] | None:
+        """The kept node index (see :meth:`Store.read_node_index`), in one snapshot, on the
+        second connection."""
+
+        def read(db):
+            if not self._index_tables(db):
+                return None
+            db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                rows = {name: (t, data) for name, t, data in db.execute("SELECT name, t, data FROM hgm_node_index")}
+                changed = db.execute("SELECT id, terms FROM hgm_node_index_changes").fetchall()
+            finally:
+                self._rollback(db)
+            head = rows.get("t")
+            if head is None:
+                return None
+            segment = rows.get("segment")
+            return head[0], None if segment is None or segment[1] is None else bytes(segment[1]), [tuple(r) for r in changed]
+
+        return self._peek("read the node index", read)
+
+    def node_index_t(self) -> int | None:
+        with self._statement("read the node index") as db:
+            if not self._index_tables(db):
+                return None
+            row = db.execute("SELECT t FROM hgm_node_index WHERE name = 't'").fetchone()
+        return None if row is None else row[0]
+
+    def write_node_index(self, t: int, changed: list[tuple[str, str | None]], segment: bytes | None = None) -> None:
+        with self._statement("write the node index") as db:
+            self._ensure_index_tables(db)
+            cur = db.cursor()
+            if segment is not None:
+                cur.execute("DELETE FROM hgm_node_index_changes")
+                cur.execute(
+                    "INSERT INTO hgm_node_index (name, t, data) VALUES ('segment', %s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET t = EXCLUDED.t, data = EXCLUDED.data",
+                    (t, segment),
+                )
+            if changed:
+                cur.executemany(
+                    "INSERT INTO hgm_node_index_changes (id, terms) VALUES (%s, %s) "
+                    "ON CONFLICT (id) DO UPDATE SET terms = EXCLUDED.terms",
+                    changed,
+                )
+            cur.execute(
+                "INSERT INTO hgm_node_index (name, t, data) VALUES ('t', %s, NULL) ON CONFLICT (name) DO UPDATE SET t = EXCLUDED.t",
+                (t,),
+            )
+
+    def read_node_vectors(self, model: str, keys: list[str] | None = None) -> dict[str, bytes]:
+        def read(db):
+            if not self._index_tables(db):
+                return {}
+            if keys is None:
+                rows = db.execute("SELECT key, vector FROM hgm_node_vectors WHERE model = %s", (model,)).fetchall()
+            else:
+                rows = db.execute(
+                    "SELECT key, vector FROM hgm_node_vectors WHERE model = %s AND key = ANY(%s)", (model, list(keys))
+                ).fetchall()
+            return {key: bytes(vector) for key, vector in rows}
+
+        return self._peek("read the node vectors", read)
+
+    def write_node_vectors(self, model: str, rows: list[tuple[str, bytes]], *, clear: bool = False) -> None:
+        with self._statement("write the node vectors") as db:
+            self._ensure_index_tables(db)
+            cur = db.cursor()
+            if clear:
+                cur.execute("DELETE FROM hgm_node_vectors")
+            if rows:
+                cur.executemany(
+                    "INSERT INTO hgm_node_vectors (model, key, vector) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (model, key) DO UPDATE SET vector = EXCLUDED.vector",
+                    [(model, key, vector) for key, vector in rows],
+                )
 
     # -- small tables -------------------------------------------------------------------------
 

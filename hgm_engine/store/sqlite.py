@@ -93,6 +93,21 @@ CREATE TABLE snapshots (name TEXT PRIMARY KEY, t INTEGER NOT NULL, crc INTEGER);
 CREATE TABLE constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL, crc INTEGER);
 """
 
+# The node index (hgm_engine.search): its saved segment and its t (node_index rows 'segment'
+# and 't'), the entries changed since the segment was saved, the vectors of texts by model.
+# Created with a new store, and by the first index write of a store made before them.
+_INDEX_TABLES = """
+CREATE TABLE IF NOT EXISTS node_index (name TEXT PRIMARY KEY, t INTEGER NOT NULL, data BLOB, crc INTEGER);
+CREATE TABLE IF NOT EXISTS node_index_changes (id TEXT PRIMARY KEY, terms TEXT, crc INTEGER);
+CREATE TABLE IF NOT EXISTS node_vectors (
+    model TEXT NOT NULL,
+    key TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    crc INTEGER,
+    PRIMARY KEY (model, key)
+);
+"""
+
 _NODE_ROWS = "SELECT id, type, attrs, seq, {crc} FROM nodes NOT INDEXED ORDER BY seq"
 _EDGE_ROWS = "SELECT source, target, type, attrs, seq, {crc} FROM edges NOT INDEXED ORDER BY seq"
 
@@ -369,7 +384,7 @@ class SQLiteStore(Store):
             db.execute("PRAGMA journal_mode=DELETE")
             db.execute("PRAGMA synchronous=FULL")
             db.execute("BEGIN IMMEDIATE")
-            for statement in _TABLES.split(";"):
+            for statement in (_TABLES + _INDEX_TABLES).split(";"):
                 if statement.strip():
                     db.execute(statement)
             db.execute(
@@ -745,6 +760,11 @@ class SQLiteStore(Store):
             marks = ",".join("?" * len(ids))
             db.execute(f"DELETE FROM edges WHERE source IN ({marks}) OR target IN ({marks})", (*ids, *ids))
             db.execute(f"DELETE FROM nodes WHERE id IN ({marks})", tuple(ids))
+            # The kept node index (search) holds the nodes' terms: dropped, rebuilt from the state.
+            kept = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            for table in ("node_index", "node_index_changes", "node_vectors"):
+                if table in kept:
+                    db.execute(f"DELETE FROM {table}")
         self._commit_cache.clear()
         self.append(tombstone)
 
@@ -767,6 +787,116 @@ class SQLiteStore(Store):
 
     def forget_cached(self) -> None:
         self._commit_cache.clear()
+
+    # -- the node index -----------------------------------------------------------------------
+
+    keeps_node_index = True
+
+    def _index_tables(self, db: sqlite3.Connection) -> bool:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'node_%'")}
+        return {"node_index", "node_index_changes", "node_vectors"} <= names
+
+    def _create_index_tables(self, db: sqlite3.Connection) -> None:
+        """The index tables of a store made before them (inside the open write: one statement
+        at a time, as ``executescript`` would commit)."""
+        if getattr(self, "_index_ready", None) is db:
+            return
+        if self._index_tables(db):
+            self._index_ready = db  # known to be there, on this connection's file
+        else:
+            for statement in _INDEX_TABLES.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+
+    def read_node_index(self) -> tuple[int, bytes | None, list[tuple[str, str | None]]] | None:
+        """The kept node index (see :meth:`Store.read_node_index`), read on the second
+        connection in one read transaction; a row that does not match its checksum, or a
+        value of the wrong type, reads as no index (the index is derived: it is rebuilt)."""
+        self._follow()
+        with self._peek_lock, self._guard("read the node index of"):
+            db = self._reader()
+            if not self._index_tables(db):
+                return None
+            db.execute("BEGIN")
+            try:
+                rows = {name: (t, data, crc) for name, t, data, crc in db.execute("SELECT name, t, data, crc FROM node_index")}
+                changed = db.execute("SELECT id, terms, crc FROM node_index_changes").fetchall()
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("COMMIT")
+        head = rows.get("t")
+        if head is None or type(head[0]) is not int or head[2] != row_crc("t", head[0]):
+            return None
+        segment = rows.get("segment")
+        data = None
+        if segment is not None:
+            t, data, crc = segment
+            if type(data) is not bytes or crc != row_crc("segment", t, zlib.crc32(data)):
+                return None
+        out = []
+        for node_id, terms, crc in changed:
+            if crc != row_crc(node_id, terms):
+                return None
+            out.append((node_id, terms))
+        return head[0], data, out
+
+    def node_index_t(self) -> int | None:
+        assert self._in_write, "node_index_t() runs inside write()"
+        with self._guard("read the node index of"):
+            if getattr(self, "_index_ready", None) is not self._db and not self._index_tables(self._db):
+                return None
+            row = self._db.execute("SELECT t, crc FROM node_index WHERE name = 't'").fetchone()
+        if row is None or row[1] != row_crc("t", row[0]):
+            return None
+        return row[0]
+
+    def write_node_index(self, t: int, changed: list[tuple[str, str | None]], segment: bytes | None = None) -> None:
+        assert self._in_write, "write_node_index() runs inside write()"
+        db = self._db
+        with self._guard("write", written=True):
+            self._create_index_tables(db)
+            if segment is not None:
+                db.execute("DELETE FROM node_index_changes")
+                db.execute(
+                    "INSERT OR REPLACE INTO node_index (name, t, data, crc) VALUES ('segment', ?, ?, ?)",
+                    (t, segment, row_crc("segment", t, zlib.crc32(segment))),
+                )
+            if changed:
+                db.executemany(
+                    "INSERT OR REPLACE INTO node_index_changes (id, terms, crc) VALUES (?, ?, ?)",
+                    [(node_id, terms, row_crc(node_id, terms)) for node_id, terms in changed],
+                )
+            db.execute("INSERT OR REPLACE INTO node_index (name, t, data, crc) VALUES ('t', ?, NULL, ?)", (t, row_crc("t", t)))
+
+    def read_node_vectors(self, model: str, keys: list[str] | None = None) -> dict[str, bytes]:
+        self._follow()
+        with self._peek_lock, self._guard("read the node vectors of"):
+            db = self._reader()
+            if not self._index_tables(db):
+                return {}
+            if keys is None:
+                rows = db.execute("SELECT key, vector, crc FROM node_vectors WHERE model = ?", (model,)).fetchall()
+            else:
+                rows = []
+                for start in range(0, len(keys), 500):
+                    batch = keys[start : start + 500]
+                    marks = ", ".join("?" * len(batch))
+                    rows += db.execute(
+                        f"SELECT key, vector, crc FROM node_vectors WHERE model = ? AND key IN ({marks})", (model, *batch)
+                    ).fetchall()
+        return {key: vector for key, vector, crc in rows if type(vector) is bytes and crc == row_crc(model, key, zlib.crc32(vector))}
+
+    def write_node_vectors(self, model: str, rows: list[tuple[str, bytes]], *, clear: bool = False) -> None:
+        assert self._in_write, "write_node_vectors() runs inside write()"
+        db = self._db
+        with self._guard("write", written=True):
+            self._create_index_tables(db)
+            if clear:
+                db.execute("DELETE FROM node_vectors")
+            db.executemany(
+                "INSERT OR REPLACE INTO node_vectors (model, key, vector, crc) VALUES (?, ?, ?, ?)",
+                [(model, key, vector, row_crc(model, key, zlib.crc32(vector))) for key, vector in rows],
+            )
 
     # -- small tables -------------------------------------------------------------------------
 

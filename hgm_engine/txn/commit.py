@@ -127,6 +127,10 @@ class CommitPipeline:
             t = state.t + 1
             commit = Commit(t, author, reason, base_t, time.time(), tuple(changes), tuple(fired), tuple(dirtied), kind=kind)
             state.store.append(commit)
+            # In the same store transaction: what keeps an index with the state (the node
+            # index); one that raises fails the whole commit, nothing written.
+            for hook in getattr(self.memory, "store_hooks", ()):
+                hook(commit, overlay)
             return commit, report(t)
 
         return state.commit(write)
@@ -236,6 +240,10 @@ class CommitPipeline:
                 [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in violations]
             )
         commit = Commit(1, author, reason or "load", None, time.time(), (), genesis=True, kind="load")
+        # Inside load()'s store transaction (state.alone): the store hooks' rows commit with the
+        # genesis, and one that raises leaves nothing, as above.
+        for hook in getattr(self.memory, "store_hooks", ()):
+            hook(commit, graph)
         report("writing to the store", 0, None)
         self.state.replace(commit, graph)
         report("writing to the store", 1, 1)

@@ -27,9 +27,10 @@ from typing import Callable
 import attrs
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
+from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer
 from hgm_engine.query.executor.values import sort_key
-from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Slice, SortBy
+from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Rank, Slice, SortBy
 
 __all__ = [
     "Strategy",
@@ -374,6 +375,25 @@ def list_op(op, compile_path) -> Step:
             return [item for _, item in present] + [item for _, item in missing]
 
         return Step(sort, lambda items, ctx: sort(items, ctx, key_of=lambda item: item[0]))
+    if isinstance(op, Rank):
+        fixed, param = op.text, op.param
+        fixed_terms = query_terms(fixed) if fixed is not None else None
+
+        def rank(items, ctx, key_of=None):
+            if not items:
+                return items
+            text = fixed if param is None else ctx.params[param]
+            terms = fixed_terms if param is None else query_terms(text)
+            ids = items if key_of is None else [key_of(item) for item in items]
+            ctx.charge(len(ids))
+            order = searcher_for(ctx.view).rank(ctx.view, ids, text, terms)
+            if key_of is None:
+                return order
+            by_id = {key_of(item): item for item in items}
+            return [by_id[node_id] for node_id in order]
+
+        return Step(rank, lambda items, ctx: rank(items, ctx, key_of=lambda item: item[0]),
+                    Strategy("rank", "the node index's scores for each node of the list"))
     if isinstance(op, Navigate):
         raise TypeError("navigation is not a list operator")
     raise TypeError(op)

