@@ -35,6 +35,7 @@ from hgm_engine.errors import (
 )
 from hgm_engine.query import Limits
 from hgm_engine.memory import Memory
+from hgm_engine.memories import MemoryStore, open_store
 from hgm_engine.query import CompiledQuery, QueryResult, compile
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.rules import parse_rules
@@ -45,6 +46,8 @@ from hgm_engine.txn import HistoricalMemory, Transaction, TransactionReport, Vio
 
 __all__ = [
     "Memory",
+    "MemoryStore",
+    "open_store",
     "compile",
     "search",
     "CompiledQuery",

@@ -259,7 +259,10 @@ class GraphFileError(HGMError, ValueError):
 
 
 class SchemaError(HGMError, ValueError):
-    """A schema definition is inconsistent (e.g. a relation over an unknown edge type)."""
+    """A schema definition is inconsistent (e.g. a relation over an unknown edge type), a
+    schema file breaks the ``hgm-schema/1`` format (``invalid-document``, ``unknown-name``,
+    each with its place), or a schema change is refused because what the memory holds breaks
+    the new schema (``schema-violation``, ``where`` the node, constraint or rule set)."""
 
     stage = "schema"
 
@@ -308,7 +311,13 @@ class RuleError(HGMError, ValueError):
 class RequestError(HGMError, ValueError):
     """A request the memory cannot serve (unknown snapshot, ``t`` out of range, a transaction
     that has already ended, an unknown constraint or rule set; ``empty-subtree`` when there
-    is nothing under a node to summarize, ``limit-exceeded`` when there is too much)."""
+    is nothing under a node to summarize, ``limit-exceeded`` when there is too much).
+
+    For a store of many memories (docs/memories.md) also: ``unknown-memory`` (no memory of that
+    name; the message suggests the closest names), ``invalid-memory-name`` (a name that breaks
+    the rules: segments of ``[A-Za-z0-9._-]`` joined by ``/``, at most 200 characters),
+    ``memory-exists`` (creating a name that is taken) and ``unknown-node`` (purging a node
+    that is not there)."""
 
     stage = "memory"
 

@@ -26,21 +26,24 @@ history reads :class:`~hgm_engine.txn.MemoryHistory`'s, commits
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from attrs import evolve as attrs_evolve
 
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem, QueryExecutionError, RequestError, SearchError
+from hgm_engine.errors import GraphFileError, Problem, QueryExecutionError, RequestError, SchemaError, SearchError, StoreError
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation, release_kept
 from hgm_engine.model.nodeindex import query_terms, searcher_for, word_forms
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.query.analyze import search_text_problem
 from hgm_engine.query.plan import uses_search
 from hgm_engine.retrieval import NodeSearch
-from hgm_engine.rules import MAX_ROUNDS, RuleRegistry
+from hgm_engine.rules import MAX_ROUNDS, RuleRegistry, UserConstraint, check_full, compile_rule_file
 from hgm_engine.store import InMemoryStore, Store, marks_problem, open_store, parse_graph_text
+from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, open_catalog
 from hgm_engine.txn import (
     MAX_OPS,
     CommitPipeline,
@@ -60,13 +63,92 @@ from hgm_engine.txn import (
     write_summary,
 )
 
+# hgm_engine.paths.INDEX_META_KEY, where the path index saves its state (not imported here:
+# the paths package loads on first use; tests/test_memories.py checks the two agree).
+PATH_INDEX_META = "path_index"
+
 if TYPE_CHECKING:
     from hgm_engine.paths import PathGuards, PathMemory
 
-__all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY", "MAX_PROMPT_EVENTS"]
+__all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY", "MAX_PROMPT_EVENTS", "SCHEMA_META", "stored_schema", "schema_problems"]
 
 MAX_PROMPT_EVENTS = 200
 """How many of a summary's events ``Memory.summarize`` shows a ``content`` writer (a model)."""
+
+SCHEMA_META = "schema"  # the meta key the memory's hgm-schema/1 document is stored under
+MAX_SCHEMA_PROBLEMS = 20  # a refused schema change lists at most this many problems (and a count)
+
+
+def stored_schema(text: str | None, location: str = "") -> Schema:
+    """The schema of a memory whose meta row ``schema`` is ``text`` (None: the default schema);
+    a row that is not an ``hgm-schema/1`` document is a :class:`StoreError` (damage).
+
+    >>> stored_schema(None) == DEFAULT_SCHEMA
+    True
+    >>> stored_schema("[1]", "m.db")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.StoreError: store at m.db: m.db is damaged: its stored schema (meta 'schema') is not an hgm-schema/1 document: ...
+    """
+    if text is None:
+        return DEFAULT_SCHEMA
+    try:
+        return _schema_of_text(text)
+    except (ValueError, RecursionError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StoreError(
+            [Problem("store", f"{location} is damaged: its stored schema (meta 'schema') is not an hgm-schema/1 document: {why}", where=location)]
+        ) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_of_text(text: str) -> Schema:
+    """The schema of a stored document, read once per text (a server opening many memories
+    of one schema reads it once); the default schema is the one object ``DEFAULT_SCHEMA``,
+    so the checks compiled for it are shared."""
+    schema = Schema.from_document(json.loads(text))
+    return DEFAULT_SCHEMA if schema == DEFAULT_SCHEMA else schema
+
+
+def schema_problems(graph: GraphView, schema: Schema, store: Store) -> list[Problem]:
+    """Why the memory in ``graph`` and ``store`` (its constraints and rule sets) breaks
+    ``schema``: at most ``MAX_SCHEMA_PROBLEMS`` problems, category ``schema-violation``.
+
+    >>> schema_problems(MemoryGraph(), DEFAULT_SCHEMA, InMemoryStore())
+    []
+    """
+    problems: list[Problem] = []
+    node_types, edge_types = set(schema.node_types), set(schema.edge_types)
+    for node in graph.nodes():
+        if node.type not in node_types:
+            problems.append(Problem("schema-violation", f"node {node.id!r} has the type {node.type!r}, which the new schema does not have", where=node.id))
+    for edge in graph.edges():
+        if edge.type not in edge_types:
+            problems.append(
+                Problem("schema-violation", f"edge {edge.source} -{edge.type}-> {edge.target} has a type the new schema does not have", where=edge.source)
+            )
+    constraints = {}
+    for name, text in store.constraints().items():
+        try:
+            constraints[name] = UserConstraint.compile(name, text, schema)
+        except Exception as exc:  # noqa: BLE001 - any reason it does not compile is reported
+            problems.append(Problem("schema-violation", f"constraint {name!r} does not compile with the new schema: {exc}", where=name))
+    try:
+        names = json.loads(store.get_meta("rule_sets") or "[]")
+    except (ValueError, RecursionError):
+        names = []  # a broken list: its rule sets are inactive already
+    for name in names if isinstance(names, list) else []:
+        try:
+            compile_rule_file(store.get_meta(f"rules:{name}") or "", schema)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(Problem("schema-violation", f"rule set {name!r} does not compile with the new schema: {exc}", where=name))
+    if not problems:
+        for violation in check_full(graph, schema, constraints):
+            problems.append(Problem("schema-violation", f"{violation.constraint}: {violation.message}", where=violation.node))
+    if len(problems) > MAX_SCHEMA_PROBLEMS:
+        more = len(problems) - MAX_SCHEMA_PROBLEMS
+        problems = problems[:MAX_SCHEMA_PROBLEMS] + [Problem("schema-violation", f"and {more} more problems")]
+    return problems
 
 builtins_type = type  # Memory.search has an argument called ``type``
 
@@ -87,36 +169,53 @@ class Memory:
 
     def __init__(
         self,
-        schema: Schema = DEFAULT_SCHEMA,
+        schema: Schema | None = None,
         *,
         limits: Limits = DEFAULT_LIMITS,
         store: Store | None = None,
         max_rule_rounds: int = MAX_ROUNDS,
         max_ops: int = MAX_OPS,
     ):
-        self.schema = schema
         self.limits = limits
         self.max_ops = max_ops  # ops per transaction (apply and transaction()); loads and ingests are not ops
         self._store = store if store is not None else InMemoryStore()
+        # The schema stored with the memory (docs/memories.md); a schema given here that
+        # differs from it is a schema change, checked against what the memory holds.
+        self._schema_text = self._store.get_meta(SCHEMA_META)
+        stored = stored_schema(self._schema_text, self._store.location)
+        self.schema = stored
         # empty until synced with the store, after the state
         self._rules = RuleRegistry(self, max_rounds=max_rule_rounds)
-        self._state = MemoryState(self._store, sync_meta=self._rules.sync)
+        self._state = MemoryState(self._store, sync_meta=self._sync_meta)
         self._rules.sync()
         self._history = MemoryHistory(self._state)
-        self._cache = QueryCache(schema)
+        self._cache = QueryCache(self.schema)
         self._pipeline = CommitPipeline(self, self._state, self._rules.checker)
         # Hooks run inside every commit, before constraints, on the transaction's overlay.
         self.commit_hooks: list[Callable] = [self._rules.engine]
         # The node index (search, rank): kept by every commit in its store transaction.
         self._search = NodeSearch(self._state)
         self.store_hooks: list[Callable] = [self._search.store_hook]
+        if schema is not None and schema != stored:
+            self.set_schema(schema)
 
     # -- constructors -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, location: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA, **kwargs: Any) -> "Memory":
+    def open(
+        cls, location: str | pathlib.Path, schema: Schema | None = None, *, memory: str | None = None, **kwargs: Any
+    ) -> "Memory":
         """Open (or create) a durable memory: a SQLite file path, or a ``postgresql://`` URL
         (several engine processes, on any machines, can share one PostgreSQL memory).
+
+        ``memory`` names one of the store's memories (docs/memories.md); without it, the
+        memory ``default``, which is created on its first commit. Other names are made with
+        ``hgm_engine.open_store(location).create(name)``; an unknown one is a
+        :class:`RequestError` ``unknown-memory`` suggesting the closest names.
+
+        Without ``schema`` the memory's stored schema is used (the default schema when none
+        was stored); a ``schema`` that differs from the stored one replaces it, after
+        :meth:`set_schema`'s checks.
 
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "memory.db")
@@ -125,8 +224,140 @@ class Memory:
         1
         >>> Memory.open(path).query("root").ids
         ['g']
+        >>> Memory.open(path, memory="acme/alice")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.RequestError: unknown-memory at acme/alice: no memory 'acme/alice' in ...
         """
-        return cls(schema, store=open_store(str(location)), **kwargs)
+        if memory is None or memory == DEFAULT_MEMORY:
+            if memory is not None:
+                check_memory_name(memory)
+            store = open_store(str(location))
+        else:
+            with open_catalog(str(location)) as catalog:
+                store = catalog.open(check_memory_name(memory))
+        try:
+            return cls(schema, store=store, **kwargs)
+        except BaseException:
+            store.close()
+            raise
+
+    # -- the schema -------------------------------------------------------------------------
+
+    def set_schema(self, schema: Schema) -> None:
+        """Make ``schema`` the memory's schema, stored with it (every process and interface
+        that opens the memory then uses it). A transaction: under the memory's write lock,
+        after catching up with other processes, and refused with a :class:`SchemaError`
+        (category ``schema-violation``, each problem with its node or object) when what the
+        memory holds breaks it — a node or edge of a type it lacks, an attribute its JSON
+        Schema forbids, an edge rule, a stored constraint or rule set that would not compile;
+        then nothing changes.
+
+        >>> from hgm_engine import Schema
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> m.set_schema(Schema(node_types=("fact",), edge_types=(), relations={}, attribute_schemas={}, edge_rules={}, acyclic_edge_types=()))
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.SchemaError: schema-violation at g: node 'g' has the type 'goal', which the new schema does not have
+        >>> m.schema == Schema()
+        True
+        """
+        if not isinstance(schema, Schema):
+            raise SchemaError([Problem("invalid-argument", f"a schema is a Schema, not {type(schema).__name__}")])
+        text = json.dumps(schema.to_document(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        with self._state.write_lock, self._store.write():
+            self._state.catch_up()
+            if schema == self.schema and text == self._schema_text:
+                return
+            problems = schema_problems(self.graph, schema, self._store)
+            if problems:
+                raise SchemaError(problems)
+            self._store.set_meta(SCHEMA_META, text)
+        self._schema_text = text
+        self._use_schema(schema)
+
+    # -- forgetting -------------------------------------------------------------------------
+
+    def purge(
+        self, node_id: str, *, reason: str, subtree: bool = False, author: str | None = None
+    ) -> Commit:
+        """Forget node ``node_id`` (with ``subtree``, and every node below it through
+        ``parent_of``): every trace of it and of the edges that touch it leaves the state, the
+        journal and so every snapshot, ``as_of``, diff, history and export, and the store's
+        files are scrubbed (docs/memories.md says what that reaches). History keeps a
+        tombstone: a commit of kind ``purge`` with the ids, ``author``, the time and ``reason``.
+
+        A node removed earlier can be purged too (its content is still in the history). An
+        id the memory never held is a :class:`RequestError` ``unknown-node``; an empty
+        ``reason`` an ``invalid-argument``; nothing changes then.
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "fact", "content": "card 4111"}]})
+        >>> tombstone = m.purge("s", reason="the user asked")
+        >>> tombstone.kind, tombstone.purged, m.query("nodes").ids, m.commits(0)[0].changes
+        ('purge', ('s',), [], ())
+        >>> m.purge("nope", reason="x")
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.RequestError: unknown-node at nope: no node 'nope' in this memory or its history
+        """
+        import time
+
+        if not isinstance(node_id, str) or not node_id:
+            raise RequestError([Problem("invalid-argument", "the node to purge is a non-empty id", where="id")])
+        if not isinstance(reason, str) or not reason.strip():
+            raise RequestError([Problem("invalid-argument", "a purge needs a reason (what is forgotten, and why)", where="reason")])
+
+        def build() -> tuple[frozenset[str], Commit]:
+            graph = self._state.graph
+            ids = {node_id}
+            if graph.node(node_id) is not None:
+                if subtree:
+                    todo = [node_id]
+                    while todo:
+                        for edge in graph.out_edges(todo.pop()):
+                            if edge.type == "parent_of" and edge.target not in ids:
+                                ids.add(edge.target)
+                                todo.append(edge.target)
+            elif not any(node_id in commit.touched for commit in self._store.commits_after(0)):
+                raise RequestError(
+                    [Problem("unknown-node", f"no node {node_id!r} in this memory or its history", where=node_id)]
+                )
+            ordered = tuple(sorted(ids))
+            if self._store.get_meta(PATH_INDEX_META) is not None:
+                self._store.set_meta(PATH_INDEX_META, None)  # the saved path index may hold them: it is rebuilt
+            tombstone = Commit(self._state.t + 1, author, reason, None, time.time(), (), kind="purge", purged=ordered)
+            return frozenset(ids), tombstone
+
+        tombstone = self._state.purge(build)
+        self._history = MemoryHistory(self._state)
+        # The node index (search) in this process held the purged nodes' terms: built anew.
+        old_hook = self._search.store_hook
+        self._search = NodeSearch(self._state)
+        self.store_hooks = [self._search.store_hook if hook == old_hook else hook for hook in self.store_hooks]
+        return tombstone
+
+    def _sync_meta(self) -> None:
+        """What other processes changed besides commits: the schema, constraints, rule sets."""
+        text = self._store.get_meta(SCHEMA_META)
+        if text != self._schema_text:
+            self._schema_text = text
+            self._use_schema(stored_schema(text, self._store.location))
+        self._rules.sync()
+
+    def _use_schema(self, schema: Schema) -> None:
+        """Rebuild what is compiled for the schema: queries, constraints, rules, the pipeline."""
+        if schema == self.schema and hasattr(self, "_pipeline"):
+            return
+        rounds = self._rules.engine.max_rounds
+        old_engine = self._rules.engine
+        self.schema = schema
+        self._rules = RuleRegistry(self, max_rounds=rounds)
+        self._rules.sync()
+        self._cache = QueryCache(schema)
+        self._pipeline = CommitPipeline(self, self._state, self._rules.checker)
+        self.commit_hooks = [self._rules.engine if hook is old_engine else hook for hook in self.commit_hooks]
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA) -> "Memory":

@@ -107,12 +107,22 @@ def commands_with_options():
         yield " ".join(words), sub
 
 
+# Options every --db command takes, documented once, under "Which memory".
+GLOBAL_OPTIONS = ("--memory",)
+
+
+def test_the_global_options_are_on_the_page():
+    conventions = next(body for heading, body in sections().items() if heading == "### Which memory")
+    for option in GLOBAL_OPTIONS:
+        assert option in conventions, f"{option} is not explained under 'Which memory'"
+
+
 @pytest.mark.parametrize("command,sub", list(commands_with_options()), ids=lambda v: v if isinstance(v, str) else "")
 def test_every_command_and_every_option_has_its_place_on_the_page(command, sub):
     section = section_of(command)
     for action in sub._actions:  # noqa: SLF001
         for option in action.option_strings:
-            if option in ("-h", "--help"):
+            if option in ("-h", "--help") or option in GLOBAL_OPTIONS:
                 continue
             assert re.search(rf"{re.escape(option)}(?![\w-])", section), f"hgm {command} {option} is not on the page"
         if not action.option_strings and action.dest != "help":

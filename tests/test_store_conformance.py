@@ -8,8 +8,9 @@ import hashlib
 
 import pytest
 
-from hgm_engine.store import InMemoryStore, open_store
-from hgm_engine.testing import DurableStoreTests, StoreTests
+import hgm_engine
+from hgm_engine.store import InMemoryStore, open_catalog, open_store
+from hgm_engine.testing import DurableStoreTests, NamedMemoryTests, StoreTests
 
 
 class TestInMemoryStore(StoreTests):
@@ -20,6 +21,26 @@ class TestInMemoryStore(StoreTests):
 class TestSQLiteStore(DurableStoreTests):
     def open_store(self, folder):
         return open_store(str(folder / "memory.db"))
+
+
+class TestSQLiteMemories(NamedMemoryTests):
+    def open_memory_store(self, folder):
+        return hgm_engine.open_store(str(folder / "memories.db"))
+
+
+def _named_store(location: str, name: str):
+    """The store of the named memory ``name`` at ``location`` (made on first use)."""
+    with open_catalog(location) as catalog:
+        if name not in catalog.names(name):
+            catalog.create(name, {})
+        return catalog.open(name)
+
+
+class TestSQLiteNamedMemory(DurableStoreTests):
+    """The whole suite, and the state machine, on a named memory of a SQLite store."""
+
+    def open_store(self, folder):
+        return _named_store(str(folder / "memories.db"), "acme/alice/trip-42")
 
 
 class TestPostgresStore(DurableStoreTests):
@@ -38,3 +59,26 @@ class TestPostgresStore(DurableStoreTests):
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         return open_store(f"{self.url}?options=-csearch_path%3D{schema}")
+
+
+class TestPostgresMemories(NamedMemoryTests):
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url):
+        self.url = postgres_url
+
+    def open_memory_store(self, folder):
+        return hgm_engine.open_store(self.url)
+
+
+class TestPostgresNamedMemory(DurableStoreTests):
+    """The whole suite, and the state machine, on named memories of one PostgreSQL database
+    (each folder of a test is a memory of its own)."""
+
+    machine_examples = 5
+
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url):
+        self.url = postgres_url
+
+    def open_store(self, folder):
+        return _named_store(self.url, "m/" + hashlib.sha1(str(folder).encode()).hexdigest()[:12])

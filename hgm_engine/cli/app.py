@@ -15,15 +15,19 @@ import sys
 from typing import Sequence
 
 from hgm_engine import __version__
-from hgm_engine.cli import check, constraints, demo, levels, llm, paths, query, rules, search, servers, show, store
+from hgm_engine.errors import HGMError
+from hgm_engine.cli import check, constraints, demo, levels, llm, memories, paths, query, rules, search, servers, show, store
 from hgm_engine.cli.arguments import FORMATTER, ArgumentParser, examples, wrap
-from hgm_engine.cli.common import EXIT_FAILURE, Output
+from hgm_engine.cli.common import EXIT_FAILURE, MEMORY_ENV, Output, chosen_memory
 from hgm_engine.cli.demo import sample_document  # noqa: F401 - still importable from here, as before
 
 __all__ = ["main", "build_parser", "COMMAND_GROUPS"]
 
 # The modules that add commands, in the order `hgm --help` lists their commands.
-COMMAND_GROUPS = (query, search, show, store, constraints, demo, rules, levels, check, paths, llm, servers)
+COMMAND_GROUPS = (query, search, show, store, memories, constraints, demo, rules, levels, check, paths, llm, servers)
+
+DB_ENV = "HGM_DB"  # the --db of every command that takes one, when it is not given
+MEMORY_HELP = "which memory of the store (default: $HGM_MEMORY, else 'default'); docs/memories.md"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,11 +59,52 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=FORMATTER,
     )
     parser.add_argument("--version", action="version", version=f"hgm {__version__}")
+    parser.add_argument("--memory", metavar="NAME", default=None, help=MEMORY_HELP)
     parser.set_defaults(json=False)  # the commands without --json print for people
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for group in COMMAND_GROUPS:
         group.register(commands)
+    _store_options(parser)
     return parser
+
+
+def _each_parser(parser: argparse.ArgumentParser):
+    """``parser`` and every subcommand's parser below it."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                yield from _each_parser(sub)
+
+
+def _store_options(parser: argparse.ArgumentParser) -> None:
+    """Every command with ``--db`` also takes ``--memory NAME``; its ``--db`` defaults to
+    ``$HGM_DB`` (then it is no longer required: a ``--db`` in a required either-or group with
+    ``--graph`` is filled in after parsing, by :func:`_fill_db`)."""
+    db_default = os.environ.get(DB_ENV) or None
+    for sub in _each_parser(parser):
+        if sub is parser or sub.prog.endswith(" demo"):  # a demo's --db is a new file of its own
+            continue
+        db = next((a for a in sub._actions if "--db" in a.option_strings), None)
+        if db is None:
+            continue
+        if "--memory" not in sub._option_string_actions:
+            sub.add_argument("--memory", metavar="NAME", default=argparse.SUPPRESS, help=MEMORY_HELP)
+        if db_default is not None:
+            db.required = False
+            for group in sub._mutually_exclusive_groups:
+                if db in group._group_actions:
+                    group.required = False
+            if not any(db in g._group_actions for g in sub._mutually_exclusive_groups):
+                db.default = db_default
+
+
+def _fill_db(args: argparse.Namespace) -> None:
+    """``$HGM_DB`` for a command whose ``--db`` is one of ``--graph`` or ``--db``, when
+    neither was given."""
+    db_default = os.environ.get(DB_ENV) or None
+    if db_default and hasattr(args, "db") and args.db is None and getattr(args, "graph", "given") is None:
+        args.db = db_default
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,6 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     1
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if len(arguments) > 2 and arguments[0] == "--memory" and arguments[2] in servers.SERVER_COMMANDS:
+        print(
+            f"error: invalid-argument at --memory: hgm {arguments[2]} does not take --memory yet: "
+            "it serves the memory 'default' of its --db",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
     if arguments and arguments[0] in servers.SERVER_COMMANDS:
         return servers.run_server(arguments[0], arguments[1:])
     parser = build_parser()
@@ -78,10 +130,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help, --version, a malformed command line
         return exit_.code if isinstance(exit_.code, int) else EXIT_FAILURE
     out = Output(sys.stdout, sys.stderr, as_json=args.json)
+    _fill_db(args)
+    name = getattr(args, "memory", None) or os.environ.get(MEMORY_ENV) or None
     try:
-        code = args.run(args, out)
+        with chosen_memory(name, where="--memory" if getattr(args, "memory", None) else MEMORY_ENV):
+            code = args.run(args, out)
         out.out.flush()
         return code
+    except HGMError as err:  # a bad --memory name
+        return out.error(err, EXIT_FAILURE)
     except BrokenPipeError:
         # The reader went away (``hgm demo | head``): stop quietly, as Unix tools do.
         _silence_stdout()

@@ -15,18 +15,20 @@ error: unknown-node at --root: no node 'x'
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import pathlib
 import re
 import shlex
 import sys
-from typing import Any, Callable, Iterable, Mapping, TextIO
+from typing import Any, Callable, Iterable, Iterator, Mapping, TextIO
 
 from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError, StoreError, caret_excerpt
 from hgm_engine.memory import Memory
 from hgm_engine.model import parse_instant, parse_json, text_problem, value_problem
 from hgm_engine.render.text import Glyphs, change_lines, glyphs_for, json_terminal_safe, plural, terminal_safe
-from hgm_engine.store import open_store
+from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, open_store
 from hgm_engine.store.graphfile import parse_graph_text  # not (yet) exported by hgm_engine.store
 from hgm_engine.txn import TransactionReport, change_to_json
 
@@ -48,6 +50,9 @@ __all__ = [
     "is_url",
     "shown",
     "open_memory",
+    "MEMORY_ENV",
+    "chosen_memory",
+    "current_memory",
     "on_db",
     "on_graph_or_db",
     "parse_params",
@@ -277,16 +282,53 @@ def shown(location: str) -> str:
     return re.sub(r"(://[^:/@]+:)[^@/]*@", r"\1***@", location)
 
 
+MEMORY_ENV = "HGM_MEMORY"  # the memory every command uses when no --memory is given
+_CHOSEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("hgm_memory", default=None)
+
+
+@contextlib.contextmanager
+def chosen_memory(name: str | None, where: str = "--memory") -> Iterator[None]:
+    """While inside, :func:`open_memory` opens the memory ``name`` of a store (None:
+    ``default``); a bad name is a ``RequestError`` ``invalid-memory-name`` at ``where``.
+
+    >>> with chosen_memory("acme/alice"):
+    ...     current_memory()
+    'acme/alice'
+    >>> current_memory() is None
+    True
+    """
+    if name is not None:
+        check_memory_name(name, where=where)
+    token = _CHOSEN.set(name)
+    try:
+        yield
+    finally:
+        _CHOSEN.reset(token)
+
+
+def current_memory() -> str | None:
+    """The memory name chosen by ``--memory`` or ``$HGM_MEMORY`` (None: ``default``).
+
+    >>> current_memory() is None
+    True
+    """
+    return _CHOSEN.get()
+
+
 def open_memory(path: str, *, create: bool) -> Memory:
-    """The memory at ``path`` (a SQLite file or a ``postgresql://`` URL). Commands that only
-    read refuse a memory that does not exist (a mistyped path must not quietly become a new,
-    empty memory).
+    """The memory at ``path`` (a SQLite file or a ``postgresql://`` URL), or its memory named
+    by ``--memory`` (:func:`chosen_memory`). Commands that only read refuse a memory that
+    does not exist (a mistyped path must not quietly become a new, empty memory); a named
+    memory must have been made with ``hgm memories create``.
 
     >>> open_memory("no/such/memory.db", create=False)
     Traceback (most recent call last):
     ...
     hgm_engine.errors.HGMError: io at --db: no memory at no/such/memory.db; create one with 'hgm load FILE.json --db no/such/memory.db' or 'hgm apply FILE.json --db no/such/memory.db'
     """
+    name = current_memory()
+    if name is not None and name != DEFAULT_MEMORY:
+        return Memory.open(path, memory=name)
     if not create and not is_url(path) and not pathlib.Path(path).exists():
         raise HGMError(
             [

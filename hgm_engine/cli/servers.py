@@ -9,6 +9,7 @@ they are registered in the parser only so that ``hgm --help`` lists them.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -50,6 +51,8 @@ def run_server(name: str, argv: Sequence[str]) -> int:
     usage: hgm mcp ...
     0
     """
+    if os.environ.get("HGM_MEMORY") not in (None, "", "default"):
+        print(f"warning: hgm {name} serves the memory 'default' of its --db; HGM_MEMORY is not used by servers yet", file=sys.stderr)
     try:
         module = importlib.import_module(_SERVER_MODULES[name])
     except ImportError as exc:

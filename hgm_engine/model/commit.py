@@ -32,7 +32,8 @@ class Commit:
     fired_rules: tuple[str, ...] = ()
     dirtied: tuple[Mapping[str, Any], ...] = ()
     genesis: bool = False
-    kind: str = "transaction"  # transaction | load | revert
+    kind: str = "transaction"  # transaction | load | revert | purge
+    purged: tuple[str, ...] = ()  # a purge's tombstone: the ids whose every trace was removed
 
     @property
     def touched(self) -> frozenset[str]:
@@ -51,4 +52,5 @@ class Commit:
             "kind": self.kind,
             "changes": len(self.changes) if not self.genesis else None,
             "fired_rules": list(self.fired_rules),
+            **({"purged": list(self.purged)} if self.purged else {}),
         }

@@ -186,7 +186,7 @@ class IndexKeeper:
             with self.lock:
                 if self._index is None or commit.t <= self._index_t:
                     return
-                if commit.genesis:
+                if commit.genesis or commit.kind == "purge":  # a purge rewrote the past: nothing kept may hold it
                     self._index = self._rebuild()
                 else:
                     with self.memory.reading():

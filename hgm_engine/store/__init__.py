@@ -6,6 +6,15 @@ import os
 
 from hgm_engine.store.base import InMemoryStore, Store
 from hgm_engine.errors import StoreError
+from hgm_engine.store.catalog import (
+    DEFAULT_MEMORY,
+    MAX_NAME_LENGTH,
+    MemoryCatalog,
+    check_memory_name,
+    check_memory_prefix,
+    open_catalog,
+    unknown_memory,
+)
 from hgm_engine.store.graphfile import (
     GRAPH_FORMAT,
     check_document,
@@ -25,6 +34,13 @@ __all__ = [
     "open_store",
     "Store",
     "InMemoryStore",
+    "DEFAULT_MEMORY",
+    "MAX_NAME_LENGTH",
+    "MemoryCatalog",
+    "check_memory_name",
+    "check_memory_prefix",
+    "open_catalog",
+    "unknown_memory",
 ]
 
 

@@ -107,6 +107,34 @@ class Store(abc.ABC):
     def set_meta(self, key: str, value: str | None) -> None:
         """Store a value under ``key`` (None deletes it)."""
 
+    def purge(self, ids: frozenset[str], tombstone) -> None:
+        """Remove every trace of the nodes ``ids`` and of the edges that touch them from the
+        journal and the state, and append ``tombstone`` (a commit of kind ``purge`` with no
+        changes), inside ``write``. By default through :meth:`rewrite_journal`.
+
+        >>> from hgm_engine import Commit
+        >>> store = InMemoryStore()
+        >>> with store.write():
+        ...     store.purge(frozenset({"s"}), Commit(1, None, "gdpr", None, 0.0, (), kind="purge", purged=("s",)))
+        >>> store.commits_after(0)[0].purged
+        ('s',)
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot purge")
+
+    def scrub(self) -> None:
+        """After a purge: make the files hold no byte of what was deleted (SQLite: VACUUM and
+        an emptied write-ahead log; PostgreSQL: VACUUM FULL). Nothing to do by default.
+
+        >>> InMemoryStore().scrub()
+        """
+
+    def forget_cached(self) -> None:
+        """Drop every commit read before (another process purged: they may hold what it
+        removed). Nothing to do by default.
+
+        >>> InMemoryStore().forget_cached()
+        """
+
     # -- the node index (hgm_engine.search keeps it; these keep its rows) --------------------
 
     keeps_node_index = False
@@ -202,6 +230,13 @@ class InMemoryStore(Store):
     def append(self, commit) -> None:
         assert commit.t == len(self._commits) + 1, "commits are appended in order"
         self._commits.append(commit)
+
+    def purge(self, ids: frozenset[str], tombstone) -> None:
+        from hgm_engine.store.purge import without_nodes
+
+        assert self._in_write, "purge() runs inside write()"
+        self._commits[:] = [without_nodes(commit, ids) for commit in self._commits]
+        self.append(tombstone)
 
     def snapshots(self) -> dict[str, int]:
         return dict(self._snapshots)

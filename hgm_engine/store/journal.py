@@ -74,6 +74,7 @@ def commit_to_record(commit: Commit) -> dict[str, Any]:
         "dirtied": [thaw(d) for d in commit.dirtied],
         "genesis": commit.genesis,
         "kind": commit.kind,
+        **({"purged": list(commit.purged)} if commit.purged else {}),
     }
 
 
@@ -89,6 +90,7 @@ def commit_from_record(record: Mapping[str, Any]) -> Commit:
         tuple(freeze(d) for d in record.get("dirtied", ())),
         bool(record.get("genesis", False)),
         record.get("kind", "transaction"),
+        tuple(record.get("purged", ())),
     )
 
 
@@ -120,6 +122,8 @@ def _check_commit(commit: Commit) -> None:
         raise ValueError("its 'timestamp' is not a number")
     if not isinstance(commit.kind, str) or not all(isinstance(name, str) for name in commit.fired_rules):
         raise ValueError("its 'kind' or 'fired_rules' are not text")
+    if not all(isinstance(name, str) for name in commit.purged):
+        raise ValueError("its 'purged' are not text")
     for change in commit.changes:
         if change.kind not in _CHANGE_KINDS:
             raise ValueError(f"a change has the unknown kind {change.kind!r}")

@@ -40,7 +40,7 @@ from hgm_engine.store.base import Store
 from hgm_engine.store.journal import commit_from_row, commit_to_record
 from hgm_engine.store.rows import build_state
 
-__all__ = ["PostgresStore", "is_postgres_url", "redact_url"]
+__all__ = ["PostgresStore", "is_postgres_url", "redact_url", "connect"]
 
 SCHEMA_VERSION = "1"
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -167,6 +167,37 @@ def _psycopg():
     return psycopg
 
 
+def connect(url: str, location: str, timeout: float, *, schema: str | None = None):
+    """An autocommit connection to ``url`` (``location`` names it in errors, without its
+    password); with ``schema``, the tables are looked up in that schema only (a named memory,
+    ``hgm_engine/store/catalog.py``).
+
+    >>> connect("postgresql://nobody@127.0.0.1:1/none", "the test database", 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.StoreError: store at the test database: cannot connect to the test database: ...
+    """
+    psycopg = _psycopg()
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if "connect_timeout" not in url:
+        kwargs["connect_timeout"] = max(1, int(timeout))
+    if "application_name" not in url:
+        kwargs["application_name"] = "hgm"
+    try:
+        db = psycopg.connect(url, **kwargs)
+    except (psycopg.Error, ValueError) as exc:  # a malformed URL is a ProgrammingError
+        raise StoreError([Problem("store", f"cannot connect to {location}: {_first_line(exc)}", where=location)]) from None
+    if schema is not None:
+        from psycopg import sql
+
+        try:
+            db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        except psycopg.Error as exc:
+            db.close()
+            raise StoreError([Problem("store", f"cannot use {location}: {_first_line(exc)}", where=location)]) from None
+    return db
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -190,10 +221,11 @@ class PostgresStore(Store):
     1
     """
 
-    def __init__(self, url: str, *, timeout: float = 30.0, create: bool = True):
+    def __init__(self, url: str, *, timeout: float = 30.0, create: bool = True, schema: str | None = None):
         self._psycopg = _psycopg()
         self._url = str(url)
-        self.location = redact_url(self._url)
+        self._schema = schema  # a named memory's own PostgreSQL schema (store/catalog.py)
+        self.location = redact_url(self._url) + (f" (schema {schema})" if schema else "")
         self._timeout = timeout
         self._lock = threading.RLock()
         # A second connection answers committed_t: the first one is held for a whole commit.
@@ -294,18 +326,7 @@ class PostgresStore(Store):
     # -- connection ---------------------------------------------------------------------------
 
     def _connect(self):
-        psycopg = self._psycopg
-        kwargs: dict[str, Any] = {"autocommit": True}
-        if "connect_timeout" not in self._url:
-            kwargs["connect_timeout"] = max(1, int(self._timeout))
-        if "application_name" not in self._url:
-            kwargs["application_name"] = "hgm"
-        try:
-            return psycopg.connect(self._url, **kwargs)
-        except (psycopg.Error, ValueError) as exc:  # a malformed URL is a ProgrammingError
-            raise StoreError(
-                [Problem("store", f"cannot connect to {self.location}: {_first_line(exc)}", where=self.location)]
-            ) from None
+        return connect(self._url, self.location, self._timeout, schema=self._schema)
 
     def _conn(self):
         """The connection, opened again when the last one was lost (never inside a write)."""
@@ -407,7 +428,7 @@ class PostgresStore(Store):
                 " (SELECT md5(COALESCE(string_agg(name || chr(31) || text, chr(30) ORDER BY name), ''))"
                 "  FROM hgm_constraints),"
                 " (SELECT md5(COALESCE(string_agg(key || chr(31) || value, chr(30) ORDER BY key), ''))"
-                "  FROM hgm_meta WHERE key = 'rule_sets' OR key LIKE 'rules:%%')"
+                "  FROM hgm_meta WHERE key = 'rule_sets' OR key = 'schema' OR key LIKE 'rules:%%')"
             ).fetchone()
 
         return self._read("read the journal", read)
@@ -557,6 +578,47 @@ class PostgresStore(Store):
                     for e in graph.edges():
                         copy.write_row((e.source, e.target, e.type, _dumps(thaw(e.attrs)), e.seq))
         self._pending[commit.t] = commit
+
+    # -- forgetting ---------------------------------------------------------------------------
+
+    def purge(self, ids: frozenset[str], tombstone: Commit) -> None:
+        """Rewrite every journal row that names one of ``ids`` without it, delete their state
+        rows, append ``tombstone`` (inside ``write``; :meth:`scrub` then rewrites the tables)."""
+        from hgm_engine.store.purge import mentions, without_nodes
+
+        with self._statement("purge") as db:
+            rows = db.execute("SELECT t, record::text FROM hgm_journal ORDER BY t").fetchall()
+            for t, record in rows:
+                if not mentions(record, ids):
+                    continue
+                commit = commit_from_row(t, record, self._damaged)
+                kept = without_nodes(commit, ids)
+                if kept is not commit:
+                    db.execute("UPDATE hgm_journal SET record = %s WHERE t = %s", (_dumps(commit_to_record(kept)), t))
+            db.execute("DELETE FROM hgm_edges WHERE source = ANY(%s) OR target = ANY(%s)", (list(ids), list(ids)))
+            db.execute("DELETE FROM hgm_nodes WHERE id = ANY(%s)", (list(ids),))
+            # The kept node index (search) holds the nodes' terms: dropped, rebuilt from the state.
+            for table in ("hgm_node_index", "hgm_node_index_changes", "hgm_node_vectors"):
+                if db.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+                    db.execute(f"DELETE FROM {table}")
+        self._commit_cache.clear()
+        self.append(tombstone)
+
+    def scrub(self) -> None:
+        """``VACUUM FULL`` the memory's tables: they are written anew, and the old files (with
+        the dead rows a purge left) are emptied when it commits. The server's write-ahead log
+        and backups keep the old bytes until they are recycled (docs/memories.md)."""
+        self._read(
+            "clean the tables",
+            lambda db: [
+                db.execute(f"VACUUM FULL {table}")
+                for table in ("hgm_journal", "hgm_nodes", "hgm_edges", "hgm_meta", "hgm_node_index", "hgm_node_index_changes", "hgm_node_vectors")
+                if db.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None
+            ],
+        )
+
+    def forget_cached(self) -> None:
+        self._commit_cache.clear()
 
     # -- the node index -----------------------------------------------------------------------
 

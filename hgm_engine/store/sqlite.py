@@ -748,6 +748,56 @@ class SQLiteStore(Store):
                 raise self._damaged("the state tables are not empty, though the journal is") from None
         self._pending.append(commit)
 
+    # -- forgetting ---------------------------------------------------------------------------
+
+    def purge(self, ids: frozenset[str], tombstone: Commit) -> None:
+        """Rewrite every journal row that names one of ``ids`` without it, delete their state
+        rows, append ``tombstone`` (inside ``write``; :meth:`scrub` then clears the file)."""
+        from hgm_engine.store.purge import mentions, without_nodes
+
+        assert self._in_write, "purge() runs inside write()"
+        with self._guard("write", written=True):
+            db = self._db
+            db.execute("PRAGMA secure_delete=ON")  # freed space is overwritten with zeros
+            for t, record, crc in self._journal_rows(db, 0, self._latest_t()):
+                if not mentions(record, ids):
+                    continue
+                commit = self._decode_commit(t, record, crc)
+                kept = without_nodes(commit, ids)
+                if kept is not commit:
+                    _, text, check = self._journal_row(kept)
+                    db.execute("UPDATE journal SET record = ?, crc = ? WHERE t = ?", (text, check, t))
+            marks = ",".join("?" * len(ids))
+            db.execute(f"DELETE FROM edges WHERE source IN ({marks}) OR target IN ({marks})", (*ids, *ids))
+            db.execute(f"DELETE FROM nodes WHERE id IN ({marks})", tuple(ids))
+            # The kept node index (search) holds the nodes' terms: dropped, rebuilt from the state.
+            kept = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            for table in ("node_index", "node_index_changes", "node_vectors"):
+                if table in kept:
+                    db.execute(f"DELETE FROM {table}")
+        self._commit_cache.clear()
+        self.append(tombstone)
+
+    def scrub(self) -> None:
+        """Rebuild the file (``VACUUM``: no free page keeps old bytes) and empty its
+        write-ahead log (``wal_checkpoint(TRUNCATE)``); a reader in another process can keep
+        the log from emptying, so the checkpoint is tried for up to the store's timeout."""
+        import time
+
+        with self._lock, self._guard("clean"):
+            self._close_reader()
+            self._db.execute("PRAGMA secure_delete=ON")
+            self._db.execute("VACUUM")
+            deadline = time.monotonic() + self._timeout
+            while True:
+                busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+
+    def forget_cached(self) -> None:
+        self._commit_cache.clear()
+
     # -- the node index -----------------------------------------------------------------------
 
     keeps_node_index = True

@@ -32,7 +32,7 @@ from hgm_engine.testing.model import ModelError, ModelMemory, ModelRefusal, Mode
 from hgm_engine.testing.strategies import QueryCase, graphs, ops, queries, rule_files, schemas, transactions
 from hgm_engine.testing.differential import engine_answer, engine_apply, engine_revert, model_answer, model_apply, model_revert
 from hgm_engine.testing.machine import MemoryStateMachine
-from hgm_engine.testing.stores import DurableStoreTests, StoreTests
+from hgm_engine.testing.stores import DurableStoreTests, NamedMemoryTests, StoreTests
 from hgm_engine.testing.profiles import examples, load_profile, register_profiles
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "MemoryStateMachine",
     "StoreTests",
     "DurableStoreTests",
+    "NamedMemoryTests",
     "examples",
     "load_profile",
     "register_profiles",

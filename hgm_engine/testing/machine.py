@@ -101,6 +101,7 @@ class MemoryStateMachine(RuleBasedStateMachine):
     def start(self, data) -> None:
         self.memory = self.make_memory()
         self.model = ModelMemory(self.schema)
+        self.purges: set[int] = set()  # the t of each purge (a tombstone is not reverted)
         doc = data.draw(graphs(self.schema), label="genesis graph")
         if doc["nodes"]:
             note(f"load {json.dumps(doc)}")
@@ -132,7 +133,10 @@ class MemoryStateMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model.t > 0)
     @rule(data=st.data())
     def revert(self, data) -> None:
-        t = data.draw(st.integers(1, self.model.t), label="revert t")
+        choices = [t for t in range(1, self.model.t + 1) if t not in self.purges]
+        if not choices:
+            return
+        t = data.draw(st.sampled_from(choices), label="revert t")
         before = self.model.t
         expected = model_revert(self.model, t)
         note(f"t={before}: revert {t}")
@@ -141,6 +145,24 @@ class MemoryStateMachine(RuleBasedStateMachine):
         assert got == expected, (got, expected)
         if self.model.t > before:
             self.answers.append(self._answers(None))
+
+    @precondition(lambda self: bool(self.model.nodes))
+    @rule(data=st.data())
+    def purge(self, data) -> None:
+        node_id = data.draw(st.sampled_from(sorted(self.model.nodes)), label="purge id")
+        trial = self.model.copy()
+        trial.purge(node_id, subtree=True)
+        if trial.violations():
+            return  # forgetting does not ask the constraints; the invariant below does
+        note(f"t={self.model.t}: purge {node_id!r} with its subtree")
+        ids = self.model.purge(node_id, subtree=True)
+        tombstone = self.memory.purge(node_id, subtree=True, reason="the state machine")
+        assert list(tombstone.purged) == ids and tombstone.t == self.model.t, (tombstone, ids)
+        self.purges.add(tombstone.t)
+        # The past changed, on purpose: what it answers from now on must never change again.
+        self.answers = [self._answers(t) for t in range(self.model.t + 1)]
+        for t in range(self.model.t + 1):
+            assert self.memory.export(as_of=t) == self.model.document(as_of=t), t
 
     @rule(data=st.data())
     def query(self, data) -> None:

@@ -232,6 +232,33 @@ class ModelMemory:
                 g.add_edge((change["from"], change["to"], change["type"]), change.get("attrs", {}))
         return self._commit(work, base_t=None, dry_run=False)
 
+    def purge(self, node_id: str, *, subtree: bool = False) -> list[str]:
+        """Forget ``node_id`` (and with ``subtree`` every node below it through ``parent_of``)
+        in every state and every journal entry, then append a commit that changes nothing
+        (the tombstone); returns the ids, sorted. ``ModelError("unknown-node")`` for an id
+        the memory does not hold now."""
+        if node_id not in self.graph.nodes:
+            raise ModelError("unknown-node", node_id)
+        ids, todo = {node_id}, [node_id]
+        while subtree and todo:
+            parent = todo.pop()
+            for source, target, edge_type in self.graph.edges:
+                if source == parent and edge_type == "parent_of" and target not in ids:
+                    ids.add(target)
+                    todo.append(target)
+        for state in self.states:
+            for gone in ids:
+                if gone in state.nodes:
+                    state.remove_node(gone)
+        for entry in self.journal[1:]:
+            entry.changes = [c for c in entry.changes if not (touched_ids([c]) & ids)]
+            entry.touched = touched_ids(entry.changes)
+        graph = self.graph.copy()
+        for gone in ids:
+            graph.remove_node(gone)
+        self._commit_state(graph, _Entry([], set()))
+        return sorted(ids)
+
     def _commit(self, work: Working, *, base_t: int | None, dry_run: bool) -> ModelReport:
         outcome: RuleOutcome = self.rules.run(work)
         changes = work.changes()

@@ -37,7 +37,7 @@ from hgm_engine.memory import Memory
 from hgm_engine.store import Store
 from hgm_engine.testing.machine import MemoryStateMachine
 
-__all__ = ["StoreTests", "DurableStoreTests"]
+__all__ = ["NamedMemoryTests", "StoreTests", "DurableStoreTests"]
 
 _PLAN = {"author": "conformance", "reason": "a plan", "ops": [
     {"op": "add_node", "id": "g", "type": "goal", "content": "Plan"},
@@ -139,6 +139,22 @@ class StoreTests:
         assert store.snapshots() == {"inner": 0}
         store.close()
 
+    def test_a_purge_forgets_a_node_in_every_state(self, tmp_path: pathlib.Path) -> None:
+        memory = self.memory(tmp_path)
+        memory.apply(_PLAN)
+        memory.snapshot("plan")
+        memory.apply({"ops": [{"op": "update_node", "id": "f", "set": {"content": "secret"}}]})
+        tombstone = memory.purge("f", reason="conformance")
+        assert tombstone.kind == "purge" and tombstone.purged == ("f",) and tombstone.t == 3
+        for t in ("plan", 0, 1, 2, 3):
+            exported = memory.export(as_of=t)
+            assert all(n["id"] != "f" for n in exported["nodes"]) and all("f" not in (e["from"], e["to"]) for e in exported["edges"])
+        assert [n["id"] for n in memory.export()["nodes"]] == ["g", "a"]
+        memory = self.reopened(memory, tmp_path) if self.reopens else memory
+        assert memory.graph.node("f") is None and memory.commits(0)[-1].purged == ("f",)
+        assert memory.apply({"ops": [{"op": "add_node", "id": "f", "type": "fact"}]}).t == 4  # the id is free again
+        memory.close()
+
     def test_the_state_machine_runs_on_the_store(self, tmp_path: pathlib.Path) -> None:
         suite = self
 
@@ -189,3 +205,50 @@ class DurableStoreTests(StoreTests):
         memory = self.reopened(memory, tmp_path)
         assert memory.snapshots() == {} and memory.store.get_meta("half") is None and memory.t == 1
         memory.close()
+
+
+class NamedMemoryTests:
+    """The conformance suite of a store of many named memories (docs/memories.md): subclass
+    it and say how to open the store of memories in a folder made for the test::
+
+        class TestMyMemories(NamedMemoryTests):
+            def open_memory_store(self, folder):
+                return hgm_engine.open_store(f"{folder}/memories.db")
+    """
+
+    def open_memory_store(self, folder: pathlib.Path) -> Any:
+        """The :class:`~hgm_engine.MemoryStore` kept in ``folder`` (a new one the first time)."""
+        raise NotImplementedError("a NamedMemoryTests subclass says how to open its store of memories")
+
+    def _memory_store(self, folder: pathlib.Path) -> Any:
+        return self.open_memory_store(folder)
+
+    def test_named_memories_are_independent(self, tmp_path: pathlib.Path) -> None:
+        store = self._memory_store(tmp_path)
+        first, second = store.create("team/first"), store.create("team/second")
+        first.apply(_PLAN)
+        first.snapshot("plan")
+        first.add_constraint("has_content", "each goal must has(content)")
+        assert second.t == 0 and second.snapshots() == {} and second.constraints() == {}
+        second.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})  # the same id, another memory
+        assert first.node("g")["content"] == "Plan" and "content" not in second.node("g")
+        first.close()
+        second.close()
+        assert store.list("team/") == ["team/first", "team/second"]
+        store.close()
+
+    def test_a_dropped_memory_is_gone_and_its_name_free(self, tmp_path: pathlib.Path) -> None:
+        store = self._memory_store(tmp_path)
+        with store.create("gone") as memory:
+            memory.apply(_PLAN)
+        store.drop("gone")
+        assert "gone" not in store.list()
+        try:
+            store.open("gone")
+        except HGMError as err:
+            assert err.category == "unknown-memory"
+        else:
+            raise AssertionError("a dropped memory must not open")
+        with store.create("gone") as memory:
+            assert memory.t == 0
+        store.close()

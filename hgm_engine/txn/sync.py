@@ -63,6 +63,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from hgm_engine.model import GraphView, MemoryGraph, apply_changes, bulk_allocation
 from hgm_engine.model import Commit
+from hgm_engine.store import InMemoryStore
 from hgm_engine.txn.history import ViewCache, historical_view
 
 __all__ = ["ReadWriteLock", "MemoryState"]
@@ -235,6 +236,35 @@ class MemoryState:
             self.views.clear()
         self.notify(commit)
 
+    def purge(self, build: Callable[[], tuple[frozenset[str], Commit]]) -> Commit:
+        """Forget nodes: ``build()`` (run while no other commit can start and the state holds
+        every commit) returns the ids and the tombstone commit; the store removes every trace
+        of them, the state is read again from the store, the files are scrubbed
+        (``store.scrub()``), and the tombstone is announced.
+
+        >>> from hgm_engine.store import InMemoryStore
+        >>> state = MemoryState(InMemoryStore())
+        >>> state.purge(lambda: (frozenset({"x"}), Commit(1, None, "why", None, 0.0, (), kind="purge", purged=("x",)))).t
+        1
+        """
+        with self.write_lock:
+            with self.store.write(), self.catch_up_lock:
+                self.catch_up()
+                ids, tombstone = build()
+                self.store.purge(ids, tombstone)
+            with self.catch_up_lock, self.lock.writing():
+                if isinstance(self.store, InMemoryStore):  # it keeps no state to read back
+                    for node_id in ids:
+                        if self.graph.node(node_id) is not None:
+                            self.graph.remove_node(node_id)
+                    self.t = tombstone.t
+                else:
+                    self.graph, self.t = self.store.load_state()
+                self.views.clear()
+            self.store.scrub()
+            self.notify(tombstone)
+        return tombstone
+
     def notify(self, commit: Commit) -> None:
         for listener in self.listeners:
             listener(commit)
@@ -281,7 +311,9 @@ class MemoryState:
             with self.lock.writing(blocking=wait) as acquired:
                 if not acquired:
                     return False
-                if any(c.genesis for c in commits):
+                if any(c.genesis or c.kind == "purge" for c in commits):
+                    if any(c.kind == "purge" for c in commits):  # what this process read may hold what was purged
+                        self.store.forget_cached()
                     self.graph, self.t = self.store.load_state()
                     self.views.clear()
                 else:
@@ -342,7 +374,7 @@ class MemoryState:
             if self.t >= target:
                 return True
             commits = self.store.read_commits(self.t, target)
-            if not commits or commits[0].t != self.t + 1 or any(c.genesis for c in commits):
+            if not commits or commits[0].t != self.t + 1 or any(c.genesis or c.kind == "purge" for c in commits):
                 return False  # a reload: left to the full catch-up
             with self.lock.writing(blocking=False) as acquired:
                 if not acquired:
