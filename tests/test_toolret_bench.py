@@ -3,12 +3,13 @@ tune on the development split, score the test split once, on a tiny slice."""
 
 from __future__ import annotations
 
+import doctest
 import json
 import random
 
 import pytest
 
-from bench.toolret import build, run, tune
+from bench.toolret import build, data, run, systems, tune
 from bench.toolret.data import find_ultratool, load_ultratool
 from hgm_engine import Memory
 
@@ -89,3 +90,9 @@ def test_the_bench_runs_on_a_slice_of_ultratool():
     result = run.evaluate(data, tuning, reps=50)
     assert result["protocol"]["queries"] == 40 and result["protocol"]["memory_requests"] == 300
     assert result["summary"]["hgm-vote"]["recall@5"]["mean"] > result["summary"]["hgm-direct"]["recall@5"]["mean"]
+
+
+@pytest.mark.parametrize("module", [build, data, systems, tune], ids=lambda m: m.__name__)
+def test_the_bench_modules_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted and not result.failed

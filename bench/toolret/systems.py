@@ -282,8 +282,3 @@ def bm25_voter(tools: Sequence[Tool], past: Sequence[Request], config: VoteConfi
     if config.steps:
         return Bm25VoteSteps(tools, past, k1=k1, b=b)
     return Bm25Vote(tools, past, source=config.source, k1=k1, b=b)
-
-
-def tools_by_goal(past: Sequence[Request]) -> Mapping[str, tuple[str, ...]]:
-    """Each past goal's tools, as the path step reaches them (for checks)."""
-    return {goal_id(r.id): tuple(dict.fromkeys(r.tools)) for r in past}
