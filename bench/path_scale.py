@@ -46,6 +46,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.progress import tracked  # noqa: E402
+
 DEFAULT_PLAN = ("rewrite:200,rewrite:1000,rewrite-noindex:1000,locate:300,locate:1000,"
                 "ingest:1000,ingest:20000")
 
@@ -142,7 +144,7 @@ def run_one(kind: str, n: int) -> dict[str, Any]:
 
 def run_plan(plan: str, limit: float) -> list[dict[str, Any]]:
     results = []
-    for item in plan.split(","):
+    for item in tracked(plan.split(","), "measurements"):
         kind, _, size = item.strip().partition(":")
         command = [sys.executable, __file__, "--one", kind, size]
         begin = time.perf_counter()

@@ -59,6 +59,7 @@ if str(ROOT) not in sys.path:
 import hgm_engine  # noqa: E402
 
 from bench import generate, query_bench  # noqa: E402
+from bench.progress import tracked  # noqa: E402
 
 __all__ = ["CONES", "FANOUT", "RULES", "cone_ops", "add_cones", "run_size", "run", "markdown", "main"]
 
@@ -163,7 +164,7 @@ def _rounds(memory, added, cones, repeat, *, gc_on, profiler, log, label) -> dic
     marked: dict[int, int] = {}
     full_collections = 0  # generation-2 collections inside the timed samples with the rules
     try:
-        for round_ in range(repeat + 1):
+        for round_ in tracked(range(repeat + 1), f"rounds ({label})"):
             if not gc_on:
                 gc.collect()
                 gc.disable()

@@ -39,6 +39,7 @@ import hgm_engine  # noqa: E402
 from hgm_engine.query.pipeline import compile_uncached  # noqa: E402
 
 from bench import baselines, generate  # noqa: E402
+from bench.progress import tracked  # noqa: E402
 
 __all__ = ["TARGETS", "FIVE_STEP_QUERY", "run_size", "run", "markdown", "main"]
 
@@ -249,7 +250,7 @@ def run_size(
     log(f"[{nodes}] built: hgm {in_process_load:.2f}s, rustworkx {floor_build:.2f}s, networkx {nx_build:.2f}s")
 
     results = []
-    for name, (template, description) in baselines.QUERIES.items():
+    for name, (template, description) in tracked(baselines.QUERIES.items(), f"[{nodes}] queries"):
         if queries and name not in queries:
             continue
         expr = template.format(**anchors)

@@ -56,6 +56,7 @@ import hgm_engine  # noqa: E402
 from hgm_engine.txn.history import historical_view  # noqa: E402
 
 from bench import baselines, generate, query_bench  # noqa: E402
+from bench.progress import tracked  # noqa: E402
 
 __all__ = [
     "TARGETS",
@@ -412,7 +413,7 @@ def run_memories(
     load_start = [round(x, 2) for x in os.getloadavg()]
     while runs and runs[0].done < total:
         step = min(block, total - runs[0].done)
-        for one in runs:
+        for one in tracked(runs, f"commits {runs[0].done}-{runs[0].done + step} of {total}"):
             for _ in range(step):
                 one.commit()
                 if one.done in as_of_after:

@@ -41,6 +41,7 @@ if str(ROOT) not in sys.path:
 import hgm_engine  # noqa: E402
 from hgm_engine import HGMError, Memory  # noqa: E402
 from hgm_engine.query import DEFAULT_LIMITS  # noqa: E402
+from bench.progress import tracked  # noqa: E402
 
 __all__ = ["QUERIES", "graph_document", "measure", "main"]
 
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = args.only.split(",") if args.only else list(QUERIES)
     rows = []
-    for name in names:
+    for name in tracked(names, "queries"):
         row = _in_subprocess(name, args.nodes)
         rows.append(row)
         print(

@@ -20,7 +20,7 @@ that already handles bad values handles them too:
     ├── TransactionRefused                   constraints refused a commit (``report``)
     ├── RuleError              (ValueError)  rules
     ├── RequestError           (ValueError)  memory: unknown snapshot, t out of range, ...
-    ├── StoreError                           store: not a database, locked, newer format
+    ├── StoreError                           store: no memory, damaged, read-only, full, locked, newer
     ├── PathError              (ValueError)  paths: ingest, versions, guards (``report``)
     ├── LocalizationError      (ValueError)  localize: path index, embedders, data sets
     ├── SearchError            (ValueError)  search: the node index's embedder and settings
@@ -310,7 +310,14 @@ class RequestError(HGMError, ValueError):
 
 
 class StoreError(HGMError):
-    """The store cannot be opened or written (not a database, newer format, locked...)."""
+    """The store cannot be opened, read or written; category ``store``, ``where`` the store.
+
+    It covers: no hgm memory there (a missing file or database, a 0-byte file, another
+    program's database, tables without a commit), a damaged store (a missing table or column,
+    no store format row, a page or row checksum that does not match, a row that cannot be
+    decoded; the message says how to recover), a read-only file or database, no space left
+    on the disk, a lock another process holds past the timeout, and a newer store format
+    than this hgm reads. Nothing was written when a write fails."""
 
     stage = "store"
 

@@ -38,7 +38,7 @@ from hgm_engine.query.analyze import search_text_problem
 from hgm_engine.query.plan import uses_search
 from hgm_engine.retrieval import NodeSearch
 from hgm_engine.rules import MAX_ROUNDS, RuleRegistry
-from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
+from hgm_engine.store import InMemoryStore, Store, marks_problem, open_store, parse_graph_text
 from hgm_engine.txn import (
     MAX_OPS,
     CommitPipeline,
@@ -462,12 +462,45 @@ class Memory:
         return self.query(FRONTIER_QUERY, params={"goal": goal}, as_of=as_of).ids
 
     def stale(self, *, as_of: int | str | None = None) -> list[dict[str, Any]]:
-        """Nodes marked ``needs_review`` or ``blocked``, with every mark's rule, cause and t."""
+        """Nodes marked ``needs_review`` or ``blocked``, with every mark's rule, cause and t.
+
+        Marks that are not what the rule engine writes (stored before graph files and
+        transactions were checked for them, or by another program) are not passed on as
+        marks: the entry's ``state`` is None when ``dirty`` is no staleness state, ``marks``
+        holds the well-formed marks only, and ``problems`` says what is wrong with the rest.
+
+        >>> m = Memory()
+        >>> _ = m.load_rules("rule watch: on update action where status = 'failed' then mark parent as needs_review")
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
+        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"}]})
+        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "failed"}}]})
+        >>> [(s["id"], s["state"], [mark["rule"] for mark in s["marks"]]) for s in m.stale()]
+        [('g', 'needs_review', ['watch'])]
+        """
         result = self.query("nodes.where(has(dirty))", as_of=as_of)
-        return [
-            {"id": node["id"], "type": node["type"], "state": node["dirty"], "marks": node.get("dirty_marks", [])}
-            for node in result.nodes
-        ]
+        entries = []
+        for node in result.nodes:
+            state, problems = node["dirty"], []
+            found = marks_problem({"dirty": state}, node["id"])
+            if found is not None:
+                state = None
+                problems.append(found.message)
+            stored = node.get("dirty_marks", [])
+            marks = []
+            if isinstance(stored, list):
+                for i, mark in enumerate(stored):
+                    found = marks_problem({"dirty_marks": [mark]}, node["id"])
+                    if found is None:
+                        marks.append(mark)
+                    else:
+                        problems.append(f"dirty_marks[{i}]: {found.message}")
+            else:
+                problems.append(marks_problem({"dirty_marks": stored}, node["id"]).message)
+            entry = {"id": node["id"], "type": node["type"], "state": state, "marks": marks}
+            if problems:
+                entry["problems"] = problems
+            entries.append(entry)
+        return entries
 
     def focus_path(self, node_id: str, *, as_of: int | str | None = None) -> list[str]:
         """The path from a root down to ``node_id``, following first parents (edge order).

@@ -47,10 +47,12 @@ import attrs
 from hgm_engine import HGMError, RewriteProposalError, TransactionError
 from hgm_engine.llm import (
     DEFAULT_MODEL,
+    DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     ECHO_LIMIT,
     MODEL_ENV,
     AnswerSchema,
+    check_retries,
     converse,
     json_path,
     model_name,
@@ -291,6 +293,9 @@ class LLMPlanner:
     ``client``: an ``openai.OpenAI`` (or anything with ``chat.completions.create``); by default
     one is made from the environment. ``tools``: the tools the model may call (names, or
     :class:`ToolSpec` s). ``max_repairs``: how often a refused answer goes back (1).
+    ``timeout``: seconds to wait for each answer; ``retries``: how often the client made here
+    retries a request that got no answer (timeouts, HTTP 408/409/429/5xx), with its backoff
+    and the server's ``Retry-After`` (default 2; 0: the step fails at the first).
     ``max_reads``: read turns per step. ``json_mode`` asks for ``response_format`` JSON (the
     request is sent again without it when a server refuses the option).
     """
@@ -307,6 +312,7 @@ class LLMPlanner:
         json_mode: bool = True,
         temperature: float | None = 0.0,
         name: str = "llm",
+        retries: int = DEFAULT_RETRIES,
     ):
         self.client = client
         self.model = model_name(model)
@@ -314,6 +320,7 @@ class LLMPlanner:
         self.max_repairs = max_repairs
         self.max_reads = max_reads
         self.timeout = timeout
+        self.retries = check_retries(retries)
         self.json_mode = json_mode
         self.temperature = temperature
         self.name = name
@@ -346,8 +353,8 @@ class LLMPlanner:
 
     def step(self, view: MemoryView, observation: Observation) -> StepPlan:
         """One step: read turns (at most ``max_reads``), then the act; each turn is one
-        :func:`hgm_engine.llm.converse` with ``1 + max_repairs`` attempts. A request that gets
-        no answer fails the step at once (``model-unavailable``), an answer still refused after
+        :func:`hgm_engine.llm.converse` with ``1 + max_repairs`` attempts. A request that still
+        gets no answer after the client's retries fails the step (``model-unavailable``), an answer still refused after
         the repairs fails it as ``invalid-answer``; memory is untouched either way."""
         if observation.kind == "task":
             self.task = observation.text
@@ -362,7 +369,7 @@ class LLMPlanner:
         notes: list[str] = []
         if self.client is None:
             try:
-                self.client = open_client(self.timeout)
+                self.client = open_client(self.timeout, self.retries)
             except RewriteProposalError as err:
                 return StepPlan.invalid("model-unavailable", err.message, calls=1, notes=notes)
         while True:
@@ -375,7 +382,6 @@ class LLMPlanner:
                 correction=lambda problems: {"role": "user", "content": repair_prompt(problems)},
                 json_mode=self.json_mode,
                 temperature=self.temperature,
-                retry_unavailable=False,  # a step that gets no answer fails: the loop goes on
             )
             calls += len(exchange.attempts)
             self.last_messages = list(exchange.messages)

@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
@@ -45,13 +46,15 @@ EMBEDDING_DIMENSIONS = 16
 @dataclass(frozen=True)
 class Scripted:
     """One scripted reply to a chat request: ``content`` with HTTP 200, or an HTTP ``status``
-    error with ``message``; sent after ``delay`` seconds."""
+    error with ``message``; sent after ``delay`` seconds, with the extra response ``headers``
+    (``Retry-After``, ...)."""
 
     content: str | None = None
     status: int = 200
     message: str = ""
     delay: float = 0.0
     finish_reason: str = "stop"
+    headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def text(cls, content: str | None, *, delay: float = 0.0) -> "Scripted":
@@ -62,8 +65,12 @@ class Scripted:
         return cls(content=json.dumps(doc), delay=delay)
 
     @classmethod
-    def error(cls, status: int = 500, message: str = "the stub was told to fail") -> "Scripted":
-        return cls(status=status, message=message)
+    def error(
+        cls, status: int = 500, message: str = "the stub was told to fail", *, retry_after: str | None = None
+    ) -> "Scripted":
+        """An HTTP error; ``retry_after`` (seconds, as the header's text) adds a Retry-After header."""
+        headers = () if retry_after is None else (("Retry-After", retry_after),)
+        return cls(status=status, message=message, headers=headers)
 
     @classmethod
     def slow(cls, seconds: float, content: str = "{}") -> "Scripted":
@@ -73,12 +80,13 @@ class Scripted:
 
 @dataclass
 class Recorded:
-    """One request the stub received."""
+    """One request the stub received, and when (``time.monotonic()``)."""
 
     method: str
     path: str
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
 
 
 def stub_vector(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
@@ -172,6 +180,11 @@ class OpenAIStub:
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
 
     @property
+    def chat_times(self) -> list[float]:
+        """When each chat request arrived (``time.monotonic()``), oldest first."""
+        return [r.at for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
     def embedding_requests(self) -> list[Any]:
         return [r.body for r in self.requests if r.path.endswith("/embeddings")]
 
@@ -184,10 +197,10 @@ class OpenAIStub:
             self.unexpected += 1
         return Scripted.error(500, "no scripted answer left")
 
-    def _chat(self, body: Any) -> tuple[int, Any, float]:
+    def _chat(self, body: Any) -> tuple[int, Any, float, tuple[tuple[str, str], ...]]:
         answer = self._next()
         if answer.status != 200:
-            return answer.status, _error_body(answer.status, answer.message), answer.delay
+            return answer.status, _error_body(answer.status, answer.message), answer.delay, answer.headers
         with self._lock:
             number = len(self.chat_requests)
         doc = {
@@ -205,7 +218,7 @@ class OpenAIStub:
             ],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         }
-        return 200, doc, answer.delay
+        return 200, doc, answer.delay, answer.headers
 
     def _embeddings(self, body: Any) -> tuple[int, Any, float]:
         if not isinstance(body, dict) or "input" not in body:
@@ -263,20 +276,23 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode("utf-8", "replace")
         self._record(body)
         route = self.path.split("?", 1)[0].rstrip("/")
+        headers: tuple[tuple[str, str], ...] = ()
         if route.endswith("/chat/completions"):
-            status, doc, delay = self.owner._chat(body)
+            status, doc, delay, headers = self.owner._chat(body)
         elif route.endswith("/embeddings"):
             status, doc, delay = self.owner._embeddings(body)
         else:
             status, doc, delay = 404, _error_body(404, f"no route {self.path}"), 0.0
         if delay and self.owner._stopping.wait(delay):
             return  # the stub is stopping: drop the answer
-        self._send(status, doc)
+        self._send(status, doc, headers)
 
-    def _send(self, status: int, doc: Any) -> None:
+    def _send(self, status: int, doc: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
         payload = json.dumps(doc).encode("utf-8")
         try:
             self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

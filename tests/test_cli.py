@@ -613,7 +613,7 @@ def test_the_wheel_ships_the_sample_memory(tmp_path):
         check=True,
         capture_output=True,
     )
-    (wheel,) = tmp_path.glob("hgm-*.whl")
+    (wheel,) = tmp_path.glob("hgm_engine-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         assert "hgm_engine/cli/__init__.py" in archive.namelist()
         assert "hgm_engine/__main__.py" in archive.namelist()

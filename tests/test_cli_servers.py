@@ -40,10 +40,16 @@ def _without(module: str, *argv: str, tmp_path) -> "subprocess.CompletedProcess[
     )
 
 
-@pytest.mark.parametrize("command,module", [("mcp", "anyio"), ("serve", "uvicorn")])
+# The extra of the hgm-engine distribution each server needs (pyproject.toml).
+EXTRA = {"serve": "server", "mcp": "mcp"}
+
+
+@pytest.mark.parametrize(
+    "command,module", [("mcp", "anyio"), ("mcp", "mcp"), ("serve", "uvicorn"), ("serve", "fastapi")]
+)
 def test_a_server_without_the_server_extra_says_how_to_install_it(tmp_path, command, module):
     result = _without(module, command, "--db", str(tmp_path / "m.db"), tmp_path=tmp_path)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
-    assert f"hgm {command}: needs the server extra: pip install 'hgm[serve]'" in result.stderr
+    assert f"hgm {command}: needs the {EXTRA[command]} extra: pip install 'hgm-engine[{EXTRA[command]}]'" in result.stderr
     assert not (tmp_path / "m.db").exists()  # nothing opened or created

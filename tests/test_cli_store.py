@@ -176,7 +176,7 @@ def test_load_into_a_memory_that_holds_something(capsys, db, tmp_path, travel_gr
     # The same file again: every node already there is named, and nothing is loaded.
     code, out, err = run_main(capsys, "load", travel_graph_path, "--db", db)
     assert code == EXIT_FAILURE
-    assert f"{len(graph_doc['nodes'])} problems" in err and f"nodes[0]: node {graph_doc['nodes'][0]['id']!r}" in err
+    assert f"{len(graph_doc['nodes'])} problems" in err and f"nodes[0]: node id {graph_doc['nodes'][0]['id']!r}" in err
     assert current_t(db) == 2
 
 

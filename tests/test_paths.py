@@ -466,20 +466,6 @@ def test_saves_every_n_commits_and_on_close_hook(tmp_path):
     memory.close()
 
 
-def test_the_documentation_examples_run():
-    import doctest
-    import os
-
-    page = pathlib.Path(__file__).resolve().parents[1] / "docs" / "paths.md"
-    here = os.getcwd()
-    try:
-        result = doctest.testfile(str(page), module_relative=False, encoding="utf-8", verbose=False, report=True)
-    finally:
-        os.chdir(here)
-    assert result.attempted > 50
-    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in docs/paths.md failed (output above)"
-
-
 def test_commits_another_process_made_reach_the_index_on_refresh(tmp_path):
     db = tmp_path / "m.db"
     with Memory.open(db) as writer, Memory.open(db) as reader:

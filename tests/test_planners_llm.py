@@ -168,11 +168,34 @@ def test_reads_per_step_are_bounded(openai_stub):
 
 
 def test_a_server_error_is_a_failed_step_and_nothing_changes(openai_stub):
-    openai_stub.push(Scripted.error(500, "overloaded"))
+    openai_stub.push(*[Scripted.error(500, "overloaded")] * 3)  # the first try and the client's 2 retries
     memory = Memory()
     record = run(LLMPlanner(), memory, {}, task="x", on_error="stop")
     assert record.status == "stopped" and record.steps[0].error["category"] == "model-unavailable"
     assert "overloaded" in record.steps[0].error["message"] and memory.t == 0
+
+
+def test_a_rate_limited_step_waits_for_retry_after_and_goes_on(openai_stub):
+    openai_stub.push(Scripted.error(429, "slow down", retry_after="1"), answer(done=True, outcome="success"))
+    record = run(LLMPlanner(), Memory(), {}, task="x", on_error="stop")
+    assert record.outcome == "success" and record.steps[0].error is None
+    first, second = openai_stub.chat_times
+    assert second - first >= 0.95
+
+
+def test_a_5xx_step_is_retried_with_backoff(openai_stub):
+    openai_stub.push(Scripted.error(502), answer(done=True, outcome="success"))
+    record = run(LLMPlanner(), Memory(), {}, task="x", on_error="stop")
+    assert record.outcome == "success" and record.steps[0].calls == 1
+    first, second = openai_stub.chat_times
+    assert second - first >= 0.3
+
+
+def test_a_planner_with_no_retries_fails_the_step_at_the_first_5xx(openai_stub):
+    openai_stub.push(Scripted.error(502, "bad gateway"), answer(done=True, outcome="success"))
+    record = run(LLMPlanner(retries=0), Memory(), {}, task="x", on_error="stop")
+    assert record.status == "stopped" and "bad gateway" in record.steps[0].error["message"]
+    assert len(openai_stub.chat_requests) == 1
 
 
 def test_a_server_that_refuses_json_mode_is_asked_again_without_it(openai_stub):

@@ -696,3 +696,338 @@ def test_show_writes_pictures_as_utf8_whatever_the_terminal(trip_file):
     )
     assert run.returncode == 0, run.stderr
     assert "hgm — " in run.stdout.decode("utf-8")
+
+
+# -- a browser driven over the DevTools protocol: measuring what is on screen ---------------------
+
+
+class Browser:
+    """Headless Chromium driven over ``--remote-debugging-pipe`` (the DevTools protocol as
+    NUL-separated JSON on file descriptors 3 and 4): open a page, wait for its script, and
+    evaluate expressions in it, so a test can measure boxes where the browser drew them."""
+
+    def __init__(self, chromium: str, tmp_path: pathlib.Path, width: int, height: int):
+        to_browser_read, to_browser_write = os.pipe()
+        from_browser_read, from_browser_write = os.pipe()
+
+        def wire() -> None:  # in the child: its fd 3 reads our commands, fd 4 writes its answers
+            a, b = os.dup(to_browser_read), os.dup(from_browser_write)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        profile = tmp_path / f"cdp-profile-{len(list(tmp_path.iterdir()))}"
+        self.process = subprocess.Popen(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-extensions",
+             "--host-resolver-rules=MAP * ~NOTFOUND", f"--window-size={width},{height}", f"--user-data-dir={profile}",
+             "about:blank"],
+            preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        os.close(to_browser_read)
+        os.close(from_browser_write)
+        self.commands = os.fdopen(to_browser_write, "wb", buffering=0)
+        self.answers = os.fdopen(from_browser_read, "rb", buffering=0)
+        self.buffer = b""
+        self.next_id = 0
+        self.session = None
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.call("Page.enable")
+
+    def _send(self, method: str, params: dict) -> int:
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if self.session is not None:
+            message["sessionId"] = self.session
+        self.commands.write(json.dumps(message).encode() + b"\0")
+        return self.next_id
+
+    def _wait(self, number: int | None = None, event: str | None = None) -> dict:
+        import select
+        import time
+
+        deadline = time.monotonic() + 60
+        while True:
+            while b"\0" in self.buffer:
+                raw, self.buffer = self.buffer.split(b"\0", 1)
+                message = json.loads(raw)
+                if event is not None and message.get("method") == event:
+                    return message
+                if number is not None and message.get("id") == number:
+                    assert "error" not in message, message["error"]
+                    return message["result"]
+            left = deadline - time.monotonic()
+            assert left > 0, "Chromium did not answer within 60 s"
+            ready, _, _ = select.select([self.answers], [], [], left)
+            chunk = self.answers.read(1 << 16) if ready else b""
+            assert chunk or not ready, "Chromium closed the pipe"
+            self.buffer += chunk
+
+    def call(self, method: str, **params) -> dict:
+        return self._wait(self._send(method, params))
+
+    def open(self, url: str) -> None:
+        for address in ("about:blank", url):  # by way of a blank page: a new fragment alone loads nothing
+            self._send("Page.navigate", {"url": address})
+            self._wait(event="Page.loadEventFired")
+        ready = self.js("new Promise(done => { (function poll() { if (document.body.dataset.ready) done(true);"
+                        " else setTimeout(poll, 20); })(); })")
+        assert ready, "the page's script did not finish"
+
+    def js(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True)
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def rect(self, selector: str) -> dict:
+        return self.js(f"JSON.parse(JSON.stringify(document.querySelector({json.dumps(selector)}).getBoundingClientRect()))")
+
+    def close(self) -> None:
+        try:
+            self._send("Browser.close", {})
+            self.process.wait(timeout=30)
+        except Exception:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        finally:
+            self.commands.close()
+            self.answers.close()
+
+
+@pytest.fixture
+def browser(chromium, tmp_path):
+    opened: list[Browser] = []
+
+    def open_browser(width: int = 1200, height: int = 700) -> Browser:
+        opened.append(Browser(chromium, tmp_path, width, height))
+        return opened[-1]
+
+    yield open_browser
+    for one in opened:
+        one.close()
+
+
+def inside(inner: dict, outer: dict, slack: float = 0.5) -> bool:
+    return (inner["left"] >= outer["left"] - slack and inner["right"] <= outer["right"] + slack
+            and inner["top"] >= outer["top"] - slack and inner["bottom"] <= outer["bottom"] + slack)
+
+
+def rightmost_arc_memory() -> Memory:
+    """Facts in the rightmost column joined to each other: their arcs bulge out to the right."""
+    nodes = [{"id": "g", "type": "goal", "content": "plan"}, {"id": "a", "type": "action", "status": "pending"},
+             {"id": "e", "type": "entity", "content": "place"}]
+    edges = [{"from": "g", "to": "a", "type": "parent_of"}, {"from": "a", "to": "e", "type": "related_to"}]
+    for i in range(12):
+        nodes.append({"id": f"f{i}", "type": "fact", "content": f"fact number {i} about the place"})
+        edges.append({"from": "e", "to": f"f{i}", "type": "related_to"})
+    for i in range(6):  # f0 - f11, f1 - f10, ...: far apart in one column, the widest arcs
+        edges.append({"from": f"f{i}", "to": f"f{11 - i}", "type": "derived_from"})
+    return Memory.from_document({"format": "hgm-graph/1", "nodes": nodes, "edges": edges})
+
+
+@pytest.mark.slow
+def test_chromium_keeps_the_rightmost_column_and_its_arcs_inside_the_page(browser, tmp_path):
+    page = tmp_path / "arcs.html"
+    page.write_text(to_html(rightmost_arc_memory()), encoding="utf-8")
+    window = browser(900, 600)
+    window.open(page.as_uri())
+    svg = window.rect("#graph")
+    drawn = window.js("(b => ({x: b.x, y: b.y, width: b.width, height: b.height}))(document.getElementById('graph').getBBox())")
+    # everything drawn (boxes, arcs, labels) is inside the picture, margins included
+    assert drawn["x"] + drawn["width"] <= svg["width"] and drawn["y"] + drawn["height"] <= svg["height"]
+    boxes = window.js("Array.from(document.querySelectorAll('g.node')).map(g => [g.dataset.id, "
+                      "JSON.parse(JSON.stringify(g.getBoundingClientRect()))])")
+    assert boxes and all(inside(box, svg) for _, box in boxes)
+    labels = window.js("Array.from(document.querySelectorAll('.edge-label')).map(t => "
+                       "JSON.parse(JSON.stringify(t.getBoundingClientRect())))")
+    assert labels and all(inside(label, svg) for label in labels)
+    # scrolled all the way right, the rightmost column is on screen, panel open or not
+    for url in (page.as_uri(), page.as_uri() + "#select=g"):
+        window.open(url)
+        window.js("var c = document.getElementById('canvas'); c.scrollLeft = c.scrollWidth; true")
+        canvas = window.rect("#canvas")
+        rightmost = max((box for _, box in window.js(
+            "Array.from(document.querySelectorAll('g.node')).map(g => [g.dataset.id, "
+            "JSON.parse(JSON.stringify(g.getBoundingClientRect()))])")), key=lambda box: box["right"])
+        assert rightmost["right"] <= canvas["right"] - 10 + 0.5
+
+
+@pytest.mark.slow
+def test_chromium_scrolls_the_highlight_into_view_and_focuses_it(browser, tmp_path):
+    page = tmp_path / "far.html"
+    page.write_text(to_html(Memory.from_document(sample_document()), highlight="#f_sold_out"), encoding="utf-8")
+    window = browser(1000, 600)
+    window.open(page.as_uri())
+    assert inside(window.rect("#node-f_sold_out"), window.rect("#canvas"))
+    assert window.js("document.activeElement.dataset.id") == "f_sold_out"
+    # a node asked for with #select= wins the scroll and the focus; the highlight stays marked
+    window.open(page.as_uri() + "#select=o_reply")
+    assert inside(window.rect("#node-o_reply"), window.rect("#canvas"))
+    assert window.js("document.activeElement.dataset.id") == "o_reply"
+    assert window.js("document.getElementById('node-f_sold_out').classList.contains('highlight')")
+
+
+@pytest.mark.slow
+def test_chromium_steps_through_the_highlighted_results(browser, tmp_path):
+    page = tmp_path / "many.html"
+    query = "nodes.where(type = 'fact')"
+    memory = Memory.from_document(sample_document())
+    page.write_text(to_html(memory, highlight=query), encoding="utf-8")
+    window = browser(1000, 600)
+    window.open(page.as_uri())
+    ids = memory.query(query).ids
+    assert window.js("document.activeElement.dataset.id") == ids[0]
+    window.js("document.getElementById('query-next').click(); true")
+    assert window.js("document.activeElement.dataset.id") == ids[1]
+    assert inside(window.rect("#" + dom_id("node-", ids[1])), window.rect("#canvas"))
+    window.js("document.getElementById('query-previous').click(); document.getElementById('query-previous').click(); true")
+    assert window.js("document.activeElement.dataset.id") == ids[-1]
+
+
+# -- stale and blocked marks ------------------------------------------------------------------------
+
+
+MARK_RULES = """
+propagate derived_from backward depth 3
+rule closed: on add fact where content =~ 'closed' then mark related_entities.related.where(type = 'action', status = 'pending') as blocked because 'closed on Mondays'
+"""
+
+
+@pytest.fixture
+def marked_memory() -> Memory:
+    """The sample with a_palace blocked (the palace is closed) and r_booking, r_budget stale
+    (the room rate they derive from changed)."""
+    memory = Memory.from_document(sample_document())
+    memory.load_rules(MARK_RULES)
+    memory.apply({"ops": [{"op": "update_node", "id": "f_rate", "set": {"content": "the rate is now 900 CNY"}}]})
+    memory.apply({"ops": [{"op": "add_node", "id": "f_closed", "type": "fact", "content": "the palace is closed"},
+                          {"op": "add_edge", "from": "e_palace", "to": "f_closed", "type": "related_to"}]})
+    states = {entry["id"]: entry["state"] for entry in memory.stale()}
+    assert states["a_palace"] == "blocked" and states["r_booking"] == "needs_review", states
+    return memory
+
+
+def test_the_tree_shows_stale_and_blocked_marks_with_their_cause(marked_memory):
+    from hgm_engine.render import tree_lines
+
+    lines = tree_lines(marked_memory.graph, unicode=False)
+    palace = next(line for line in lines if "a_palace [action]" in line)
+    assert palace.endswith("! blocked because f_closed: closed on Mondays")
+    booking = next(line for line in lines if line.strip().startswith("r_booking [result]"))
+    assert "! needs_review because f_rate" in booking
+    assert not any("!" in line for line in lines if "a_duck [action]" in line)
+
+
+def test_show_prints_the_marks_in_the_tree(marked_memory, tmp_path, capsys):
+    db = str(tmp_path / "m.db")
+    with Memory.open(db) as durable:
+        durable.load(marked_memory.export())
+    code, out, _ = run_main(capsys, "show", "--db", db, "--root", "d2")
+    assert code == 0 and "a_palace [action] pending: Visit the Forbidden City  ! blocked" in out
+
+
+def test_mermaid_and_dot_draw_the_marks(marked_memory):
+    mermaid = to_mermaid(marked_memory)
+    names = {line.split("[", 1)[0].strip(): line for line in mermaid.splitlines() if '["' in line}
+    palace = next(name for name, line in names.items() if "a_palace [action]" in line)
+    assert "#33; blocked because f_closed" in names[palace] or "! blocked because f_closed" in names[palace]
+    assert re.search(rf"^    class (\S+,)*{palace}(,\S+)* blocked$", mermaid, re.M)
+    assert "classDef blocked " in mermaid and "classDef needs_review " in mermaid
+    nodes = dict(dot_statements(to_dot(marked_memory))[0])
+    nodes = {node_id: dict(attributes, label=_unescape_label(attributes["label"])) for node_id, attributes in nodes.items()}
+    assert "blocked" in nodes["a_palace"]["class"].split() and "! blocked because f_closed" in nodes["a_palace"]["label"]
+    assert "needs_review" in nodes["r_booking"]["class"].split()
+    assert "needs_review" not in nodes["a_duck"]["class"]
+
+
+def test_html_data_carries_the_marks(marked_memory):
+    data = page_data(to_html(marked_memory))
+    by_id = {n["id"]: n for n in data["nodes"]}
+    assert by_id["a_palace"]["dirty"] == "blocked" and by_id["r_booking"]["dirty"] == "needs_review"
+    assert by_id["a_palace"]["dirty_note"] == "! blocked because f_closed: closed on Mondays"
+    assert by_id["a_duck"]["dirty"] is None
+
+
+@pytest.mark.slow
+def test_chromium_draws_stale_and_blocked_marks_and_lists_them_in_the_panel(marked_memory, browser, tmp_path):
+    page = tmp_path / "marks.html"
+    page.write_text(to_html(marked_memory), encoding="utf-8")
+    window = browser(1200, 700)
+    window.open(page.as_uri() + "#select=a_palace")
+    assert window.js("document.getElementById('node-a_palace').classList.contains('blocked')")
+    assert window.js("document.getElementById('node-r_booking').classList.contains('needs_review')")
+    assert window.js("document.querySelector('#node-a_palace .dirty-badge').textContent") == "blocked"
+    assert window.js("document.querySelector('#node-r_booking .dirty-badge').textContent") == "needs review"
+    assert not window.js("document.getElementById('node-a_duck').querySelector('.dirty-badge')")
+    legend = window.js("document.getElementById('legend').textContent")
+    assert "needs review" in legend and "blocked" in legend
+    marks = window.js("Array.from(document.querySelectorAll('#panel-marks li')).map(li => li.textContent)")
+    assert len(marks) == 1 and "blocked" in marks[0] and "f_closed" in marks[0] and "closed on Mondays" in marks[0]
+
+
+# -- a picture too large to draw whole ----------------------------------------------------------------
+
+
+def wide_graph(goals: int, actions: int) -> MemoryGraph:
+    records = [("top", "goal", {"content": "everything"})]
+    edges = []
+    for g in range(goals):
+        records.append((f"g{g}", "goal", {"content": f"goal {g}"}))
+        edges.append(("top", f"g{g}", "parent_of", {}))
+        for a in range(actions):
+            records.append((f"a{g}_{a}", "action", {"status": "failed" if (g, a) == (goals - 1, actions - 1) else "done"}))
+            edges.append((f"g{g}", f"a{g}_{a}", "parent_of", {}))
+    return MemoryGraph.from_records(records, edges)
+
+
+def test_a_large_picture_shows_the_neighbourhood_of_the_highlight_and_says_what_was_left_out():
+    graph = wide_graph(60, 50)  # 3061 nodes
+    data = page_data(to_html(graph, highlight="nodes.where(status = 'failed')"))
+    ids = [n["id"] for n in data["nodes"]]
+    assert len(ids) == 2000 and {"a59_49", "g59", "top"} <= set(ids)
+    assert data["omitted"] == 3061 - 2000 and data["total_nodes"] == 3061
+    assert data["note"].startswith("showing 2000 of 3061 nodes (max_nodes 2000): the highlight's 1 result")
+    assert "1061 nodes" in data["note"] and "left out" in data["note"]
+    assert next(n for n in data["nodes"] if n["id"] == "a59_49")["mark"] == "result"
+
+
+def test_the_cap_is_configurable_and_centres_on_the_root_without_a_highlight():
+    graph = wide_graph(20, 10)
+    data = page_data(to_html(graph, root="g7", max_nodes=5))
+    assert [n["id"] for n in data["nodes"]][:1] == ["g7"] and len(data["nodes"]) == 5
+    assert data["note"].startswith("showing 5 of 11 nodes (max_nodes 5): the root 'g7'")
+    g7 = next(n for n in data["nodes"] if n["id"] == "g7")
+    assert g7["hidden_children"] == 6  # 10 actions, 4 drawn
+    assert len(page_data(to_html(graph, max_nodes=None))["nodes"]) == len(graph)
+    with pytest.raises(HGMError, match="max_nodes must be 1 or more"):
+        to_html(graph, max_nodes=0)
+
+
+def test_the_text_formats_take_the_cap_and_say_so():
+    graph = wide_graph(20, 10)
+    mermaid = to_mermaid(graph, max_nodes=12)
+    assert mermaid.count('["') == 12 and "%% showing 12 of 221 nodes" in mermaid
+    dot = to_dot(graph, max_nodes=12)
+    assert "showing 12 of 221 nodes" in dot and "--max-nodes" in dot
+
+
+def test_a_100k_node_memory_draws_a_bounded_page_quickly():
+    import time
+
+    graph = wide_graph(1000, 100)  # 101,001 nodes
+    started = time.monotonic()
+    page = to_html(graph, highlight="#a999_99")
+    seconds = time.monotonic() - started
+    assert len(page) < 3_000_000 and len(page_data(page)["nodes"]) == 2000
+    assert seconds < 20, f"{seconds:.1f} s"
+
+
+def test_show_max_nodes_caps_the_picture(capsys, trip_file):
+    code, out, _ = run_main(capsys, "show", "--graph", trip_file, "--format", "html", "--max-nodes", "5",
+                            "--highlight", "#a_wall_bus")
+    data = page_data(out)
+    assert code == 0 and len(data["nodes"]) == 5 and "a_wall_bus" in {n["id"] for n in data["nodes"]}
+    code, out, _ = run_main(capsys, "show", "--graph", trip_file, "--format", "mermaid", "--max-nodes", "3")
+    assert code == 0 and out.count('["') == 3
+    code, _, err = run_main(capsys, "show", "--graph", trip_file, "--max-nodes", "0")
+    assert code == 1 and "--max-nodes" in err

@@ -51,11 +51,11 @@ class PostgresMachine(MemoryStateMachine):
     def make_memory(self) -> Memory:
         import psycopg
 
-        self.schema = f"machine_{next(self._runs)}"
+        self.pg_schema = f"machine_{next(self._runs)}"
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
-            conn.execute(f"CREATE SCHEMA {self.schema}")
-        self.location = f"{self.url}?options=-csearch_path%3D{self.schema}"
+            conn.execute(f"DROP SCHEMA IF EXISTS {self.pg_schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {self.pg_schema}")
+        self.location = f"{self.url}?options=-csearch_path%3D{self.pg_schema}"
         return Memory(store=open_store(self.location))
 
     def reopen(self, memory: Memory) -> Memory:
@@ -68,7 +68,7 @@ class PostgresMachine(MemoryStateMachine):
 
             self.memory.close()
             with psycopg.connect(self.url, autocommit=True) as conn:
-                conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+                conn.execute(f"DROP SCHEMA IF EXISTS {self.pg_schema} CASCADE")
 
 
 TestInMemoryMachine = InMemoryMachine.TestCase

@@ -186,7 +186,7 @@ except StoreError as err:
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "hgm[postgres]" in done.stdout
+    assert "pip install 'hgm-engine[postgres]'" in done.stdout
 
 
 def test_many_processes_may_create_the_tables_at_once(postgres_url):
@@ -224,5 +224,10 @@ def test_open_store_without_create_refuses_a_missing_memory(postgres_url):
     with pytest.raises(StoreError) as caught:
         open_store(postgres_url, create=False)
     assert "no memory at" in caught.value.message
-    open_store(postgres_url).close()  # creates the tables
+    open_store(postgres_url).close()  # creates the tables, but no memory: nothing was committed
+    with pytest.raises(StoreError) as caught:
+        open_store(postgres_url, create=False)
+    assert "nothing was ever committed" in caught.value.message
+    with open_memory(postgres_url) as memory:
+        memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
     open_store(postgres_url, create=False).close()

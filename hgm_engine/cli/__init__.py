@@ -45,7 +45,7 @@ Exit codes (the same for every command):
 
 With ``--json``, once the command line has been parsed, standard output carries exactly one
 JSON document whatever happens: the result, or ``{"error": {"category", "message", "line",
-"column", ...}}`` (spec/dsl.md §6). ``hgm apply --json`` and ``hgm revert --json`` always
+"column", ...}}`` (docs/formats.md). ``hgm apply --json`` and ``hgm revert --json`` always
 print a transaction report (formats.md): refused ones with ``"committed": false``, ``"t":
 null`` and the violations, failed ones with an ``"error"`` as well. Without ``--json``,
 results go to standard output for people and errors (and refusals) to standard error with
@@ -67,7 +67,8 @@ The modules, one per command group, each adding its commands and their arguments
 - :mod:`~hgm_engine.cli.servers` — ``serve`` and ``mcp``
 
 What they share lives in :mod:`~hgm_engine.cli.common` (output, exit codes, errors, files,
-opening a memory, reports) and :mod:`~hgm_engine.cli.arguments` (parser building blocks);
+opening a memory, reports), :mod:`~hgm_engine.cli.arguments` (parser building blocks) and
+:mod:`~hgm_engine.cli.progress` (the progress display of long commands, on a terminal only);
 :mod:`~hgm_engine.cli.app` builds the parser and runs :func:`main`. The text pictures
 (tables, trees, changes) are :mod:`hgm_engine.render.text`.
 

@@ -38,6 +38,7 @@ __all__ = [
     "add_json_flag",
     "non_negative",
     "commit_number",
+    "state",
 ]
 
 Commands = Any
@@ -72,8 +73,9 @@ exit codes:
   3  refused by constraints (apply, revert, constraint add): every violation is listed
 """
 
-DB_HELP = "the memory: a SQLite file (hgm load / hgm apply create it)"
-NEW_DB_HELP = "the memory (a SQLite file; created if missing)"
+# A --db is a SQLite file or a PostgreSQL URL (docs/postgres.md); open_memory tells them apart.
+DB_HELP = "the memory: a SQLite file (hgm load / hgm apply create it) or a postgresql:// URL"
+NEW_DB_HELP = "the memory: a SQLite file (created if missing) or a postgresql:// URL"
 T_HELP = "a commit number t (0 is the empty memory) or a snapshot name"
 
 
@@ -153,3 +155,23 @@ def commit_number(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"commits are numbered from 1, not {value}")
     return value
+
+
+def state(text: str) -> str:
+    """A state argument (``--as-of T``, ``--since T``, ``diff T1 T2``...): a t or a snapshot
+    name, resolved by the command (only the memory knows its names and its last t). A t is
+    written with the ASCII digits 0-9: ``²`` or ``١`` look like numbers to Python but are
+    neither a t nor a snapshot name (a snapshot name is never a number).
+
+    >>> state("3"), state("before-change"), state("-1")
+    ('3', 'before-change', '-1')
+    >>> state("²")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: a t is written with the digits 0-9: '²' is neither a t nor a snapshot name
+    """
+    if not text:
+        raise argparse.ArgumentTypeError("a state is a t or a snapshot name, not empty")
+    if text.lstrip("-").isdigit() and not text.isascii():
+        raise argparse.ArgumentTypeError(f"a t is written with the digits 0-9: {text!r} is neither a t nor a snapshot name")
+    return text

@@ -412,10 +412,11 @@ def resolve_t(memory: Memory, text: str) -> int | str:
     """``text`` (an ``--as-of``, ``--since`` or T argument) as a ``t``: a number, or the ``t`` a
     snapshot names (unknown names are left for the memory to refuse, with the known ones).
 
-    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before")
-    (3, 'before')
+    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before"), resolve_t(Memory(), "²")
+    (3, 'before', '²')
     """
-    if text.lstrip("-").isdigit():
+    digits = text.lstrip("-")
+    if digits.isascii() and digits.isdigit() and len(digits) <= 18:  # a longer one: the memory says why not
         return int(text)
     return memory.snapshots().get(text, text)
 

@@ -31,6 +31,8 @@ from hgm_engine.errors import HGMError, RewriteProposalError, TransactionRefused
 from hgm_engine.memory import Memory
 from hgm_engine.llm import (
     DEFAULT_ATTEMPTS,
+    DEFAULT_RETRIES,
+    MAX_RETRIES,
     DEFAULT_TIMEOUT,
     MODEL_ENV,
     Proposal,
@@ -129,7 +131,8 @@ def _rewrite(args: argparse.Namespace, out: Output) -> int:
             return failed(refusal)
         try:
             proposal = propose_rewrite(
-                path, args.feedback, model=args.model, max_attempts=args.attempts, timeout=args.timeout
+                path, args.feedback, model=args.model, max_attempts=args.attempts, timeout=args.timeout,
+                retries=args.retries,
             )
         except RewriteProposalError as err:
             return failed(err)
@@ -174,6 +177,16 @@ def _attempts(text: str) -> int:
     return value
 
 
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= value <= MAX_RETRIES:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_RETRIES}, not {value}")
+    return value
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -215,7 +228,12 @@ def register(commands: Commands) -> None:
     rewrite.add_argument("--model", metavar="M", help=f"the model name (default: ${MODEL_ENV} or gpt-4o-mini)")
     rewrite.add_argument(
         "--attempts", type=_attempts, default=DEFAULT_ATTEMPTS, metavar="N",
-        help=f"requests to the model at most, retries included (default {DEFAULT_ATTEMPTS})",
+        help=f"answers to ask for at most: an invalid one is sent back to be repaired (default {DEFAULT_ATTEMPTS})",
+    )
+    rewrite.add_argument(
+        "--retries", type=_retries, default=DEFAULT_RETRIES, metavar="N",
+        help=f"retries of a request that gets no answer (timeout, connection, HTTP 408/409/429/5xx), with "
+        f"backoff and the server's Retry-After (0-{MAX_RETRIES}, default {DEFAULT_RETRIES})",
     )
     rewrite.add_argument(
         "--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="S",

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from hgm_engine.cli.arguments import DB_HELP, NEW_DB_HELP, Commands, add_command, add_json_flag, examples
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, Output, input_name, on_db, read_text
+from hgm_engine.cli.progress import ProgressDisplay
 from hgm_engine.errors import HGMError, PathError, Problem, TransactionError
 from hgm_engine.memory import Memory
 from hgm_engine.paths import REFUSALS, read_jsonl
@@ -61,20 +62,24 @@ def _ingest(args: argparse.Namespace, out: Output) -> int:
 
     def run(memory: Memory) -> int:
         try:
-            if text is not None:
-                docs, lines = read_jsonl(text)
-                report = memory.path_memory.ingest(
-                    docs, skip_invalid=args.skip_invalid, author=args.author, scenario=args.scenario,
-                    lines=lines, reason=f"ingest {source}",
-                )
-            else:
-                ids: Any = args.ids
-                if ids is not None and ids not in ("memory", "test"):
-                    ids = _split(ids)
-                report = memory.ingest_taskplan(
-                    args.taskplan, ids=ids, skip_invalid=args.skip_invalid, author=args.author,
-                    scenario=args.scenario, prefix=args.prefix,
-                )
+            with ProgressDisplay(out.err) as display:  # on a terminal only: a pipe gets no progress
+                if text is not None:
+                    docs, lines = read_jsonl(text)
+                    report = memory.path_memory.ingest(
+                        docs, skip_invalid=args.skip_invalid, author=args.author, scenario=args.scenario,
+                        lines=lines, reason=f"ingest {source}", progress=display.callback,
+                    )
+                else:
+                    ids: Any = args.ids
+                    if ids is not None and ids not in ("memory", "test"):
+                        ids = _split(ids)
+                    report = memory.ingest_taskplan(
+                        args.taskplan, ids=ids, skip_invalid=args.skip_invalid, author=args.author,
+                        scenario=args.scenario, prefix=args.prefix, progress=display.callback,
+                    )
+                if display.callback is not None:  # written on close anyway; here its time is shown
+                    display.callback("saving the path index", 0, None)
+                    memory.save_index()
         except PathError as err:
             if err.report is None:
                 return out.error(err, EXIT_FAILURE)
@@ -273,7 +278,8 @@ def _outcome(args: argparse.Namespace, out: Output) -> int:
 
 
 def _rollback(args: argparse.Namespace, out: Output) -> int:
-    version: Any = int(args.version) if args.version.isdigit() else args.version
+    digits = args.version.isascii() and args.version.isdigit() and len(args.version) <= 18  # not "²"
+    version: Any = int(args.version) if digits else args.version
     return _change(
         args, out,
         lambda m: m.rollback_path(args.id, version, author=args.author, reason=args.reason),

@@ -18,7 +18,7 @@ import argparse
 from collections import Counter
 from typing import Any, Iterable
 
-from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples, state
 from hgm_engine.cli.common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -168,7 +168,7 @@ def register(commands: Commands) -> None:
         commands,
         "query",
         "evaluate a path expression on a graph file or a memory",
-        "Evaluate a path expression (spec/dsl.md) on a graph file (--graph) or on the memory in "
+        "Evaluate a path expression (docs/language.md) on a graph file (--graph) or on the memory in "
         "a SQLite file (--db), now or as of an earlier state (--as-of, --db only), and print the "
         "nodes, count, boolean or paths it finds.",
         examples(
@@ -190,12 +190,12 @@ def register(commands: Commands) -> None:
     source = query.add_mutually_exclusive_group(required=True)
     source.add_argument("--graph", metavar="FILE.json", help="graph file to query")
     source.add_argument("--db", metavar="PATH", help=DB_HELP)
-    query.add_argument("--as-of", metavar="T", help=f"query an earlier state (--db only): {T_HELP}")
+    query.add_argument("--as-of", type=state, metavar="T", help=f"query an earlier state (--db only): {T_HELP}")
     query.add_argument("--focus", metavar="ID", help="the node 'focus' and 'current_goal' start from")
     query.add_argument(
         "--params", metavar="JSON", help="parameter values as a JSON object, e.g. '{\"s\": \"pending\"}'"
     )
-    add_json_flag(query, "print one JSON document (spec/dsl.md §6)")
+    add_json_flag(query, "print one JSON document (docs/formats.md)")
 
     explain = add_command(
         commands,

@@ -16,7 +16,7 @@ import argparse
 import pathlib
 import sys
 
-from hgm_engine.cli.arguments import DB_HELP, FORMATTER, T_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.arguments import DB_HELP, FORMATTER, T_HELP, Commands, add_command, add_json_flag, examples, state
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, on_db, resolve_t
 from hgm_engine.errors import HGMError, Problem, TransactionRefused
 from hgm_engine.memory import Memory
@@ -126,7 +126,11 @@ def _rules_remove(args: argparse.Namespace, out: Output) -> int:
 def _frontier(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         try:
-            ids = memory.frontier(args.goal, as_of=resolve_t(memory, args.as_of) if args.as_of else None)
+            as_of = memory.resolve_t(args.as_of) if args.as_of is not None else None
+            if memory.node(args.goal, as_of=as_of) is None:  # as REST: a mistyped goal is not "nothing to do"
+                state = "" if as_of is None else f" as of t={as_of}"
+                return out.failure("unknown-node", f"no node {args.goal!r}{state}", where="GOAL")
+            ids = memory.frontier(args.goal, as_of=as_of)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
         if out.as_json:
@@ -144,26 +148,43 @@ def _frontier(args: argparse.Namespace, out: Output) -> int:
 
 def _stale(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
-        entries = memory.stale()
+        try:
+            entries = memory.stale(as_of=memory.resolve_t(args.as_of) if args.as_of is not None else None)
+        except HGMError as err:  # an unknown snapshot, a t outside the history
+            return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document({"stale": entries})
         elif not entries:
             out.line("(nothing is stale)")
         else:
             for entry in entries:
-                out.line(f"{entry['id']} [{entry['type']}] {entry['state']}")
+                out.line(f"{entry['id']} [{entry['type']}] {entry['state'] or '(malformed marks)'}")
                 for mark in entry["marks"]:
                     reason = f": {mark['reason']}" if mark.get("reason") else ""
                     out.line(f"    {mark['state']} by {mark['rule']} because {', '.join(mark['because'])} at t={mark['t']}{reason}")
+                for problem in entry.get("problems", ()):
+                    out.line(f"    malformed: {problem}")
         return EXIT_OK
 
     return on_db(args.db, out, run)
 
 
 def _changes(args: argparse.Namespace, out: Output) -> int:
+    since = args.since_position if args.since is None else args.since
+    if since is None:
+        return out.failure(
+            "invalid-argument", "changes needs SINCE, a t or a snapshot name: hgm changes SINCE --db PATH", where="SINCE"
+        )
+    if args.since_position is not None and args.since is not None and args.since_position != args.since:
+        return out.failure(
+            "invalid-argument",
+            f"give the state once, as SINCE or as --since, not both ({args.since_position!r} and {args.since!r})",
+            where="--since",
+        )
+
     def run(memory: Memory) -> int:
         try:
-            doc = memory.changes_since(resolve_t(memory, args.since))
+            doc = memory.changes_since(resolve_t(memory, since))
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
         if out.as_json:
@@ -181,9 +202,14 @@ def _changes(args: argparse.Namespace, out: Output) -> int:
 
 def _focus_path(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
-        path = memory.focus_path(args.node)
+        try:
+            as_of = memory.resolve_t(args.as_of) if args.as_of is not None else None
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        path = memory.focus_path(args.node, as_of=as_of)
         if not path:
-            return out.failure("unknown-node", f"no node {args.node!r}", where=args.node)
+            state = "" if as_of is None else f" as of t={as_of}"
+            return out.failure("unknown-node", f"no node {args.node!r}{state}", where=args.node)
         out.document({"node": args.node, "path": path}) if out.as_json else out.line(" → ".join(path))
         return EXIT_OK
 
@@ -254,35 +280,39 @@ def register(commands: Commands) -> None:
         "frontier",
         "pending actions under a goal that can run now",
         "Pending actions under GOAL whose 'before' predecessors are all done and that are neither "
-        "blocked nor stale.",
+        "blocked nor stale, now or --as-of an earlier state. An unknown GOAL exits 1.",
         examples("hgm frontier trip --db memory.db"),
         _frontier,
     )
     frontier.add_argument("goal", metavar="GOAL")
     frontier.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    frontier.add_argument("--as-of", metavar="T", help=T_HELP)
+    frontier.add_argument("--as-of", type=state, metavar="T", help=f"the state to read: {T_HELP}")
     add_json_flag(frontier, 'print {"goal", "frontier": [ids]}')
 
     stale = add_command(
         commands,
         "stale",
         "nodes marked needs_review or blocked, with why",
-        "Every node with a staleness mark, each mark with its rule, cause and t.",
-        examples("hgm stale --db memory.db"),
+        "Every node with a staleness mark, each mark with its rule, cause and t; --as-of reads "
+        "the marks of an earlier state.",
+        examples("hgm stale --db memory.db", "hgm stale --db memory.db --as-of before-change --json"),
         _stale,
     )
     stale.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    stale.add_argument("--as-of", type=state, metavar="T", help=f"the state to read: {T_HELP}")
     add_json_flag(stale, 'print {"stale": [...]}')
 
     changes = add_command(
         commands,
         "changes",
         "what changed since a t (commits and the net diff)",
-        "The commits after T and the net changes since then.",
-        examples("hgm changes --since 3 --db memory.db"),
+        "The commits after state SINCE and the net changes from SINCE to now (hgm diff SINCE "
+        "gives the same changes). SINCE may also be given as --since SINCE, as before.",
+        examples("hgm changes 3 --db memory.db", "hgm changes before-change --db memory.db --json"),
         _changes,
     )
-    changes.add_argument("--since", required=True, metavar="T", help=T_HELP)
+    changes.add_argument("since_position", nargs="?", type=state, metavar="SINCE", help=T_HELP)
+    changes.add_argument("--since", type=state, metavar="T", help="the same as SINCE (the older form, still accepted)")
     changes.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     add_json_flag(changes, "print JSON")
 
@@ -290,12 +320,13 @@ def register(commands: Commands) -> None:
         commands,
         "focus-path",
         "the path from a root down to a node",
-        "The chain of first parents from a root goal down to NODE.",
-        examples("hgm focus-path a_pay --db memory.db"),
+        "The chain of first parents from a root goal down to NODE, now or --as-of an earlier state.",
+        examples("hgm focus-path a_pay --db memory.db", "hgm focus-path a_pay --db memory.db --as-of 1"),
         _focus_path,
     )
     focus.add_argument("node", metavar="NODE")
     focus.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
+    focus.add_argument("--as-of", type=state, metavar="T", help=f"the state to read: {T_HELP}")
     add_json_flag(focus, 'print {"node", "path"}')
 
     confirm = add_command(

@@ -23,6 +23,8 @@ SERVER_COMMANDS = {
 }
 # The module whose main(argv) runs each server.
 _SERVER_MODULES = {"serve": "hgm_engine.server.rest", "mcp": "hgm_engine.server.mcp_server"}
+# The extra of the hgm-engine distribution each server needs (pyproject.toml).
+_EXTRAS = {"serve": "server", "mcp": "mcp"}
 
 
 def register(commands: Commands) -> None:
@@ -41,8 +43,8 @@ def register(commands: Commands) -> None:
 def run_server(name: str, argv: Sequence[str]) -> int:
     """Run the server ``name`` (``serve`` or ``mcp``) with its own command line ``argv``.
 
-    The server module is imported only here: it needs the 'serve' extra (FastAPI, uvicorn,
-    mcp), which the other commands do without.
+    The server module is imported only here: it needs the ``server`` extra (FastAPI, uvicorn)
+    or the ``mcp`` extra (the MCP SDK), which the other commands do without.
 
     >>> run_server("mcp", ["--help"])  # doctest: +ELLIPSIS
     usage: hgm mcp ...
@@ -51,7 +53,8 @@ def run_server(name: str, argv: Sequence[str]) -> int:
     try:
         module = importlib.import_module(_SERVER_MODULES[name])
     except ImportError as exc:
-        print(f"hgm {name}: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+        extra = _EXTRAS[name]
+        print(f"hgm {name}: needs the {extra} extra: pip install 'hgm-engine[{extra}]' ({exc})", file=sys.stderr)
         return EXIT_FAILURE
     try:
         return module.main(list(argv))

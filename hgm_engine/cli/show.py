@@ -17,12 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, examples, non_negative
+from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, examples, non_negative, state
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, Output, on_graph_or_db, shown
 from hgm_engine.errors import HGMError, RequestError
 from hgm_engine.memory import Memory
 from hgm_engine.model import MemoryGraph
-from hgm_engine.render import picture, render
+from hgm_engine.render import MAX_NODES, picture, render
 from hgm_engine.render.text import plural, terminal_safe, tree_lines
 from hgm_engine.store import graph_from_document
 
@@ -45,11 +45,16 @@ def _show(args: argparse.Namespace, out: Output) -> int:
 def _draw(graph: MemoryGraph, source: str, args: argparse.Namespace, out: Output, memory: Memory) -> int:
     if args.root is not None and args.root not in graph:
         return out.failure("unknown-node", f"no node {args.root!r} in {source}", where="--root")
+    if args.max_nodes is not None and args.format == "tree":
+        return out.failure(
+            "invalid-argument", "--max-nodes caps a picture: use it with --format mermaid, dot or html", where="--max-nodes"
+        )
     if args.format != "tree" or args.highlight is not None:
         options = {"root": args.root, "depth": args.depth, "highlight": args.highlight, "as_of": args.as_of}
         try:
             if args.format != "tree":
-                picture_text = render(memory, args.format, title=source, **options)
+                cap = {} if args.max_nodes is None else {"max_nodes": args.max_nodes}  # html has a default cap
+                picture_text = render(memory, args.format, title=source, **options, **cap)
                 if args.format != "html":  # Mermaid and DOT are read on terminals too; HTML in a browser
                     picture_text = terminal_safe(picture_text)
                 _write_utf8(out, picture_text)
@@ -103,7 +108,10 @@ def register(commands: Commands) -> None:
         "both; cycles are marked, never followed. --format mermaid|dot|html prints the same "
         "picture as a Mermaid flowchart, a Graphviz digraph or one self-contained HTML page "
         "(nothing fetched; click a node for its attributes and history). --highlight QUERY "
-        "marks what a path expression finds and the walks that reached it.",
+        "marks what a path expression finds and the walks that reached it, and the HTML page opens "
+        "scrolled to it. Nodes a rule marked stale (needs_review) or blocked say so in every format. "
+        "A picture of more than --max-nodes nodes (HTML: 2000 unless given) shows the "
+        "neighbourhood of the highlight, or of --root, and says what it left out.",
         examples(
             "hgm show --graph trip.json",
             "hgm show --graph trip.json --root day1 --depth 1",
@@ -111,6 +119,7 @@ def register(commands: Commands) -> None:
             "hgm show --graph trip.json --highlight \"nodes.where(status = 'failed')\"",
             "hgm show --db memory.db --format html --highlight '#f_rate.derived{1,}' > memory.html",
             "hgm show --graph trip.json --format mermaid --root d1",
+            "hgm show --db memory.db --format html --max-nodes 500 --highlight '#a_wall_bus' > near.html",
             note="a --highlight query that does not compile exits 2; one ending in .count() or\n"
             ".exists() marks nothing (the page says so).",
         ),
@@ -119,7 +128,7 @@ def register(commands: Commands) -> None:
     source = show.add_mutually_exclusive_group(required=True)
     source.add_argument("--graph", metavar="FILE.json", help="graph file to draw")
     source.add_argument("--db", metavar="PATH", help=DB_HELP)
-    show.add_argument("--as-of", metavar="T", help=f"draw an earlier state (--db only): {T_HELP}")
+    show.add_argument("--as-of", type=state, metavar="T", help=f"draw an earlier state (--db only): {T_HELP}")
     show.add_argument("--root", metavar="ID", help="draw only the subtree of this node")
     show.add_argument("--depth", type=non_negative, metavar="N", help="draw at most N levels below the top (0: tops only)")
     show.add_argument(
@@ -129,3 +138,21 @@ def register(commands: Commands) -> None:
         help="tree (default), mermaid (flowchart), dot (Graphviz) or html (one self-contained page)",
     )
     show.add_argument("--highlight", metavar="QUERY", help="mark what this path expression finds and its walks")
+    show.add_argument(
+        "--max-nodes",
+        type=_positive,
+        metavar="N",
+        help=f"draw at most N nodes (mermaid, dot, html; html's default {MAX_NODES}): a larger picture shows the "
+        "neighbourhood of the highlight or --root and says what it left out",
+    )
+
+
+def _positive(text: str) -> int:
+    """A count of 1 or more (``--max-nodes``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value

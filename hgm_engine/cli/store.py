@@ -34,6 +34,7 @@ from hgm_engine.cli.arguments import (
     commit_number,
     examples,
     non_negative,
+    state,
 )
 from hgm_engine.cli.common import (
     EXIT_FAILURE,
@@ -52,6 +53,7 @@ from hgm_engine.cli.common import (
     resolve_t,
     shown,
 )
+from hgm_engine.cli.progress import ProgressDisplay
 from hgm_engine.errors import GraphFileError, HGMError, Problem, TransactionError
 from hgm_engine.memory import Memory
 from hgm_engine.model import parse_json
@@ -65,13 +67,14 @@ __all__ = ["register", "load_into", "commit_time"]
 # -- load and export ---------------------------------------------------------------------------
 
 
-def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> TransactionReport:
+def load_into(memory: Memory, doc: Any, author: str | None, reason: str, progress: Any = None) -> TransactionReport:
     """Load a graph document into ``memory`` as one transaction (all or nothing).
 
     An empty memory takes it as its initial load (``Memory.load``). A memory that already holds
     something gets the file's nodes and edges added by one transaction: the same thing, done
     here because ``Memory.load`` into a non-empty memory fails (see the issue report). Problems
-    name their place in the file (``nodes[3]``, ``edges[0]``).
+    name their place in the file (``nodes[3]``, ``edges[0]``). ``progress(phase, done, total)``
+    hears of the work (:mod:`hgm_engine.cli.progress` draws it).
 
     >>> memory = Memory()
     >>> load_into(memory, {"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}, None, "first").t
@@ -81,18 +84,14 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> Tran
     >>> load_into(memory, {"format": "hgm-graph/1", "nodes": [{"id": "h", "type": "goal"}], "edges": []}, None, "again")
     Traceback (most recent call last):
     ...
-    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node 'h' is already in the memory
+    hgm_engine.errors.GraphFileError: duplicate-id at nodes[0]: node id 'h' is already in the memory
     """
     if memory.t == 0 and len(memory) == 0:
-        return memory.load(doc, author=author, reason=reason)
-    problems = check_document(doc, memory.schema)
-    if not problems:
-        graph = memory.graph
-        for position, node in enumerate(doc.get("nodes", [])):
-            if node["id"] in graph:
-                problems.append(
-                    Problem("duplicate-id", f"node {node['id']!r} is already in the memory", where=f"nodes[{position}]")
-                )
+        return memory.load(doc, author=author, reason=reason, progress=progress)
+    if progress is not None:
+        progress("checking the graph", 0, None)
+    # The memory's nodes: the file may not reuse their ids, and its edges may point at them.
+    problems = check_document(doc, memory.schema, existing=memory.graph.node_map())
     if problems:
         raise GraphFileError(problems)
     # Parsed and applied as ops one by one (not as one transaction document): a file may hold
@@ -113,8 +112,12 @@ def load_into(memory: Memory, doc: Any, author: str | None, reason: str) -> Tran
 
         def build(overlay: Any, ctx: Any) -> list[str]:
             created: list[str] = []
-            for op, where in ops:
+            for count, (op, where) in enumerate(ops, 1):
                 created.extend(apply_op(overlay, op, ctx, where))
+                if progress is not None:
+                    progress("adding nodes and edges", count, len(ops))
+            if progress is not None:
+                progress("checking constraints and writing", 0, None)
             return created
 
         report = memory.commit_built(build, author=author, reason=reason)
@@ -139,20 +142,24 @@ def _load(args: argparse.Namespace, out: Output) -> int:
             out.note("\n".join(render_error(err, f"error: {name}: {problem_count(err)}; nothing was loaded")))
         return EXIT_FAILURE
 
-    try:
-        doc = read_document(args.file)
-        memory = open_memory(args.db, create=True)
-    except HGMError as err:
-        return failed(err)
-    try:
-        first = memory.t == 0 and len(memory) == 0
-        reason = args.reason or f"load {pathlib.Path(args.file).name if args.file != '-' else 'standard input'}"
-        report = load_into(memory, doc, args.author, reason)
-        totals = (len(memory), memory.graph.edge_count)
-    except HGMError as err:
-        return failed(err)
-    finally:
-        memory.close()
+    with ProgressDisplay(out.err) as display:  # on a terminal only: a pipe gets no progress
+        progress = display.callback
+        try:
+            if progress is not None:
+                progress(f"reading {name}", 0, None)
+            doc = read_document(args.file)
+            memory = open_memory(args.db, create=True)
+        except HGMError as err:
+            return failed(err)
+        try:
+            first = memory.t == 0 and len(memory) == 0
+            reason = args.reason or f"load {pathlib.Path(args.file).name if args.file != '-' else 'standard input'}"
+            report = load_into(memory, doc, args.author, reason, progress)
+            totals = (len(memory), memory.graph.edge_count)
+        except HGMError as err:
+            return failed(err)
+        finally:
+            memory.close()
     nodes, edges = len(doc.get("nodes", [])), len(doc.get("edges", []))
     if out.as_json:
         out.document(
@@ -266,7 +273,13 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
         if args.node is not None:
             return node_history(memory, args.node)
-        commits = memory.commits(args.since)
+        try:  # a number is taken as it is (past the last t: no commits); a name must be a snapshot
+            since = int(args.since) if args.since.lstrip("-").isdigit() else memory.resolve_t(args.since)
+        except HGMError as err:
+            return out.error(err, EXIT_FAILURE)
+        if since < 0:
+            return out.failure("invalid-argument", f"--since must be 0 or more, not {since}", where="--since")
+        commits = memory.commits(since)
         if args.last is not None:
             commits = commits[len(commits) - args.last :] if args.last else []
         if out.as_json:
@@ -312,7 +325,8 @@ def _history(args: argparse.Namespace, out: Output) -> int:
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory) -> int:
-        t1, t2 = resolve_t(memory, args.t1), resolve_t(memory, args.t2)
+        t2_text = str(memory.t) if args.t2 is None else args.t2  # one state: from it to now (as REST)
+        t1, t2 = resolve_t(memory, args.t1), resolve_t(memory, t2_text)
         try:
             changes = memory.diff(t1, t2)
         except HGMError as err:
@@ -321,7 +335,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
             out.document({"from": t1, "to": t2, "changes": changes})
             return EXIT_OK
         out.line(
-            f"from {_state_name(args.t1, t1)}{out.glyphs.arrow}{_state_name(args.t2, t2)}: {plural(len(changes), 'change')}"
+            f"from {_state_name(args.t1, t1)}{out.glyphs.arrow}{_state_name(t2_text, t2)}: {plural(len(changes), 'change')}"
         )
         out.lines(change_lines(changes, unicode=out.unicode), indent="  ")
         return EXIT_OK
@@ -383,7 +397,7 @@ def register(commands: Commands) -> None:
     load = add_command(
         commands,
         "load",
-        "fill a memory (SQLite file) from a graph file, as one transaction",
+        "fill a memory (SQLite file or PostgreSQL) from a graph file, as one transaction",
         "Load a graph file into the memory at --db (created if missing) as one transaction: all "
         "or nothing. Into an empty memory it is the initial load (t=1); into one that holds "
         "something, the file's nodes and edges are added by one commit. A file that breaks a "
@@ -417,7 +431,7 @@ def register(commands: Commands) -> None:
         _export,
     )
     export.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    export.add_argument("--as-of", metavar="T", help=f"the state to export: {T_HELP}")
+    export.add_argument("--as-of", type=state, metavar="T", help=f"the state to export: {T_HELP}")
     export.add_argument("--compact", action="store_true", help="one line instead of indented JSON")
 
     apply = add_command(
@@ -462,13 +476,14 @@ def register(commands: Commands) -> None:
         examples(
             "hgm history --db memory.db",
             "hgm history --db memory.db --last 5 --json",
+            "hgm history --db memory.db --since before-change",
             "hgm history a_forbidden --db memory.db",
         ),
         _history,
     )
     history.add_argument("node", nargs="?", metavar="NODE_ID", help="show the history of this node only")
     history.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    history.add_argument("--since", type=non_negative, default=0, metavar="T", help="only commits after t=T")
+    history.add_argument("--since", type=state, default="0", metavar="T", help=f"only commits after state T: {T_HELP}")
     history.add_argument("--last", type=non_negative, metavar="N", help="only the last N commits")
     add_json_flag(history, 'print {"t", "commits": [...]} or {"id", "history": [...]}')
 
@@ -478,15 +493,16 @@ def register(commands: Commands) -> None:
         "what changed between two states of a memory",
         "The net changes from state T1 to state T2 (each a commit number or a snapshot name), one "
         "per node or edge: + added, - removed, ~ updated (attribute: before -> after). T1 later "
-        "than T2 shows the way back.",
+        "than T2 shows the way back. Without T2, from T1 to the current state (as hgm changes T1).",
         examples(
             "hgm diff 1 4 --db memory.db",
+            "hgm diff before-change --db memory.db",
             "hgm diff before-change 5 --db memory.db --json",
         ),
         _diff,
     )
-    diff.add_argument("t1", metavar="T1", help=T_HELP)
-    diff.add_argument("t2", metavar="T2", help=T_HELP)
+    diff.add_argument("t1", type=state, metavar="T1", help=T_HELP)
+    diff.add_argument("t2", nargs="?", type=state, metavar="T2", help=f"{T_HELP} (default: the current state)")
     diff.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
     add_json_flag(diff, 'print {"from": T1, "to": T2, "changes": [...]}')
 
@@ -522,7 +538,7 @@ def register(commands: Commands) -> None:
     )
     snapshot.add_argument("name", metavar="NAME", help="the snapshot's name")
     snapshot.add_argument("--db", required=True, metavar="PATH", help=DB_HELP)
-    snapshot.add_argument("--t", metavar="T", help=f"the state to name (default: the current one): {T_HELP}")
+    snapshot.add_argument("--t", type=state, metavar="T", help=f"the state to name (default: the current one): {T_HELP}")
     add_json_flag(snapshot, 'print {"name", "t", "previous"}')
 
     snapshots = add_command(

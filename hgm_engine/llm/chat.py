@@ -5,10 +5,14 @@ planner in ``planners.llm``) goes through :func:`converse`: it sends the convers
 client with ``chat.completions.create`` (an ``openai.OpenAI``, or :class:`ScriptedClient`
 offline), gives the answer's text to a ``check`` function, and when the check finds problems
 adds the answer and a correction message to the conversation and asks again, a bounded number
-of times. A request option the server refuses (``response_format``, ``temperature``) is
-dropped and the request sent again, without costing an attempt. Every request is recorded as
-an :class:`Attempt`; the loop returns an :class:`Exchange` and never raises for what the
-model or the server did (the caller decides what a failure means).
+of times. This loop is for repairing answers only: a request that gets no answer (a timeout,
+a connection failure, HTTP 408/409/429/5xx) is retried by the client itself, with its
+exponential backoff and the server's ``Retry-After`` (:func:`open_client` sets how many
+times), and what is still failing after that ends the exchange. A request option the server
+refuses (``response_format``, ``temperature``) is dropped and the request sent again, without
+costing an attempt. Every request is recorded as an :class:`Attempt`; the loop returns an
+:class:`Exchange` and never raises for what the model or the server did (the caller decides
+what a failure means).
 
 The pieces the checks share are here too: :func:`read_json` (an answer as one JSON value, a
 surrounding code fence tolerated), :class:`AnswerSchema` (a JSON Schema with its validator
@@ -46,6 +50,8 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_TIMEOUT",
     "DEFAULT_ATTEMPTS",
+    "DEFAULT_RETRIES",
+    "MAX_RETRIES",
     "ECHO_LIMIT",
     "model_name",
     "open_client",
@@ -59,12 +65,19 @@ __all__ = [
     "json_path",
     "transport_failure",
     "refused_option",
+    "check_retries",
+    "retries_taken",
 ]
 
 MODEL_ENV = "HGM_LLM_MODEL"
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_ATTEMPTS = 3
+# Retries of a request that got no answer, made by the openai client (its own default, 2):
+# exponential backoff from 0.5 s (at most 8 s between tries), or what Retry-After asks for up
+# to 2 minutes (a longer Retry-After is not waited for: the failure is reported at once).
+DEFAULT_RETRIES = 2
+MAX_RETRIES = 10
 # An answer is echoed back to the model at most this long when asking for a correction.
 ECHO_LIMIT = 6000
 
@@ -78,9 +91,11 @@ def model_name(model: str | None = None) -> str:
     return model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
 
 
-def open_client(timeout: float) -> Any:
+def open_client(timeout: float, retries: int = DEFAULT_RETRIES) -> Any:
     """An ``openai.OpenAI`` for the endpoint the environment names (``OPENAI_BASE_URL``,
-    ``OPENAI_API_KEY``), making no retries of its own (the attempts are :func:`converse`'s).
+    ``OPENAI_API_KEY``), waiting ``timeout`` seconds for each answer and retrying a request
+    that got none up to ``retries`` times (0 to :data:`MAX_RETRIES`) with the client's own
+    backoff, which honours ``Retry-After``.
 
     With neither variable set nothing is guessed: :class:`~hgm_engine.errors.RewriteProposalError`
     ``model-unavailable``, as when the ``openai`` package is missing.
@@ -94,7 +109,12 @@ def open_client(timeout: float) -> Any:
     ... finally:
     ...     os.environ.update({k: v for k, v in saved.items() if v is not None})
     model-unavailable
+    >>> open_client(5.0, retries=-1)
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.RewriteProposalError: invalid-argument: retries must be an integer from 0 to 10, not -1
     """
+    check_retries(retries)
     base_url = os.environ.get("OPENAI_BASE_URL")
     api_key = os.environ.get("OPENAI_API_KEY")
     if not base_url and not api_key:
@@ -104,13 +124,31 @@ def open_client(timeout: float) -> Any:
             "and/or OPENAI_API_KEY",
         )
     try:
-        import openai  # optional dependency (pip install 'hgm[llm]')
+        import openai  # optional dependency (pip install 'hgm-engine[llm]')
     except ImportError as exc:
         raise RewriteProposalError.single(
-            "model-unavailable", f"the openai package is not installed (pip install 'hgm[llm]'): {exc}"
+            "model-unavailable", f"the openai package is not installed (pip install 'hgm-engine[llm]'): {exc}"
         ) from None
     # Local servers rarely need a key, but the client refuses to start without one.
-    return openai.OpenAI(base_url=base_url or None, api_key=api_key or "unused", timeout=timeout, max_retries=0)
+    return openai.OpenAI(base_url=base_url or None, api_key=api_key or "unused", timeout=timeout, max_retries=retries)
+
+
+def check_retries(retries: Any) -> int:
+    """``retries`` if it is a retry count hgm accepts (an integer from 0 to :data:`MAX_RETRIES`),
+    else :class:`~hgm_engine.errors.RewriteProposalError` ``invalid-argument``.
+
+    >>> check_retries(3)
+    3
+    >>> check_retries(True)
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.RewriteProposalError: invalid-argument: retries must be an integer from 0 to 10, not True
+    """
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+        raise RewriteProposalError.single(
+            "invalid-argument", f"retries must be an integer from 0 to {MAX_RETRIES}, not {retries!r}"
+        )
+    return retries
 
 
 # -- what a conversation records ----------------------------------------------------------------
@@ -218,7 +256,6 @@ def converse(
     timeout: float | None = None,
     json_mode: bool = True,
     temperature: float | None = 0.0,
-    retry_unavailable: bool = True,
 ) -> Exchange:
     """Ask ``client`` until ``check`` accepts an answer, at most ``max_attempts`` requests.
 
@@ -226,9 +263,9 @@ def converse(
     ``value`` is the exchange's. After an answer with problems the conversation grows by the
     answer (cut to :data:`ECHO_LIMIT` characters) and ``correction(problems)`` (a user
     message), and the model is asked again. A request that gets no answer (timeout,
-    connection, HTTP error) costs an attempt too: with ``retry_unavailable`` the same
-    conversation is sent again when that can help (timeouts, connections, HTTP 5xx, 408, 409,
-    429; see :func:`transport_failure`), otherwise the exchange stops there.
+    connection, HTTP error) is not sent again here: the client has already retried what can
+    be retried (:func:`open_client`), so it is the last attempt, ``model-unavailable``, and its
+    problem says how many retries the client made.
 
     Each request is ``model``, ``messages``, ``timeout`` (when not None; else the client's
     own) and the options: ``temperature`` unless None, and with ``json_mode``
@@ -269,11 +306,12 @@ def converse(
             if refused is not None:  # at most once per option: the loop stays bounded
                 del options[refused]
                 continue
-            message, retry = transport_failure(exc)
+            message, _ = transport_failure(exc)
+            retried = retries_taken(exc)
+            if retried:
+                message += f" (after {retried} {'retry' if retried == 1 else 'retries'})"
             attempts.append(Attempt(number, (message,), None, time.monotonic() - started, "model-unavailable"))
             error = exc
-            if retry and retry_unavailable:
-                continue
             break
         seconds = time.monotonic() - started
         error = None
@@ -302,8 +340,26 @@ def _answer_text(response: Any) -> tuple[str | None, bool]:
     return text, getattr(choice, "finish_reason", None) == "length"
 
 
+def retries_taken(exc: Exception) -> int:
+    """How many times the ``openai`` client retried the request that ended in ``exc`` (it
+    numbers each try in the ``x-stainless-retry-count`` header of the request); 0 when unknown.
+
+    >>> import types
+    >>> retries_taken(types.SimpleNamespace(request=types.SimpleNamespace(headers={"x-stainless-retry-count": "2"})))
+    2
+    >>> retries_taken(ValueError("no request"))
+    0
+    """
+    headers = getattr(getattr(exc, "request", None), "headers", None)
+    try:
+        return max(0, int(headers.get("x-stainless-retry-count", 0))) if headers is not None else 0
+    except (TypeError, ValueError, AttributeError):
+        return 0
+
+
 def transport_failure(exc: Exception) -> tuple[str, bool]:
-    """(what went wrong, worth asking again) for an exception the client raised.
+    """(what went wrong, worth asking again) for an exception the client raised; "worth asking
+    again" is the client's own rule (timeouts, connections, HTTP 408, 409, 429, 5xx).
 
     >>> transport_failure(TimeoutError("slow"))
     ('no answer within the timeout (TimeoutError)', True)

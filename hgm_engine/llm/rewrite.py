@@ -37,11 +37,13 @@ from hgm_engine.errors import HGMError, PathError, Problem, RewriteProposalError
 from hgm_engine.llm.chat import (
     DEFAULT_ATTEMPTS,
     DEFAULT_MODEL,
+    DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     MODEL_ENV,
     AnswerSchema,
     Attempt,
     ScriptedClient,
+    check_retries,
     converse,
     json_path,
     model_name,
@@ -463,6 +465,7 @@ def propose_rewrite(
     timeout: float = DEFAULT_TIMEOUT,
     json_mode: bool = True,
     temperature: float | None = 0.0,
+    retries: int = DEFAULT_RETRIES,
 ) -> Proposal:
     """Ask the model for a rewrite of ``path`` (a dict as ``Memory.path`` returns) given ``feedback``.
 
@@ -475,9 +478,11 @@ def propose_rewrite(
     whatever the server promised.
 
     At most ``max_attempts`` requests are made (through :func:`hgm_engine.llm.converse`). An
-    invalid answer is sent back with what is wrong with it (:func:`retry_message`); a timeout,
-    a connection failure or a server error (HTTP 5xx, 429) costs an attempt and the same
-    conversation is sent again; any other HTTP error stops at once. Returns a
+    invalid answer is sent back with what is wrong with it (:func:`retry_message`). A
+    timeout, a connection failure or a server error (HTTP 408, 409, 429, 5xx) is retried by the
+    client made here up to ``retries`` times, with backoff and the server's ``Retry-After``
+    (a ``client`` you pass retries as it was made to); what still fails, and any other HTTP
+    error, stops at once as ``model-unavailable``. Returns a
     :class:`Proposal`, or raises :class:`RewriteProposalError` listing every attempt's
     problems.
 
@@ -497,9 +502,10 @@ def propose_rewrite(
         raise RewriteProposalError.single("invalid-argument", f"max_attempts must be 1 or more, not {max_attempts}")
     if not str(feedback).strip():
         raise RewriteProposalError.single("invalid-argument", "the feedback is empty: say what went wrong")
+    check_retries(retries)
     model = model_name(model)
     if client is None:
-        client = open_client(timeout)
+        client = open_client(timeout, retries)
     steps = list(path.get("steps") or [])
     exchange = converse(
         client,

@@ -37,6 +37,7 @@ __all__ = [
     "Adjacency",
     "MemoryGraph",
     "freeze",
+    "same_json",
     "thaw",
     "edge_order_key",
     "EMPTY_ATTRS",
@@ -111,6 +112,38 @@ class bulk_allocation:
 
 _SCALARS = frozenset({str, int, float, bool})
 _FLAT = _SCALARS | {type(None)}
+
+
+def _json_kind(value: Any) -> str:
+    if value is None or isinstance(value, (bool, str)):
+        return type(value).__name__
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    return "object"
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values (frozen or not) are the same value written the same way.
+
+    Python's ``==`` says ``True == 1 == 1.0``, but the language does not (``true = 1`` is
+    false), and a memory must keep what it was told: an update of ``true`` to ``1`` is a
+    change. Lists and objects compare element by element.
+
+    >>> same_json(freeze({"a": [1]}), {"a": [1]}), same_json(True, 1), same_json(2, 2.0)
+    (True, False, False)
+    """
+    kind = _json_kind(a)
+    if kind != _json_kind(b):
+        return False
+    if kind == "list":
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    if kind == "object":
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    return a == b
 
 
 def freeze(value: Any) -> Any:

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
 
-from hgm_engine.model.graph import EMPTY_ATTRS, Adjacency, Edge, MemoryGraph, Node, freeze
+from hgm_engine.model.graph import EMPTY_ATTRS, Adjacency, Edge, MemoryGraph, Node, freeze, same_json
 
 __all__ = ["GraphOverlay", "Change", "apply_changes"]
 
@@ -484,14 +484,14 @@ class GraphOverlay:
             elif old.seq != node.seq or old.type != node.type:
                 out.append(Change("node_removed", old, None))
                 node_changes.append(Change("node_added", None, node))
-            elif old.attrs != node.attrs:
+            elif not same_json(old.attrs, node.attrs):
                 node_changes.append(Change("node_updated", old, node))
         node_changes.sort(key=lambda c: c.after.seq)
         out.extend(node_changes)
         for key, edge in sorted(added_keys.items(), key=lambda kv: kv[1].seq):
             previous = self._removed_edges.get(key)
             if previous is not None and previous.seq == edge.seq:
-                if previous.attrs != edge.attrs:
+                if not same_json(previous.attrs, edge.attrs):
                     out.append(Change("edge_updated", previous, edge))
                 continue
             out.append(Change("edge_added", None, edge))

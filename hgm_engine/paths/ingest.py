@@ -346,10 +346,13 @@ def _plan(doc: Any, line: int, default_scenario: str | None, max_steps: int = MA
 def ingest_trajectories(memory: Any, trajectories: Iterable[Any], *, skip_invalid: bool = False,
                         author: str | None = None, scenario: str | None = None,
                         lines: Sequence[int] | None = None, reason: str | None = None,
-                        max_steps: int = MAX_STEPS, max_edges: int = MAX_EDGES) -> IngestReport:
+                        max_steps: int = MAX_STEPS, max_edges: int = MAX_EDGES,
+                        progress: Callable[[str, int, int | None], None] | None = None) -> IngestReport:
     """Store trajectories (formats.md) as paths of ``memory`` in one transaction; see
     ``Memory.ingest``. A trajectory with more than ``max_steps`` steps or ``max_edges``
     edges is refused (``limit-exceeded``; ``PathMemory.ingest`` passes its ``PathGuards``).
+    ``progress(phase, done, total)``, when given, hears of each trajectory checked and added,
+    then of the commit (constraints, the store and the path index; ``total`` None).
 
     >>> from hgm_engine import Memory
     >>> m = Memory()
@@ -362,9 +365,11 @@ def ingest_trajectories(memory: Any, trajectories: Iterable[Any], *, skip_invali
         raise ValueError("lines must give one line number per trajectory")
     problems: list[IngestProblem] = []
     plans: list[_Planned] = []
-    for doc, line in zip(items, numbers):
+    for count, (doc, line) in enumerate(zip(items, numbers), 1):
         planned = _plan(doc, line, scenario, max_steps, max_edges)
         (problems if isinstance(planned, IngestProblem) else plans).append(planned)
+        if progress is not None:
+            progress("checking trajectories", count, len(items))
     if problems and not skip_invalid:
         raise _ingest_error(problems)
     excluded: set[int] = set()
@@ -374,7 +379,7 @@ def ingest_trajectories(memory: Any, trajectories: Iterable[Any], *, skip_invali
             return IngestReport((), None, tuple(sorted(problems, key=_line_key)))
         found: list[IngestProblem] = []
         owner: dict[str, int] = {}
-        build = _builder(todo, found, owner, skip_invalid)
+        build = _builder(todo, found, owner, skip_invalid, progress)
         try:
             report = memory.commit_built(
                 build, author=author, reason=reason or f"ingest {len(todo)} trajectories", kind="ingest"
@@ -414,13 +419,15 @@ def _ingest_error(problems: list[IngestProblem]) -> PathError:
 
 
 def _builder(plans: list[_Planned], found: list[IngestProblem], owner: dict[str, int],
-             skip_invalid: bool) -> Callable:
+             skip_invalid: bool, progress: Callable[[str, int, int | None], None] | None = None) -> Callable:
     def build(overlay, ctx: OpContext) -> list[str]:
         found.clear()
         owner.clear()
         created: list[str] = []
         scenarios_made: set[str] = set()
-        for plan in plans:
+        for count, plan in enumerate(plans, 1):
+            if progress is not None:
+                progress("adding paths", count, len(plans))
             problem = _graph_problem(overlay, plan, scenarios_made)
             if problem is not None:
                 found.append(problem)
@@ -445,6 +452,8 @@ def _builder(plans: list[_Planned], found: list[IngestProblem], owner: dict[str,
             raise _ingest_error(found)
         if not created:
             raise _NothingToIngest()
+        if progress is not None:
+            progress("checking constraints, writing and indexing", 0, None)
         return created
 
     return build
@@ -470,8 +479,10 @@ def _graph_problem(overlay, plan: _Planned, scenarios_made: set[str]) -> IngestP
 def ingest_taskplan(memory: Any, directory: str | os.PathLike, *, ids: Iterable[str] | str | None = None,
                     skip_invalid: bool = False, author: str | None = None, scenario: str | None = None,
                     prefix: str | None = None, max_steps: int = MAX_STEPS,
-                    max_edges: int = MAX_EDGES) -> IngestReport:
-    """Ingest a task-plan data set folder (see Memory.ingest_taskplan)."""
+                    max_edges: int = MAX_EDGES,
+                    progress: Callable[[str, int, int | None], None] | None = None) -> IngestReport:
+    """Ingest a task-plan data set folder (see Memory.ingest_taskplan); ``progress`` as for
+    :func:`ingest_trajectories`."""
     root = pathlib.Path(directory)
     try:
         text = (root / "data.json").read_text(encoding="utf-8")
@@ -500,7 +511,7 @@ def ingest_taskplan(memory: Any, directory: str | os.PathLike, *, ids: Iterable[
         lines.append(line)
     return ingest_trajectories(memory, trajectories, skip_invalid=skip_invalid, author=author, scenario=scenario,
                                lines=lines, reason=f"ingest task plans from {root.name}", max_steps=max_steps,
-                               max_edges=max_edges)
+                               max_edges=max_edges, progress=progress)
 
 
 class _NothingToIngest(Exception):

@@ -153,7 +153,7 @@ class PathMemory:
 
     def ingest(self, trajectories: Iterable[Any], *, skip_invalid: bool = False, author: str | None = None,
                scenario: str | None = None, lines: Sequence[int] | None = None,
-               reason: str | None = None) -> IngestReport:
+               reason: str | None = None, progress: Any = None) -> IngestReport:
         """Store trajectories (formats.md) as paths, all in one transaction: per trajectory a
         goal (``kind: "path"``, id = the trajectory id) with one action per step
         (``{id}/{i}``, ``parent_of`` with ``order``) and ``before`` along ``edges``; under the
@@ -162,6 +162,7 @@ class PathMemory:
         problems nothing is stored and :class:`~hgm_engine.PathError` lists them
         with their line numbers (``lines`` gives them; default 1, 2, ...), unless
         ``skip_invalid``, which stores the valid ones and lists the rest in the report.
+        ``progress(phase, done, total)`` hears of the work as it goes (the CLI draws it).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -171,7 +172,7 @@ class PathMemory:
         """
         return ingest_trajectories(self.memory, trajectories, skip_invalid=skip_invalid, author=author,
                                    scenario=scenario, lines=lines, reason=reason, max_steps=self.guards.max_steps,
-                                   max_edges=self.guards.max_edges)
+                                   max_edges=self.guards.max_edges, progress=progress)
 
     def ingest_file(self, path: str | os.PathLike, *, skip_invalid: bool = False, author: str | None = None,
                     scenario: str | None = None) -> IngestReport:
@@ -187,7 +188,7 @@ class PathMemory:
 
     def ingest_taskplan(self, directory: str | os.PathLike, *, ids: Iterable[str] | str | None = None,
                         skip_invalid: bool = False, author: str | None = None, scenario: str | None = None,
-                        prefix: str | None = None) -> IngestReport:
+                        prefix: str | None = None, progress: Any = None) -> IngestReport:
         """:meth:`ingest` a task-plan data set folder (``data.json`` JSON Lines; tool domains of
         ``graph_desc.json`` become tags). Path ids are ``{prefix}{request id}``, the prefix
         ``"{folder name}-"`` by default; ``ids`` keeps some requests (a list, or ``"memory"`` /
@@ -195,7 +196,7 @@ class PathMemory:
         """
         return ingest_taskplan(self.memory, directory, ids=ids, skip_invalid=skip_invalid, author=author,
                                scenario=scenario, prefix=prefix, max_steps=self.guards.max_steps,
-                               max_edges=self.guards.max_edges)
+                               max_edges=self.guards.max_edges, progress=progress)
 
     # -- locate ------------------------------------------------------------------------------
 

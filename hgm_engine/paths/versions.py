@@ -224,10 +224,12 @@ def rollback_builder(path_id: str, version: int | str, reason: str | None, guard
     def build(overlay, ctx: OpContext) -> list[str]:
         _, root, versions, head = resolve_path(overlay, path_id)
         by_number = {overlay.node(v).attrs.get("version", 1): v for v in versions}
-        if isinstance(version, str) and not version.lstrip("v").isdigit():
+        number_text = version.lstrip("v") if isinstance(version, str) else ""
+        if isinstance(version, str) and not (number_text.isascii() and number_text.isdigit() and len(number_text) <= 18):
+            # not "2" or "v2" (a "²", or digits too many to read, is no number either): a version id
             source = version if version in versions else (root if version == f"{root}@v1" else None)
         else:
-            number = int(version.lstrip("v")) if isinstance(version, str) else version
+            number = int(number_text) if isinstance(version, str) else version
             source = by_number.get(number)
         if source is None:
             known = ", ".join(f"v{n}" for n in sorted(k for k in by_number if isinstance(k, int)))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import math
 import pathlib
 from typing import Any
 
@@ -95,8 +96,9 @@ def parse(text: str, limits: Limits = DEFAULT_LIMITS) -> S.Query:
     """Parse a path expression into a frozen :class:`~hgm_engine.query.syntax.Query`.
 
     The text is at most ``limits.max_length`` characters and nests at most
-    ``limits.max_depth`` levels (docs/language.md §13); beyond either, and for an integer
-    longer than 4,300 digits, it is refused with ``limit-exceeded`` at the place.
+    ``limits.max_depth`` levels (docs/language.md §13); beyond either, for an integer
+    longer than 4,300 digits and for a number too large for a float (``1e999``), it is refused
+    with ``limit-exceeded`` at the place.
 
     >>> q = parse("#a | #b")
     >>> [p.start.node_id for p in q.paths]
@@ -316,6 +318,10 @@ def _integer(token: Token, text: str) -> int:
     )
 
 
+def _shortened(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _optional_integer(token: Token | None, text: str) -> int | None:
     return None if token is None else _integer(token, text)
 
@@ -517,7 +523,14 @@ class _ToAst(Transformer_NonRecursive):
         (token,) = children
         if token.type == "INT":
             return S.Literal(_integer(token, self.text), _tspan(token))
-        return S.Literal(float(token), _tspan(token))
+        value = float(token)
+        if not math.isfinite(value):  # 1e999: a float too large becomes infinity, which no value is
+            raise limit_exceeded(
+                f"the number {_shortened(str(token))} is out of range: numbers lie between about -1.8e308 and 1.8e308",
+                self.text,
+                token.start_pos,
+            )
+        return S.Literal(value, _tspan(token))
 
     def true(self, meta, children):
         return S.Literal(True, _tspan(children[0]))

@@ -31,7 +31,7 @@ from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, 
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
 from hgm_engine.query.limits import limit_exceeded
 from hgm_engine.query.regexcheck import regex_problem
-from hgm_engine.model import freeze
+from hgm_engine.model import freeze, value_problem
 from hgm_engine.query.optimizer import optimize
 from hgm_engine.query.parser import parse
 from hgm_engine.query.plan import QueryPlan, describe, plan
@@ -148,13 +148,20 @@ class CompiledQuery:
         """Check focus and parameters before running; returns the frozen parameter values.
 
         A regular expression given as a parameter is checked as a literal one is, within
-        ``limits``, before it is compiled.
+        ``limits``, before it is compiled. Every value follows the rules of stored values
+        (:func:`~hgm_engine.model.value_problem`: no lone surrogate, finite numbers, integers of
+        at most 4,300 digits, at most 64 levels of nesting), else it is ``invalid-argument``.
 
         >>> try:
         ...     compile("nodes.where(content =~ $p)").bind(None, {"p": "a{99999}"})
         ... except QueryAnalysisError as err:
         ...     print(err.category, err.column)
         limit-exceeded 24
+        >>> try:
+        ...     compile("nodes.where(x in $p)").bind(None, {"p": [1, float("nan")]})
+        ... except QueryAnalysisError as err:
+        ...     print(err.category, err.column, err.message)
+        invalid-argument 18 parameter $p: NaN is not a JSON number: numbers must be finite (at $p[1])
         """
         params = dict(params or {})
         problems: list[tuple[int, Problem]] = []
@@ -169,6 +176,11 @@ class CompiledQuery:
         for name, offset in self.analysis.params.items():
             if name not in params:
                 report("missing-parameter", f"parameter ${name} has no value", offset)
+                continue
+            problem = value_problem(params[name], f"${name}")
+            if problem is not None:  # checked first: it stops at the depth freeze would recurse past
+                place = f" (at {problem.where})" if problem.where != f"${name}" else ""
+                report("invalid-argument", f"parameter ${name}: {problem.message}{place}", offset)
                 continue
             try:
                 value = freeze(params[name])

@@ -22,16 +22,18 @@ text out. What is drawn is the same in every format — :func:`picture` decides 
 
 from hgm_engine.render.dot import to_dot
 from hgm_engine.render.formats import FORMATS, render
-from hgm_engine.render.html import to_html
+from hgm_engine.render.html import MAX_NODES, to_html
 from hgm_engine.render.mermaid import to_mermaid
-from hgm_engine.render.picture import Highlight, Picture, picture
+from hgm_engine.render.picture import Highlight, Picture, dirty_state, picture
 from hgm_engine.render.text import change_lines, result_lines, tree_lines
 
 __all__ = [
     "FORMATS",
+    "MAX_NODES",
     "Picture",
     "Highlight",
     "picture",
+    "dirty_state",
     "render",
     "to_mermaid",
     "to_dot",

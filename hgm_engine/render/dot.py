@@ -23,7 +23,19 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hgm_engine.model import Node
-from hgm_engine.render.labels import HIGHLIGHT_COLOR, LABEL_WIDTH, caption, colors_of, css_name, hidden_note, highlight_summary, short
+from hgm_engine.render.labels import (
+    DIRTY_COLORS,
+    HIGHLIGHT_COLOR,
+    LABEL_WIDTH,
+    caption,
+    colors_of,
+    css_name,
+    dirty_note,
+    hidden_note,
+    highlight_summary,
+    omitted_note,
+    short,
+)
 from hgm_engine.render.picture import Drawable, picture
 
 __all__ = ["to_dot"]
@@ -45,13 +57,17 @@ def to_dot(
     as_of: int | str | None = None,
     focus: str | None = None,
     params: Mapping[str, Any] | None = None,
+    max_nodes: int | None = None,
 ) -> str:
     """A Graphviz ``digraph`` of the same picture: ids quoted and escaped, ``parent_of`` edges
     solid and ranking the hierarchy top-down, other edges dashed with their type as label
     (``constraint=false`` when they point into the hierarchy, so they do not bend it), nodes
     in no hierarchy in a cluster.
     Highlighted nodes and walk edges are orange and carry ``class="highlight"`` (``onpath`` for
-    the nodes a walk passes through).
+    the nodes a walk passes through). A node a rule marked is drawn in its mark's colours
+    (``needs_review`` dashed amber, ``blocked`` red), carries the class, and its label says
+    why (``! blocked because f_closed``). ``max_nodes`` caps the picture; the graph's label
+    then says what was left out.
 
     >>> from hgm_engine.memory import Memory
     >>> m = Memory.from_document({"format": "hgm-graph/1",
@@ -65,16 +81,23 @@ def to_dot(
         "a\\"b" -> "c" [class="highlight", color="#ea580c", penwidth=3];
     }
     """
-    p = picture(memory, root=root, depth=depth, highlight=highlight, as_of=as_of, focus=focus, params=params, history=False)
+    p = picture(
+        memory, root=root, depth=depth, highlight=highlight, as_of=as_of, focus=focus, params=params, history=False,
+        max_nodes=max_nodes,
+    )
     lines = [
         "digraph hgm {",
         '    graph [rankdir=TB, ordering=out, fontname="Helvetica", fontsize=11, nodesep=0.3, ranksep=0.5];',
         '    node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
         '    edge [fontname="Helvetica", fontsize=9, color="#64748b"];',
     ]
+    titles = []
     if p.highlight is not None:
-        title = f"highlight: {short(p.highlight.query, 200)} ({highlight_summary(p.highlight)})"
-        lines.append(f"    label={_dot_string(title)}; labelloc=t;")
+        titles.append(f"highlight: {short(p.highlight.query, 200)} ({highlight_summary(p.highlight)})")
+    if p.note is not None:
+        titles.append(omitted_note(p.note) or "")
+    if titles:
+        lines.append(f"    label={_dot_string(chr(10).join(titles))}; labelloc=t;")
 
     def declare(node: Node) -> str:
         head, detail = caption(node, LABEL_WIDTH)
@@ -82,7 +105,12 @@ def to_dot(
             detail = (detail + " " if detail else "") + hidden_note(p.hidden[node.id])
         fill, stroke = colors_of(node.type)
         mark = p.marked.get(node.id)
-        classes = css_name(node.type) + {"result": " highlight", "path": " onpath", None: ""}[mark]
+        dirty = node.get("dirty") if node.get("dirty") in DIRTY_COLORS else None
+        classes = css_name(node.type) + (f" {dirty}" if dirty else "")
+        classes += {"result": " highlight", "path": " onpath", None: ""}[mark]
+        if dirty is not None:
+            fill, stroke = DIRTY_COLORS[dirty]
+            detail = (detail + "\n" if detail else "") + short(dirty_note(node) or "", LABEL_WIDTH)
         if mark is not None:
             stroke = HIGHLIGHT_COLOR
             fill = "#ffedd5" if mark == "result" else fill
@@ -94,6 +122,8 @@ def to_dot(
         ]
         if mark is not None:
             attributes.append("penwidth=3" if mark == "result" else 'penwidth=2, style="rounded,filled,dashed"')
+        elif dirty is not None:
+            attributes.append('penwidth=2.5, style="rounded,filled,dashed"' if dirty == "needs_review" else "penwidth=3")
         return f"{_dot_string(node.id)} [{', '.join(attributes)}];"
 
     loose = [n for n in p.nodes if n.id not in p.hierarchy]

@@ -26,10 +26,10 @@ import re
 from typing import Any, Mapping
 
 from hgm_engine.model import thaw
-from hgm_engine.render.labels import caption, colors_of, short
-from hgm_engine.render.picture import Drawable, Picture, picture
+from hgm_engine.render.labels import caption, colors_of, dirty_note, short
+from hgm_engine.render.picture import Drawable, Picture, dirty_state, picture
 
-__all__ = ["NODE_WIDTH", "NODE_HEIGHT", "COLUMN_GAP", "ROW_GAP", "MARGIN", "dom_id", "to_html"]
+__all__ = ["NODE_WIDTH", "NODE_HEIGHT", "COLUMN_GAP", "ROW_GAP", "MARGIN", "MAX_NODES", "dom_id", "to_html"]
 
 # Layout of the HTML view (pixels): node boxes, the gap between columns and between rows.
 NODE_WIDTH = 210
@@ -38,6 +38,14 @@ COLUMN_GAP = 90
 ROW_GAP = 14
 MARGIN = 24
 _BOX_CHARS = 30  # characters that fit on one line of an HTML node box
+# The most nodes one page draws (to_html's max_nodes; hgm show --max-nodes): a larger picture
+# shows the neighbourhood of the highlight (or the root) and says what it left out. A page
+# holds about 3 KB per node, and a browser lays out a few thousand boxes without strain.
+MAX_NODES = 2000
+# How far the script's edges reach beyond the boxes (script.js draws them so): an arc between
+# two boxes of one column bulges out to the right by 28 px plus 12 % of their distance, at
+# most 88 px, and its label is centred at three quarters of the bulge.
+_ARC_BULGE, _ARC_MAX_BULGE, _LABEL_CHAR = 28, 88, 6.5
 
 
 def dom_id(prefix: str, node_id: str) -> str:
@@ -129,10 +137,27 @@ def _layout(p: Picture) -> dict[str, tuple[int, int]]:
     return position
 
 
+def _extent(p: Picture, position: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
+    """The width and height the drawing needs: every box, the "+N" of hidden children, and the
+    arcs and labels of edges within one column, which reach out to the right of it (the
+    page's script measures what it drew as well, and grows the picture if a font is wider)."""
+    right = max((x + NODE_WIDTH for x, _ in position.values()), default=0)
+    for node_id, count in p.hidden.items():
+        if node_id in position:
+            right = max(right, position[node_id][0] + NODE_WIDTH + 8 + round(_LABEL_CHAR * len(f"+{count}")))
+    for edge in p.edges:
+        (ax, ay), (bx, by) = position[edge.source], position[edge.target]
+        if abs(ax - bx) < NODE_WIDTH / 2:
+            bulge = _ARC_BULGE + min(_ARC_MAX_BULGE - _ARC_BULGE, abs(by - ay) * 0.12)
+            reach = bulge * 0.75 + (0 if edge.type == "parent_of" else _LABEL_CHAR * len(edge.type) / 2 + 6)
+            right = max(right, round(max(ax, bx) + NODE_WIDTH + max(bulge, reach)))
+    bottom = max((y + NODE_HEIGHT for _, y in position.values()), default=0)
+    return right + MARGIN, bottom + MARGIN
+
+
 def _page_data(p: Picture, title: str) -> dict[str, Any]:
     position = _layout(p)
-    width = max((x for x, _ in position.values()), default=0) + NODE_WIDTH + MARGIN + 60
-    height = max((y for _, y in position.values()), default=0) + NODE_HEIGHT + MARGIN
+    width, height = _extent(p, position)
     nodes = []
     for node in p.nodes:
         head, detail = caption(node, 10_000)
@@ -154,6 +179,9 @@ def _page_data(p: Picture, title: str) -> dict[str, Any]:
                 "hierarchy": node.id in p.hierarchy,
                 "hidden_children": p.hidden.get(node.id, 0),
                 "mark": p.marked.get(node.id),
+                "dirty": dirty_state(node),
+                "dirty_note": dirty_note(node),
+                "dirty_marks": _marks_of(attributes) if dirty_state(node) else [],
                 "history": None if p.histories is None else p.histories.get(node.id, []),
             }
         )
@@ -186,7 +214,16 @@ def _page_data(p: Picture, title: str) -> dict[str, Any]:
         "nodes": nodes,
         "edges": edges,
         "highlight": None if p.highlight is None else p.highlight.to_json(),
+        "omitted": p.omitted,
+        "omitted_edges": p.omitted_edges,
+        "note": p.note,
     }
+
+
+def _marks_of(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A node's staleness marks as the panel lists them (what is not a mark is left out)."""
+    marks = attributes.get("dirty_marks")
+    return [dict(mark) for mark in marks if isinstance(mark, Mapping)] if isinstance(marks, list) else []
 
 
 def _script_json(value: Any) -> str:
@@ -211,6 +248,7 @@ def to_html(
     focus: str | None = None,
     params: Mapping[str, Any] | None = None,
     title: str | None = None,
+    max_nodes: int | None = MAX_NODES,
 ) -> str:
     """One self-contained HTML page (inline CSS and script, nothing fetched) that draws the
     picture as SVG: the hierarchy as a tree growing to the right, the other nodes beside it.
@@ -221,8 +259,16 @@ def to_html(
     class="edge ..." id="edge-N" data-from data-to data-type>``; highlighted results, walk
     edges and the query line carry the class ``highlight`` (nodes a walk passes through:
     ``onpath``). Clicking a node opens the side panel ``#panel`` with its id, type,
-    attributes, edges and history (embedded now, from the memory's commits up to the state
-    drawn); so does opening the page at ``#select=ID``.
+    attributes, edges, staleness marks and history (embedded now, from the memory's commits
+    up to the state drawn); so does opening the page at ``#select=ID``. The page opens
+    scrolled to the first highlighted result, with the keyboard focus on it (the query line's
+    ‹ › buttons step through the results); a ``#select=ID`` node wins both.
+
+    A node a rule marked carries the class ``needs_review`` or ``blocked``, a badge saying so
+    and, in the panel, each mark's rule, cause, t and reason. ``max_nodes`` (default
+    :data:`MAX_NODES`; None: no cap) bounds what is drawn: a larger picture shows the
+    neighbourhood of the highlight, or of ``root``
+    (:func:`~hgm_engine.render.picture.picture`), and the page's header says what was left out.
 
     >>> from hgm_engine.cli import sample_document
     >>> from hgm_engine.memory import Memory
@@ -230,7 +276,7 @@ def to_html(
     >>> page.startswith("<!DOCTYPE html>"), "http" in page, 'id="hgm-data"' in page
     (True, False, True)
     """
-    p = picture(memory, root=root, depth=depth, highlight=highlight, as_of=as_of, focus=focus, params=params)
+    p = picture(memory, root=root, depth=depth, highlight=highlight, as_of=as_of, focus=focus, params=params, max_nodes=max_nodes)
     if title is None:
         title = "memory" if p.t is None else f"memory at t={p.t}"
     data = _page_data(p, title)

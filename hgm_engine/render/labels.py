@@ -30,6 +30,9 @@ __all__ = [
     "hidden_note",
     "css_name",
     "highlight_summary",
+    "DIRTY_COLORS",
+    "dirty_note",
+    "omitted_note",
 ]
 
 # (fill, stroke) of a node box by node type; types without an entry get OTHER_COLORS.
@@ -42,6 +45,8 @@ TYPE_COLORS = {
 }
 OTHER_COLORS = ("#f1f5f9", "#64748b")
 HIGHLIGHT_COLOR = "#ea580c"
+# (fill, stroke) of a node a rule marked: needs_review (stale) and blocked.
+DIRTY_COLORS = {"needs_review": ("#fef9c3", "#ca8a04"), "blocked": ("#fee2e2", "#b91c1c")}
 LABEL_WIDTH = 48  # characters of content in Mermaid/DOT labels
 
 
@@ -102,11 +107,12 @@ def css_name(kind: str) -> str:
     """A class name made of safe characters (type names are identifiers in practice) that is
     none of the classes the pictures use for themselves.
 
-    >>> css_name("goal"), css_name("highlight"), css_name("my-type")
-    ('goal', 't_highlight', 'my_type')
+    >>> css_name("goal"), css_name("highlight"), css_name("my-type"), css_name("blocked")
+    ('goal', 't_highlight', 'my_type', 't_blocked')
     """
     safe = re.sub(r"[^A-Za-z0-9_]", "_", kind)
-    return "t_" + safe if safe in ("highlight", "onpath", "default") or not safe[:1].isalpha() else safe
+    reserved = ("highlight", "onpath", "default", "needs_review", "blocked")
+    return "t_" + safe if safe in reserved or not safe[:1].isalpha() else safe
 
 
 def highlight_summary(found: Highlight) -> str:
@@ -119,3 +125,46 @@ def highlight_summary(found: Highlight) -> str:
     if found.kind in ("count", "exists"):
         return f"{found.kind} = {json.dumps(found.value)}, marks no nodes"
     return plural(found.count, "result")
+
+
+def dirty_note(node: Node) -> str | None:
+    """What a picture writes on a node a rule marked ``needs_review`` or ``blocked``: ``!``,
+    the state, and what it is because of (the ids its marks name, then the first reason
+    given), or None for a node without a mark.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> graph = MemoryGraph.from_records([("a", "action", {"dirty": "blocked", "dirty_marks": [
+    ...     {"state": "blocked", "rule": "closed", "because": ["f_closed"], "t": 3, "reason": "closed on Mondays"}]}),
+    ...     ("b", "action", {"dirty": "needs_review", "dirty_marks": [{"state": "needs_review", "because": ["f1", "f2"]}]})], [])
+    >>> dirty_note(graph.node("a")), dirty_note(graph.node("b"))
+    ('! blocked because f_closed: closed on Mondays', '! needs_review because f1, f2')
+    """
+    state = node.get("dirty")
+    if state not in ("needs_review", "blocked"):
+        return None
+    marks = node.get("dirty_marks") or ()
+    because: list[str] = []
+    reason = None
+    for mark in marks if isinstance(marks, (list, tuple)) else ():
+        if not isinstance(mark, dict):
+            continue
+        for cause in mark.get("because") or ():
+            if str(cause) not in because:
+                because.append(str(cause))
+        if reason is None and isinstance(mark.get("reason"), str) and mark["reason"]:
+            reason = mark["reason"]
+    note = f"! {state}"
+    if because:
+        note += " because " + ", ".join(because[:3]) + (f" and {len(because) - 3} more" if len(because) > 3 else "")
+    if reason:
+        note += f": {reason}"
+    return note
+
+
+def omitted_note(note: str | None) -> str | None:
+    """The cap's note as the text formats print it, with what to do about it.
+
+    >>> omitted_note("showing 2 of 9 nodes"), omitted_note(None)
+    ('showing 2 of 9 nodes (draw more with a larger max_nodes, hgm show --max-nodes N)', None)
+    """
+    return None if note is None else f"{note} (draw more with a larger max_nodes, hgm show --max-nodes N)"

@@ -36,7 +36,19 @@ import re
 from typing import Any, Mapping
 
 from hgm_engine.model import Node
-from hgm_engine.render.labels import HIGHLIGHT_COLOR, LABEL_WIDTH, caption, colors_of, css_name, hidden_note, highlight_summary, short
+from hgm_engine.render.labels import (
+    DIRTY_COLORS,
+    HIGHLIGHT_COLOR,
+    LABEL_WIDTH,
+    caption,
+    colors_of,
+    css_name,
+    dirty_note,
+    hidden_note,
+    highlight_summary,
+    omitted_note,
+    short,
+)
 from hgm_engine.render.picture import Drawable, picture
 
 __all__ = ["to_mermaid"]
@@ -59,6 +71,7 @@ def to_mermaid(
     as_of: int | str | None = None,
     focus: str | None = None,
     params: Mapping[str, Any] | None = None,
+    max_nodes: int | None = None,
 ) -> str:
     """A Mermaid ``flowchart TD``: ``parent_of`` as solid arrows in edge order, other edges as
     dashed arrows labelled with their type, nodes in no hierarchy in a subgraph beside.
@@ -66,7 +79,10 @@ def to_mermaid(
     Nodes are named ``n0``, ``n1``... (Mermaid reserves words such as ``end``); labels carry
     the id, type, status and content, with every character that Mermaid could read as syntax
     written as an entity code. Highlighted results get the class ``highlight``, the nodes
-    their walks pass through ``onpath``, and the walks' edges a ``linkStyle``.
+    their walks pass through ``onpath``, and the walks' edges a ``linkStyle``. A node a rule
+    marked gets the class ``needs_review`` or ``blocked`` and its mark on a line of its label
+    (``! blocked because f_closed``). ``max_nodes`` caps the picture
+    (:func:`~hgm_engine.render.picture.picture`); a ``%%`` comment says what it left out.
 
     >>> from hgm_engine.memory import Memory
     >>> m = Memory.from_document({"format": "hgm-graph/1",
@@ -74,17 +90,25 @@ def to_mermaid(
     >>> print(to_mermaid(m).splitlines()[1])
         n0["g [goal]<br/>say #34;]#59; drop"]
     """
-    p = picture(memory, root=root, depth=depth, highlight=highlight, as_of=as_of, focus=focus, params=params, history=False)
+    p = picture(
+        memory, root=root, depth=depth, highlight=highlight, as_of=as_of, focus=focus, params=params, history=False,
+        max_nodes=max_nodes,
+    )
     names = {node.id: f"n{i}" for i, node in enumerate(p.nodes)}
     lines = ["flowchart TD"]
     if p.highlight is not None:
         lines.append(f"    %% highlight: {_mermaid_text(short(p.highlight.query, 200))} ({highlight_summary(p.highlight)})")
+    if p.note is not None:
+        lines.append(f"    %% {_mermaid_text(omitted_note(p.note) or '')}")
 
     def declare(node: Node) -> str:
         head, detail = caption(node, LABEL_WIDTH)
         if node.id in p.hidden:
             detail = (detail + " " if detail else "") + hidden_note(p.hidden[node.id])
         label = _mermaid_text(head) + ("<br/>" + _mermaid_text(detail) if detail else "")
+        mark = dirty_note(node)
+        if mark is not None:
+            label += "<br/>" + _mermaid_text(short(mark, LABEL_WIDTH))
         return f'{names[node.id]}["{label}"]'
 
     loose = [n for n in p.nodes if n.id not in p.hierarchy]
@@ -113,6 +137,12 @@ def to_mermaid(
         lines.append(f"    classDef {class_names[kind]} fill:{fill},stroke:{stroke},color:#111827")
     for kind, members in by_type.items():
         lines.append(f"    class {','.join(members)} {class_names[kind]}")
+    for state, (fill, stroke) in DIRTY_COLORS.items():
+        members = [names[n.id] for n in p.nodes if n.get("dirty") == state]
+        if members:
+            dash = ",stroke-dasharray:6 3" if state == "needs_review" else ""
+            lines.append(f"    classDef {state} fill:{fill},stroke:{stroke},stroke-width:3px{dash}")
+            lines.append(f"    class {','.join(members)} {state}")
     if p.highlight is not None:
         lines.append(f"    classDef highlight fill:#ffedd5,stroke:{HIGHLIGHT_COLOR},stroke-width:3px")
         lines.append(f"    classDef onpath stroke:{HIGHLIGHT_COLOR},stroke-width:2px,stroke-dasharray:5 3")

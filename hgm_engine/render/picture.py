@@ -20,6 +20,7 @@ hierarchy (entities, facts, results) beside it, and every other edge between dra
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Any, Mapping, Union
 
 import attrs
@@ -31,7 +32,7 @@ from hgm_engine.query import compile as compile_query
 from hgm_engine.render.labels import plural
 from hgm_engine.store import graph_from_document
 
-__all__ = ["Drawable", "Highlight", "Picture", "picture"]
+__all__ = ["Drawable", "Highlight", "Picture", "picture", "dirty_state"]
 
 # What can be drawn: a memory (now or, through as_of, earlier), a past state of one, a bare graph.
 Drawable = Union[Memory, HistoricalMemory, MemoryGraph]
@@ -97,7 +98,8 @@ class Picture:
     ``marked_edges`` holds the keys of the edges the highlight's walks use. ``total_nodes``
     and ``total_edges`` count the whole state drawn from, ``t`` is its time (None for a bare
     graph) and ``histories`` each drawn node's commits (None when not asked for or unknown).
-    :func:`picture` makes one:
+    ``omitted`` and ``omitted_edges`` count what ``max_nodes`` left out (0 when nothing was),
+    and ``note`` says so in words. :func:`picture` makes one:
 
     >>> p = picture(MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {})], [("g", "a", "parent_of", {})]))
     >>> [n.id for n in p.nodes], dict(p.levels), dict(p.tree_parent), p.total_edges, p.t
@@ -117,6 +119,21 @@ class Picture:
     total_edges: int
     t: int | None
     histories: Mapping[str, list[dict[str, Any]]] | None
+    omitted: int = 0
+    omitted_edges: int = 0
+    note: str | None = None
+
+
+def dirty_state(node: Node) -> str | None:
+    """``"needs_review"`` or ``"blocked"`` when a rule marked ``node`` (its ``dirty``
+    attribute), else None: what every picture draws as a stale or blocked mark.
+
+    >>> graph = MemoryGraph.from_records([("a", "action", {"dirty": "blocked"}), ("b", "action", {})], [])
+    >>> dirty_state(graph.node("a")), dirty_state(graph.node("b"))
+    ('blocked', None)
+    """
+    state = node.get("dirty")
+    return state if state in ("needs_review", "blocked") else None
 
 
 # -- what to draw ------------------------------------------------------------------------------
@@ -205,6 +222,7 @@ def picture(
     focus: str | None = None,
     params: Mapping[str, Any] | None = None,
     history: bool = True,
+    max_nodes: int | None = None,
 ) -> Picture:
     """Decide what a picture shows (the formats only draw it): see :class:`Picture`.
 
@@ -214,6 +232,19 @@ def picture(
     path expression run on the state drawn (with ``focus`` and ``params``); compile and run
     errors are the engine's :class:`~hgm_engine.errors.HGMError`. ``history`` embeds each drawn
     node's history (commits up to the state drawn) when ``memory`` is a Memory.
+
+    ``max_nodes`` caps what is drawn: a picture that would hold more shows a focused
+    neighbourhood instead — the highlight's results (else ``root``, else the tops of the
+    hierarchy), the chain of parents above them, then what is nearest to them over any edge,
+    until ``max_nodes`` nodes are drawn — and ``note`` says what was left out. A node whose
+    children were left out counts them in ``hidden``.
+
+    >>> from hgm_engine.cli import sample_document
+    >>> p = picture(Memory.from_document(sample_document()), highlight="#a_wall_bus", max_nodes=4)
+    >>> [n.id for n in p.nodes], p.omitted
+    (['trip', 'd3', 'a_wall_bus', 'a_wall_car'], 28)
+    >>> print(p.note)
+    showing 4 of 32 nodes (max_nodes 4): the highlight's 1 result and what is nearest to it; 28 nodes and 39 edges are left out
 
     >>> from hgm_engine.cli import sample_document
     >>> from hgm_engine.memory import Memory
@@ -225,6 +256,8 @@ def picture(
     """
     if depth is not None and depth < 0:
         raise HGMError([Problem("invalid-argument", f"depth must be 0 or more, not {depth}", where="depth")])
+    if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1):
+        raise HGMError([Problem("invalid-argument", f"max_nodes must be 1 or more, not {max_nodes!r}", where="max_nodes")])
     owner, graph, t = _sources(memory, as_of)
     if root is not None:
         if root not in graph:
@@ -252,6 +285,34 @@ def picture(
                     frontier.append(other)
         loose = [n.id for n in graph.nodes() if n.id in reached]
     drawn_ids = order + loose
+    found = None if highlight is None else _run_highlight(owner, graph, highlight, t if as_of is not None else None, focus, params)
+
+    omitted = omitted_edges = 0
+    note = None
+    if max_nodes is not None and len(drawn_ids) > max_nodes:
+        if found is not None and found.ids:
+            centres, what = list(found.ids), f"the highlight's {plural(len(found.ids), 'result')}"
+        elif root is not None:
+            centres, what = [root], f"the root {root!r}"
+        else:
+            centres, what = list(tops), "the tops of the hierarchy"
+        keep = _neighbourhood(graph, drawn_ids, tree_parent, centres, max_nodes)
+        omitted = len(drawn_ids) - len(keep)
+        order, loose = [i for i in order if i in keep], [i for i in loose if i in keep]
+        kids: dict[str, int] = {}
+        for node_id, parent in tree_parent.items():
+            if parent is not None and node_id not in keep:
+                kids[parent] = kids.get(parent, 0) + 1
+        hidden = {i: hidden.get(i, 0) + kids.get(i, 0) for i in order if hidden.get(i, 0) + kids.get(i, 0)}
+        tree_parent = {i: (tree_parent[i] if tree_parent[i] in keep else None) for i in order}
+        levels = {}
+        for node_id in order:  # depth first: a parent comes before its children
+            parent = tree_parent[node_id]
+            levels[node_id] = 0 if parent is None else levels[parent] + 1
+        hierarchy_ids = set(order)
+        drawn_ids = order + loose
+        nearest = "them" if len(centres) != 1 else "it"
+        note = f"showing {len(drawn_ids)} of {len(order) + len(loose) + omitted} nodes (max_nodes {max_nodes}): {what} and what is nearest to {nearest}"
     drawn = set(drawn_ids)
 
     edges: list[Edge] = []
@@ -261,10 +322,10 @@ def picture(
                 edges.append(graph.edge(node_id, child, "parent_of"))
     others = [e for node_id in drawn_ids for e in graph.out_edges(node_id) if e.type != "parent_of" and e.target in drawn]
     edges.extend(sorted(others, key=lambda e: e.seq))
-    # parent_of edges between drawn nodes that the walk did not take from a drawn parent
-    # (a loose node's parent_of cannot exist: such nodes are in the hierarchy by definition).
+    if note is not None:
+        omitted_edges = graph.edge_count - len(edges)
+        note += f"; {plural(omitted, 'node')} and {plural(omitted_edges, 'edge')} are left out"
 
-    found = None if highlight is None else _run_highlight(owner, graph, highlight, t if as_of is not None else None, focus, params)
     marked: dict[str, str] = {}
     marked_edges: set[tuple[str, str, str]] = set()
     if found is not None:
@@ -301,7 +362,44 @@ def picture(
         total_edges=graph.edge_count,
         t=t,
         histories=histories,
+        omitted=omitted,
+        omitted_edges=omitted_edges,
+        note=note,
     )
+
+
+def _neighbourhood(
+    graph: MemoryGraph, drawn_ids: list[str], tree_parent: Mapping[str, str | None], centres: list[str], limit: int
+) -> set[str]:
+    """At most ``limit`` of ``drawn_ids``: the ``centres``, the parents above them (each
+    centre's chain up to its top), then breadth first over every edge, nearest first."""
+    drawn = set(drawn_ids)
+    keep: dict[str, None] = {}
+
+    def add(node_id: str) -> bool:
+        if node_id in drawn and node_id not in keep and len(keep) < limit:
+            keep[node_id] = None
+            return True
+        return False
+
+    for centre in centres:
+        add(centre)
+    for centre in centres:
+        chain: list[str] = []
+        node_id = tree_parent.get(centre)
+        while node_id is not None and node_id not in chain and node_id != centre:
+            chain.append(node_id)
+            node_id = tree_parent.get(node_id)
+        for node_id in chain:
+            add(node_id)
+    queue = deque(keep)
+    while queue and len(keep) < limit:
+        node_id = queue.popleft()
+        for edge in (*graph.out_edges(node_id), *graph.in_edges(node_id)):
+            other = edge.target if edge.source == node_id else edge.source
+            if add(other):
+                queue.append(other)
+    return set(keep)
 
 
 def _run_highlight(owner: Memory | None, graph: MemoryGraph, text: str, as_of: int | None, focus: str | None, params: Any) -> Highlight:

@@ -18,6 +18,7 @@ import attrs
 
 from hgm_engine.model import MemoryGraph, Node
 from hgm_engine.query import QueryResult
+from hgm_engine.render.labels import dirty_note
 
 __all__ = [
     "Glyphs",
@@ -283,7 +284,9 @@ def tree_lines(
     parents is drawn under each, and expanded only the first time (``(repeat, shown above)``);
     an edge back to an ancestor is marked ``(cycle)`` and not followed. ``depth`` limits the
     levels drawn below each top node (0 draws the tops only). ``marks`` maps node ids to a
-    mark written at the end of their lines (``hgm show --highlight``).
+    mark written at the end of their lines (``hgm show --highlight``). A node a rule marked
+    stale or blocked says so after its label: ``! needs_review because f_price`` (its marks'
+    causes, then the first reason given).
 
     >>> from hgm_engine import Memory
     >>> g = Memory.from_document({"format": "hgm-graph/1",
@@ -321,11 +324,19 @@ def tree_lines(
             lines.append("")
         lines.append("not in the hierarchy:")
         for node in loose:
-            lines.append("  " + node_label(node, glyphs) + (f"  {marks[node.id]}" if node.id in marks else ""))
+            lines.append("  " + _marked_label(node, glyphs) + (f"  {marks[node.id]}" if node.id in marks else ""))
             summary = edge_summary(graph, node.id)
             if summary:
                 lines.append("      " + summary)
     return lines
+
+
+def _marked_label(node: Node, glyphs: Glyphs) -> str:
+    """:func:`node_label`, and the node's staleness mark when a rule marked it
+    (``  ! needs_review because f_price``)."""
+    label = node_label(node, glyphs)
+    note = dirty_note(node)
+    return label if note is None else f"{label}  {_cell(shorten(note, CONTENT_WIDTH, glyphs.ellipsis))}"
 
 
 def _in_hierarchy(graph: MemoryGraph, node_id: str) -> bool:
@@ -372,7 +383,7 @@ def _draw(graph: MemoryGraph, tops: Sequence[str], depth: int | None, glyphs: Gl
             on_path.discard(entry[1])
             continue
         _, node_id, first, rest, level = entry
-        label = node_label(graph.node(node_id), glyphs)
+        label = _marked_label(graph.node(node_id), glyphs)
         if node_id in marks:
             label += f"  {marks[node_id]}"
         if node_id in on_path:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from hgm_engine.errors import Problem, RequestError
-from hgm_engine.model import thaw
+from hgm_engine.model import same_json, thaw
 from hgm_engine.model import GraphOverlay
 from hgm_engine.rules.compile import CompiledTrigger, Propagation, RuleSet, compile_rules
 from hgm_engine.model import Schema
@@ -178,7 +178,7 @@ class _Run:
                 self.origins[change.before.id] = None
             elif change.kind == "node_updated":
                 before, after = change.before.attrs, change.after.attrs
-                changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+                changed = {k for k in set(before) | set(after) if k not in before or k not in after or not same_json(before[k], after[k])}
                 if changed - set(MARK_ATTRIBUTES):
                     events.append(("update", change.after))
                     self.origins[change.after.id] = None
@@ -220,21 +220,29 @@ class _Run:
         attributes = dict(node.attrs)
         for name, value in assignments:
             attributes[name] = value
-        if attributes == dict(node.attrs):
+        if same_json(attributes, node.attrs):
             return None
         return self.overlay.set_node_attrs(node_id, attributes)
 
     def _mark(self, node_id: str, state: str, rule: str, cause: str, reason: str | None) -> None:
         node = self.overlay.node(node_id)
-        marks = [thaw(m) for m in node.attrs.get("dirty_marks", ())]
+        # Marks stored before graph files and transactions were checked for them may be
+        # anything: a 'dirty_marks' that is no list is replaced, a 'dirty' that is no state
+        # is overridden, marks that are no objects are kept as they were.
+        stored = node.attrs.get("dirty_marks", ())
+        marks = [thaw(m) for m in stored] if isinstance(stored, tuple) else []
         record = {"state": state, "rule": rule, "because": [cause], "t": self.t}
         if reason:
             record["reason"] = reason
-        if any(m.get("rule") == rule and m.get("because") == [cause] and m.get("state") == state for m in marks):
+        if any(
+            isinstance(m, dict) and m.get("rule") == rule and m.get("because") == [cause] and m.get("state") == state
+            for m in marks
+        ):
             return
         marks.append(record)
         current = node.attrs.get("dirty")
-        strongest = state if STATE_RANK[state] > STATE_RANK.get(current, 0) else current
+        rank = STATE_RANK.get(current, 0) if isinstance(current, str) else 0
+        strongest = state if STATE_RANK[state] > rank else current
         attributes = dict(node.attrs)
         attributes["dirty"] = strongest
         attributes["dirty_marks"] = marks
@@ -261,7 +269,10 @@ class _Run:
 
     def _propagate(self) -> None:
         for origin in list(self.origins):
-            origin_node = self.overlay.node(origin) or self.base.node(origin)
+            before, after = self.base.node(origin), self.overlay.node(origin)
+            if after is not None and (before is None or before.seq != after.seq):
+                continue  # added by the transaction (docs/rules.md, step 5): not a starting point
+            origin_node = after or before
             for declaration in self.engine._propagations:
                 if declaration.from_type is not None and origin_node.type != declaration.from_type:
                     continue

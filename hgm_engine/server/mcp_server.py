@@ -19,7 +19,7 @@ would wait for ever.
 >>> from hgm_engine.server.service import MemoryService
 >>> service = MemoryService(Memory())
 >>> sorted(t.name for t in TOOLS)[:4]
-['explain', 'frontier', 'get_node', 'history']
+['add_constraint', 'changes', 'commits', 'confirm']
 >>> call_tool(service, "transact", {"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})[0]["t"]
 1
 >>> doc, failed = call_tool(service, "query", {"expr": "root.subgoal"})
@@ -42,15 +42,24 @@ import attrs
 from hgm_engine import __version__
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
-from hgm_engine.server.service import MemoryService, ServerLimits, error_document
+from hgm_engine.model import value_problem
+from hgm_engine.server.service import MemoryService, ServerLimits, add_llm_arguments, error_document, llm_endpoint
 
 __all__ = [
     "TOOLS",
+    "MORE_TOOLS",
+    "RESOURCES",
+    "PROMPTS",
+    "read_resource",
+    "get_prompt",
     "Tool",
     "call_tool",
     "line_error",
     "PARSE_ERROR",
     "INVALID_REQUEST",
+    "Resource",
+    "RESOURCE_TEMPLATES",
+    "Prompt",
     "build_server",
     "serve",
     "main",
@@ -61,10 +70,15 @@ __all__ = [
 
 logger = logging.getLogger("hgm.mcp")
 
+# anyOf, not "type": [...]: some function-calling APIs refuse a list of types.
 _AS_OF = {
-    "type": ["integer", "string"],
+    "anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}],
     "description": "Read the memory as it was at this t (a commit number) or at a snapshot name; omit for now.",
 }
+
+
+def _t_or_name(description: str) -> dict[str, Any]:
+    return {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}], "description": description}
 
 _OP = {
     "type": "object",
@@ -148,8 +162,14 @@ TOOLS: tuple[Tool, ...] = (
         "Show how a path expression would run: its result kind, the parameters it needs, whether it "
         "uses the focus, and the optimized plan. Nothing is read or changed. Use it to check a query "
         "before running it or to understand an error.",
-        _schema({"expr": {"type": "string", "description": "The path expression."}}, ["expr"]),
-        lambda s, a: s.explain(a["expr"]),
+        _schema(
+            {
+                "expr": {"type": "string", "description": "The path expression."},
+                "physical": {"type": "boolean", "description": "Also say how each step runs."},
+            },
+            ["expr"],
+        ),
+        lambda s, a: s.explain(a["expr"], physical=a.get("physical", False)),
     ),
     Tool(
         "transact",
@@ -250,6 +270,267 @@ TOOLS: tuple[Tool, ...] = (
     ),
 )
 
+
+# -- every other capability (issue 16): history, rules, paths, the LLM -------------------------
+# One tool per MemoryService operation; docs/server.md has the table (Memory method, route, tool).
+
+_TEXT = {"type": "string", "minLength": 1}
+_WHO = {"author": {"type": "string", "description": "Who makes the change (recorded in the history)."},
+        "reason": {"type": "string", "description": "Why (recorded in the history)."}}
+
+MORE_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "focus_path",
+        "Path from a root to a node",
+        "The ids from a root goal down to a node, following first parents: where a node sits in the "
+        "plan. Use it to see the context of an action before changing it.",
+        _schema({"node": {**_TEXT, "description": "The node id."}, "as_of": _AS_OF}, ["node"]),
+        lambda s, a: s.focus_path(a["node"], a.get("as_of")),
+    ),
+    Tool(
+        "diff",
+        "What changed between two states",
+        "The changes (nodes and edges added, updated, deleted, with before and after) from state "
+        "'from' to state 'to' (default: now). States are t values or snapshot names.",
+        _schema({"from": _t_or_name("The earlier state: a t or a snapshot name."),
+                 "to": _t_or_name("The later state (default: now).")}, ["from"]),
+        lambda s, a: s.diff(a["from"], a.get("to")),
+    ),
+    Tool(
+        "changes",
+        "What happened since a t",
+        "The commits after a t or snapshot (who, why, which rules fired) and the net changes since. "
+        "Use it to catch up after other agents wrote to the memory.",
+        _schema({"since": _t_or_name("A t or a snapshot name.")}, ["since"]),
+        lambda s, a: s.changes_since(a["since"]),
+    ),
+    Tool(
+        "commits",
+        "List commits",
+        "The commits after a t or snapshot, oldest first, at most 'limit' (default 100): t, author, "
+        "reason, time, kind, how many changes, the rules that fired; 'more' says whether later ones were left out.",
+        _schema({"since": _t_or_name("A t or a snapshot name (default 0)."),
+                 "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many."}}, []),
+        lambda s, a: s.commits(a.get("since", 0), a.get("limit", 100)),
+    ),
+    Tool(
+        "snapshots",
+        "List snapshots",
+        "The named states of the memory (snapshot name -> t). Any tool taking as_of, from, to or "
+        "since also takes a snapshot name.",
+        _schema({}, []),
+        lambda s, a: s.snapshots(),
+    ),
+    Tool(
+        "snapshot",
+        "Name a state",
+        "Give the current state (or the state at t) a name, to read it later with as_of or diff "
+        "against it. A name is any text that is not a number; naming again moves the name.",
+        _schema({"name": {**_TEXT, "maxLength": 200, "description": "The snapshot name."},
+                 "t": {"type": "integer", "minimum": 0, "description": "The state to name (default: now)."}}, ["name"]),
+        lambda s, a: s.snapshot(a["name"], a.get("t")),
+        read_only=False,
+    ),
+    Tool(
+        "confirm",
+        "Clear a node's staleness marks",
+        "After re-checking a node that rules marked needs_review or blocked (see stale), clear its "
+        "marks; recorded as a commit. Returns the transaction report.",
+        _schema({"id": {**_TEXT, "description": "The node id."}, **_WHO}, ["id"]),
+        lambda s, a: s.confirm(a["id"], a.get("author"), a.get("reason")),
+        read_only=False,
+    ),
+    Tool(
+        "revert",
+        "Undo a commit",
+        "Undo commit t with a new commit (history is never rewritten). Refused as a conflict when a "
+        "later commit changed the same things. Returns the transaction report.",
+        _schema({"t": {"type": "integer", "minimum": 1, "description": "The commit to undo."}, **_WHO}, ["t"]),
+        lambda s, a: s.revert(a["t"], a.get("author"), a.get("reason")),
+        read_only=False,
+    ),
+    Tool(
+        "constraints",
+        "List constraints",
+        "The user constraints in force (name, text: 'each TYPE [where COND] must COND') and the broken, "
+        "inactive ones with their error. Every transaction must keep them all true.",
+        _schema({}, []),
+        lambda s, a: s.constraints(),
+    ),
+    Tool(
+        "add_constraint",
+        "Add a constraint",
+        "Add or replace a user constraint, e.g. name 'done_has_result', text \"each action where status = 'done' "
+        "must exists(results)\". It must hold now, else it is refused with every violation.",
+        _schema({"name": {**_TEXT, "description": "The constraint's name."},
+                 "text": {**_TEXT, "description": "each TYPE [where COND] must COND."},
+                 "check_existing": {"type": "boolean", "description": "Refuse unless it holds now (default true)."}},
+                ["name", "text"]),
+        lambda s, a: s.add_constraint(a["name"], a["text"], check_existing=a.get("check_existing", True)),
+        read_only=False,
+    ),
+    Tool(
+        "remove_constraint",
+        "Remove a constraint",
+        "Remove the user constraint of that name (a broken one too). One a rule set declared goes "
+        "with its rule set (remove_rules).",
+        _schema({"name": {**_TEXT, "description": "The constraint's name."}}, ["name"]),
+        lambda s, a: s.remove_constraint(a["name"]),
+        read_only=False,
+    ),
+    Tool(
+        "violations",
+        "Constraint violations now",
+        "Every constraint that does not hold in the current state, with the node it fails on "
+        "(normally none: commits are checked).",
+        _schema({}, []),
+        lambda s, a: s.violations(),
+    ),
+    Tool(
+        "rules",
+        "List rule sets",
+        "The loaded rule sets (name and text: constraints, triggers, propagation) and the broken, "
+        "inactive ones with their error.",
+        _schema({}, []),
+        lambda s, a: s.rules(),
+    ),
+    Tool(
+        "load_rules",
+        "Load a rule set",
+        "Load a rule file under a name (a set of that name is replaced): constraints, triggers "
+        "('on update of action where ... mark ...') and propagation ('propagate derived_from "
+        "backward depth 2'). Its constraints must hold now. Syntax errors name line and column.",
+        _schema({"text": {**_TEXT, "description": "The rule file's text."},
+                 "name": {**_TEXT, "description": "The rule set's name (default 'default')."}}, ["text"]),
+        lambda s, a: s.load_rules(a["text"], a.get("name", "default")),
+        read_only=False,
+    ),
+    Tool(
+        "remove_rules",
+        "Unload a rule set",
+        "Unload the rule set of that name; its constraints, triggers and propagation go with it.",
+        _schema({"name": {**_TEXT, "description": "The rule set's name."}}, ["name"]),
+        lambda s, a: s.remove_rules(a["name"]),
+        read_only=False,
+    ),
+    Tool(
+        "load_graph",
+        "Load a graph file",
+        "Add a whole graph file ({format: 'hgm-graph/1', nodes: [{id, type, ...}], edges: [{from, to, "
+        "type}]}) as one transaction: all or nothing, every problem named. Every id must be new.",
+        _schema({"graph": {"type": "object", "description": "The graph file (formats.md)."}, **_WHO}, ["graph"]),
+        lambda s, a: s.load(a["graph"], a.get("author"), a.get("reason")),
+        read_only=False,
+    ),
+    Tool(
+        "ingest",
+        "Store trajectories as paths",
+        "Store past trajectories ({id, goal, steps: [names or {name, ...}], tags?, result?, reward?}) as "
+        "decision paths that locate can find, all in one transaction. A refusal lists every trajectory "
+        "that does not fit; skip_invalid stores the good ones.",
+        _schema({"trajectories": {"type": "array", "minItems": 1, "items": {"type": "object"}, "description": "The trajectories."},
+                 "skip_invalid": {"type": "boolean", "description": "Store the good ones, list the others."},
+                 "scenario": {"type": "string", "description": "The scenario they belong to."}, **_WHO},
+                ["trajectories"]),
+        lambda s, a: s.ingest(a["trajectories"], skip_invalid=a.get("skip_invalid", False), author=a.get("author"),
+                              scenario=a.get("scenario"), reason=a.get("reason")),
+        read_only=False,
+    ),
+    Tool(
+        "get_path",
+        "Read one stored path",
+        "One stored decision path: goal, steps, versions, counters (successes, failures, rewrites) "
+        "and whether it needs a human.",
+        _schema({"path_id": {**_TEXT, "description": "The path id."}}, ["path_id"]),
+        lambda s, a: s.path(a["path_id"]),
+    ),
+    Tool(
+        "list_paths",
+        "List stored paths",
+        "A summary of every stored path: its current version per lineage (or every version).",
+        _schema({"all_versions": {"type": "boolean", "description": "Every version, not only the current ones."}}, []),
+        lambda s, a: s.paths(a.get("all_versions", False)),
+    ),
+    Tool(
+        "path_metrics",
+        "Path counters",
+        "Counters to watch: paths, versions, rewrites, rollbacks, failure streaks, the storm guards "
+        "and the path index.",
+        _schema({}, []),
+        lambda s, a: s.path_metrics(),
+    ),
+    Tool(
+        "record_outcome",
+        "Record how a path went",
+        "After following a stored path, record whether it worked: outcome 'success' or 'failure', "
+        "reward in [0, 1]. Locate ranks paths by it; repeated failures of rewritten versions stop "
+        "further rewrites until a human resets the path.",
+        _schema({"path_id": {**_TEXT, "description": "The path version that ran."},
+                 "outcome": {"type": "string", "enum": ["success", "failure"], "description": "How the run went."},
+                 "reward": {"type": "number", "minimum": 0, "maximum": 1, "description": "How well it went."},
+                 "author": _WHO["author"]}, ["path_id", "outcome"]),
+        lambda s, a: s.record_outcome(a["path_id"], a["outcome"], reward=a.get("reward"), author=a.get("author")),
+        read_only=False,
+    ),
+    Tool(
+        "rollback_path",
+        "Restore an older path version",
+        "Make an older version of a path current again: a NEW version copying its steps (history "
+        "is kept). version is a version number or a version's path id.",
+        _schema({"path_id": {**_TEXT, "description": "The path (any version of the lineage)."},
+                 "version": _t_or_name("The version number, or the path id of that version."), **_WHO},
+                ["path_id", "version"]),
+        lambda s, a: s.rollback_path(a["path_id"], a["version"], author=a.get("author"), reason=a.get("reason")),
+        read_only=False,
+    ),
+    Tool(
+        "reset_path",
+        "Reset a path after review",
+        "A human has looked at a path whose rewrites kept failing: clear needs_human and the failure "
+        "streak so it can be rewritten again.",
+        _schema({"path_id": {**_TEXT, "description": "The path id."}, **_WHO}, ["path_id"]),
+        lambda s, a: s.reset_path(a["path_id"], author=a.get("author"), reason=a.get("reason")),
+        read_only=False,
+    ),
+    Tool(
+        "llm_rewrite",
+        "Let the server's model rewrite a path",
+        "Ask the model configured on the server to propose a rewrite of a stored path from feedback; "
+        "hgm validates the proposal (every old step kept, changed or removed), sends an invalid one "
+        "back, and commits a valid one as a new version. dry_run returns the proposal only. Errors: "
+        "invalid-model-answer, model-unavailable (nothing written), rewrite-cap, needs-human.",
+        _schema({"path_id": {**_TEXT, "description": "The path id."},
+                 "feedback": {**_TEXT, "description": "What went wrong or changed."},
+                 "model": {"type": "string", "description": "The model (default: the server's)."},
+                 "attempts": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Requests at most."},
+                 "author": _WHO["author"],
+                 "dry_run": {"type": "boolean", "description": "Return the proposal, commit nothing."}},
+                ["path_id", "feedback"]),
+        lambda s, a: s.llm_rewrite(a["path_id"], a["feedback"], model=a.get("model"), attempts=a.get("attempts"),
+                                   author=a.get("author"), dry_run=a.get("dry_run", False)),
+        read_only=False,
+    ),
+    Tool(
+        "planner_step",
+        "One step of the LLM planner",
+        "Run one step of hgm's LLM planner with the server's model: it reads the memory with queries "
+        "and answers with the ops of one transaction, at most one tool call and whether the task is "
+        "done (validated by the engine). With commit the ops are committed; pass focus and last_t "
+        "from the answer to the next step, with the tool's answer as the observation.",
+        _schema({"task": {**_TEXT, "description": "The request the run serves."},
+                 "observation": {"type": "object", "description": "What happened since the last step (kind task, tool or step-failed)."},
+                 "focus": {"type": "string", "description": "From the previous step."},
+                 "last_t": {"type": "integer", "minimum": 0, "description": "From the previous step."},
+                 "tools": {"type": "array", "description": "Tools the model may call: names or {name, description, args}."},
+                 "commit": {"type": "boolean", "description": "Commit the plan's ops at once."},
+                 "author": _WHO["author"]}, ["task"]),
+        lambda s, a: s.planner_step({k: v for k, v in a.items() if k not in ("commit", "author")},
+                                    commit=a.get("commit", False), author=a.get("author")),
+        read_only=False,
+    ),
+)
+TOOLS = TOOLS + MORE_TOOLS
+
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
@@ -284,7 +565,13 @@ def call_tool(service: MemoryService, name: str, arguments: Mapping[str, Any] | 
     validator = _VALIDATORS.get(name)
     if validator is None:
         validator = _VALIDATORS[name] = _validator(tool.input_schema)
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    try:
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except (ValueError, RecursionError):  # the validator's message cannot print the value
+        problem = value_problem(arguments, None)
+        if problem is None:
+            return _invalid("the arguments cannot be checked against the tool's schema"), True
+        return _invalid(f"{problem.where + ': ' if problem.where else ''}{problem.message}", problem.where), True
     if errors:
         first = errors[0]
         where = ".".join(str(p) for p in first.absolute_path)
@@ -299,6 +586,138 @@ def call_tool(service: MemoryService, name: str, arguments: Mapping[str, Any] | 
         logger.exception("tool %s failed", name)
         message = f"internal error in tool {name!r} (the server's log has the details)"
         return {"error": {"category": "internal", "message": message, "line": None, "column": None}}, True
+
+
+# -- resources and prompts (issue 16) -----------------------------------------------------------
+
+
+@attrs.frozen
+class Resource:
+    """One MCP resource: a URI (or a URI template with ``{id}``) the client reads as JSON."""
+
+    uri: str
+    name: str
+    description: str
+    read: Callable[..., dict[str, Any]]
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("hgm://health", "health", "The memory's current t and size.", lambda s: s.health()),
+    Resource("hgm://schema", "schema", "Node types, edge types, relations and edge rules: the names queries use.", lambda s: s.schema()),
+    Resource("hgm://stale", "stale", "Nodes rules marked needs_review or blocked, with each mark's cause.", lambda s: s.stale()),
+    Resource("hgm://snapshots", "snapshots", "Named states (name -> t).", lambda s: s.snapshots()),
+    Resource("hgm://constraints", "constraints", "User constraints in force, and broken ones.", lambda s: s.constraints()),
+    Resource("hgm://rules", "rules", "Loaded rule sets, and broken ones.", lambda s: s.rules()),
+    Resource("hgm://paths", "paths", "Every stored decision path (current versions).", lambda s: s.paths()),
+    Resource("hgm://paths/metrics", "path metrics", "Rewrites, versions, failure streaks, guards.", lambda s: s.path_metrics()),
+    Resource("hgm://export", "export", "The whole memory as a graph file (formats.md).", lambda s: s.export()),
+)
+RESOURCE_TEMPLATES: tuple[Resource, ...] = (
+    Resource("hgm://nodes/{id}", "node", "One node with its attributes.", lambda s, i: s.node(i)),
+    Resource("hgm://history/{id}", "node history", "Every commit that touched a node.", lambda s, i: s.history(i)),
+    Resource("hgm://paths/{id}", "path", "One stored path with its versions and counters.", lambda s, i: s.path(i)),
+)
+
+
+def read_resource(service: MemoryService, uri: str) -> tuple[dict[str, Any], bool]:
+    """The document at ``uri`` (one of :data:`RESOURCES` or a :data:`RESOURCE_TEMPLATES`
+    match); ``(document, is_error)`` as :func:`call_tool` answers, ``None`` document for a URI
+    that names no resource.
+
+    >>> from hgm_engine import Memory
+    >>> service = MemoryService(Memory())
+    >>> read_resource(service, "hgm://health")[0]["t"]
+    0
+    >>> read_resource(service, "hgm://nodes/nope")[0]["error"]["category"]
+    'unknown-node'
+    """
+    import urllib.parse
+
+    found: tuple[Callable[..., dict[str, Any]], tuple[str, ...]] | None = None
+    for resource in RESOURCES:
+        if resource.uri == uri:
+            found = (resource.read, ())
+    if found is None:
+        for template in RESOURCE_TEMPLATES:
+            prefix = template.uri.split("{")[0]
+            if uri.startswith(prefix) and len(uri) > len(prefix) and uri != "hgm://paths/metrics":
+                found = (template.read, (urllib.parse.unquote(uri[len(prefix):]),))
+                break
+    if found is None:
+        return None, True  # type: ignore[return-value]
+    read, args = found
+    try:
+        return read(service, *args), False
+    except HGMError as err:
+        return error_document(err), True
+
+
+@attrs.frozen
+class Prompt:
+    """One MCP prompt: a reusable instruction with arguments, filled in by :func:`get_prompt`."""
+
+    name: str
+    title: str
+    description: str
+    arguments: tuple[tuple[str, str, bool], ...]  # (name, description, required)
+    template: str
+
+
+PROMPTS: tuple[Prompt, ...] = (
+    Prompt(
+        "next_step",
+        "Decide the next step of a goal",
+        "Work out what to do next for a goal from the memory, then record it.",
+        (("goal", "The goal's node id.", True),),
+        "You are working on goal {goal} in the hgm task memory. First call frontier with goal "
+        "{goal} to see the actions that can run now, and stale to see what rules marked for "
+        "review. Read what you need with query (for example \"#{goal}.descendants.where(status = "
+        "'failed')\"). Then choose one action, do it, and record the result with one transact call "
+        "(update the action's status, add a result node under it); pass the t you read as base_t.",
+    ),
+    Prompt(
+        "review_stale",
+        "Review stale nodes",
+        "Go through the nodes rules marked needs_review or blocked and settle each.",
+        (),
+        "Call stale. For each node listed, read it and what its marks name as the cause (get_node, "
+        "history). If it still holds, clear its marks with confirm; if not, correct it with "
+        "transact (update_node), citing the cause in the reason.",
+    ),
+    Prompt(
+        "improve_path",
+        "Improve a stored path from feedback",
+        "Turn feedback on a stored decision path into a new version of it.",
+        (("path_id", "The stored path's id.", True), ("feedback", "What went wrong or changed.", True)),
+        "The stored path {path_id} needs a change: {feedback}\nRead it with get_path. Propose the "
+        "smallest rewrite that answers the feedback: call rewrite_path with edit ops ({{\"keep\": i}}, "
+        "{{\"change\": i, ...}}, {{\"add\": {{...}}, \"after\": i}}, {{\"remove\": i}}) and the feedback as "
+        "the reason, or let the server's model do it with llm_rewrite. After the next run, "
+        "record_outcome on the new version.",
+    ),
+)
+
+
+def get_prompt(name: str, arguments: Mapping[str, str] | None) -> tuple[str, str] | None:
+    """``(description, text)`` of prompt ``name`` with ``arguments`` filled in; None for an
+    unknown prompt; ValueError naming a missing required argument.
+
+    >>> get_prompt("next_step", {"goal": "trip"})[1].split(".")[0]
+    'You are working on goal trip in the hgm task memory'
+    >>> get_prompt("next_step", {})
+    Traceback (most recent call last):
+    ...
+    ValueError: prompt 'next_step' needs the argument 'goal'
+    """
+    prompt = next((p for p in PROMPTS if p.name == name), None)
+    if prompt is None:
+        return None
+    values = dict(arguments or {})
+    for arg, _, required in prompt.arguments:
+        if required and not str(values.get(arg, "")).strip():
+            raise ValueError(f"prompt {name!r} needs the argument {arg!r}")
+    filled = {arg: str(values.get(arg, "")) for arg, _, _ in prompt.arguments}
+    return prompt.description, prompt.template.format(**filled)
 
 
 # -- lines that are no JSON-RPC message ---------------------------------------------------------
@@ -443,6 +862,53 @@ def build_server(service: MemoryService):
             is_error=failed,
         )
 
+    from mcp.shared.exceptions import MCPError
+
+    resources = [types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type="application/json") for r in RESOURCES]
+    templates = [
+        types.ResourceTemplate(uri_template=r.uri, name=r.name, description=r.description, mime_type="application/json")
+        for r in RESOURCE_TEMPLATES
+    ]
+    prompts = [
+        types.Prompt(
+            name=p.name,
+            title=p.title,
+            description=p.description,
+            arguments=[types.PromptArgument(name=n, description=d, required=r) for n, d, r in p.arguments],
+        )
+        for p in PROMPTS
+    ]
+
+    async def on_list_resources(ctx, params) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=resources)
+
+    async def on_list_resource_templates(ctx, params) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def on_read_resource(ctx, params) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        doc, failed = await anyio.to_thread.run_sync(read_resource, service, uri)
+        if doc is None:
+            raise MCPError(-32002, f"no resource {uri!r}; resources: {', '.join(r.uri for r in RESOURCES + RESOURCE_TEMPLATES)}")
+        if failed:
+            raise MCPError(-32002, doc["error"]["message"], doc["error"])
+        text = json.dumps(doc, ensure_ascii=False, default=str)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)])
+
+    async def on_list_prompts(ctx, params) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def on_get_prompt(ctx, params) -> types.GetPromptResult:
+        try:
+            found = get_prompt(params.name, params.arguments)
+        except ValueError as exc:
+            raise MCPError(-32602, str(exc)) from None
+        if found is None:
+            raise MCPError(-32602, f"no prompt {params.name!r}; prompts: {', '.join(p.name for p in PROMPTS)}")
+        description, text = found
+        message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+        return types.GetPromptResult(description=description, messages=[message])
+
     return Server(
         "hgm",
         version=__version__,
@@ -450,6 +916,11 @@ def build_server(service: MemoryService):
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
     )
 
 
@@ -481,11 +952,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     5.0
     """
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
     parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length, metavar="CHARS")
     parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
     parser.add_argument("--query-timeout", type=float, default=defaults.timeout, metavar="SECONDS")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    add_llm_arguments(parser)
     return parser
 
 
@@ -513,7 +985,7 @@ def run(args: argparse.Namespace) -> int:
         import anyio
         import mcp.server.lowlevel  # noqa: F401 - the SDK, before the memory is opened
     except ImportError as exc:
-        print(f"hgm mcp: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+        print(f"hgm mcp: needs the mcp extra: pip install 'hgm-engine[mcp]' ({exc})", file=sys.stderr)
         return 1
 
     handler = logging.StreamHandler(sys.stderr)
@@ -531,7 +1003,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         logger.info("serving %s (t=%d, %d nodes) over stdio", args.db, memory.t, len(memory))
-        anyio.run(serve, MemoryService(memory, limits))
+        anyio.run(serve, MemoryService(memory, limits, llm=llm_endpoint(args)))
     except KeyboardInterrupt:
         pass
     finally:

@@ -31,7 +31,8 @@ from typing import Any, Iterator, Mapping
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem, QueryExecutionError, ServiceError, TransactionRefused
+from hgm_engine.errors import HGMError, Problem, QueryExecutionError, RewriteProposalError, ServiceError, TransactionRefused
+from hgm_engine.llm import DEFAULT_ATTEMPTS, DEFAULT_TIMEOUT, guard_refusal, open_client, propose_rewrite, rewrite_with_llm
 from hgm_engine.memory import Memory
 from hgm_engine.query import Limits, parse
 from hgm_engine.query import regex_hazard as query_regex_hazard
@@ -47,6 +48,10 @@ __all__ = [
     "regex_hazard",
     "STATUS_BY_CATEGORY",
     "node_document",
+    "LLMEndpoint",
+    "PLANNER_GROUP",
+    "add_llm_arguments",
+    "llm_endpoint",
 ]
 
 
@@ -107,6 +112,10 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "unsupported-media-type": 415,
     # the service cannot do it
     "not-implemented": 501,
+    "missing-package": 501,
+    # the model behind the LLM routes: no usable answer (a bad gateway), or none reached
+    "invalid-model-answer": 502,
+    "model-unavailable": 503,
     "overloaded": 503,
     "stopping": 503,
     "store": 503,
@@ -138,6 +147,14 @@ def error_document(err: HGMError) -> dict[str, Any]:
         report = err.report.to_json()
         report["error"] = doc["error"]
         return report
+    report = getattr(err, "report", None)  # a refused ingest carries its report (PathError)
+    if report is not None and hasattr(report, "to_json"):
+        refused = report.to_json()
+        refused["error"] = doc["error"]
+        return refused
+    attempts = getattr(err, "attempts", None)  # an LLM call that got no usable answer
+    if attempts:
+        doc["attempts"] = [attempt.to_json() for attempt in attempts]
     return doc
 
 
@@ -313,9 +330,123 @@ def _check_text(category: str = "invalid-argument", **values: Any) -> None:
             )
 
 
+def _require_text(what: str, value: Any) -> None:
+    """Refuse ``value`` unless it is a string with a character that is not a space.
+
+    >>> _require_text("name", "ok")
+    >>> _require_text("name", " ")
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.ServiceError: invalid-argument at name: 'name' must be a non-empty string
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise _fail("invalid-argument", f"{what!r} must be a non-empty string", what)
+
+
 def _shown_int(value: int) -> str:
     """An integer for a message: in full when short (``str`` refuses over 4,300 digits)."""
     return str(value) if -(10**19) < value < 10**19 else ("-" if value < 0 else "") + "a number of more than 19 digits"
+
+
+# -- the model behind the LLM routes ----------------------------------------------------------
+
+# The entry point group through which the LLM planner's step is found: an entry point of this
+# group resolves to an object with ``step(memory, request, *, client, model, timeout) -> dict``
+# (hgm's own distribution declares ``llm = "planners.remote"``; hgm_engine never imports it).
+PLANNER_GROUP = "hgm.planners"
+
+
+@attrs.frozen
+class LLMEndpoint:
+    """Where the LLM routes (rewrite, planner step) send their requests: an OpenAI-compatible
+    chat endpoint. ``base_url`` (``hgm serve --llm-base-url``) and ``api_key``; when neither is
+    given, the environment the CLI reads (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) at each
+    request. ``model``: the default model (``$HGM_LLM_MODEL`` when None). ``timeout`` seconds
+    per answer; ``max_attempts`` the most requests one call may make (a request may ask for
+    fewer). ``client``: a ready client (tests pass a ``ScriptedClient``).
+
+    >>> LLMEndpoint().attempts(None), LLMEndpoint(max_attempts=2).attempts(5)
+    (3, 2)
+    """
+
+    base_url: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)
+    model: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    max_attempts: int = DEFAULT_ATTEMPTS
+    client_: Any = attrs.field(default=None, alias="client", repr=False)
+
+    def attempts(self, asked: int | None) -> int:
+        """The requests one call may make: what was ``asked`` (1 to 10), at most ``max_attempts``."""
+        if asked is None:
+            return self.max_attempts
+        if isinstance(asked, bool) or not isinstance(asked, int) or not 1 <= asked <= 10:
+            raise _fail("invalid-argument", "'attempts' must be an integer from 1 to 10", "attempts")
+        return min(asked, self.max_attempts)
+
+    def client(self) -> Any:
+        """The chat client: the one given, else one for ``base_url``, else the environment's
+        (:func:`hgm_engine.llm.open_client`, as ``hgm rewrite`` makes it)."""
+        if self.client_ is not None:
+            return self.client_
+        if self.base_url is None and self.api_key is None:
+            return open_client(self.timeout)
+        try:
+            import openai  # optional dependency (the llm extra)
+        except ImportError as exc:
+            raise RewriteProposalError.single(
+                "model-unavailable", f"the openai package is not installed (the llm extra): {exc}"
+            ) from None
+        api_key = self.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
+        # As open_client makes it: the attempts (and their waits) are the engine's loop's.
+        return openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=0)
+
+
+def add_llm_arguments(parser: Any) -> Any:
+    """The options of the model behind the LLM routes (``hgm serve`` and ``hgm mcp``).
+
+    >>> import argparse
+    >>> args = add_llm_arguments(argparse.ArgumentParser()).parse_args(["--llm-base-url", "http://127.0.0.1:8000/v1"])
+    >>> llm_endpoint(args).base_url, llm_endpoint(args).max_attempts
+    ('http://127.0.0.1:8000/v1', 3)
+    """
+    defaults = LLMEndpoint()
+    parser.add_argument(
+        "--llm-base-url",
+        metavar="URL",
+        help="the OpenAI-compatible endpoint of the LLM routes (default: $OPENAI_BASE_URL; the key: $OPENAI_API_KEY)",
+    )
+    parser.add_argument("--llm-model", metavar="M", help="their default model (default: $HGM_LLM_MODEL or gpt-4o-mini)")
+    parser.add_argument(
+        "--llm-timeout", type=float, default=defaults.timeout, metavar="SECONDS", help=f"seconds per answer (default {defaults.timeout:g})"
+    )
+    parser.add_argument(
+        "--llm-attempts", type=int, default=defaults.max_attempts, metavar="N",
+        help=f"requests one call may make at most, retries included (default {defaults.max_attempts})",
+    )
+    return parser
+
+
+def llm_endpoint(args: Any) -> LLMEndpoint:
+    """The :class:`~hgm_engine.server.service.LLMEndpoint` the options name."""
+    return LLMEndpoint(base_url=args.llm_base_url or None, model=args.llm_model or None, timeout=args.llm_timeout, max_attempts=args.llm_attempts)
+
+
+def _planner_entry() -> Any:
+    """The LLM planner's step, from the first entry point of :data:`PLANNER_GROUP`."""
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=PLANNER_GROUP))
+    if not found:
+        raise _fail(
+            "missing-package",
+            f"the LLM planner is offered by a package through the entry point group {PLANNER_GROUP!r}; "
+            "none is installed (it ships with hgm: reinstall it)",
+        )
+    try:
+        return found[0].load()
+    except ImportError as exc:
+        raise _fail("missing-package", f"cannot load the LLM planner ({found[0].value}): {exc}") from None
 
 
 # -- the service -----------------------------------------------------------------------------
@@ -333,9 +464,10 @@ class MemoryService:
     'ok'
     """
 
-    def __init__(self, memory: Memory, limits: ServerLimits | None = None):
+    def __init__(self, memory: Memory, limits: ServerLimits | None = None, *, llm: LLMEndpoint | None = None):
         self.memory = memory
         self.limits = limits or ServerLimits()
+        self.llm = llm or LLMEndpoint()
         memory.limits = _BudgetedLimits(self.limits.executor_limits())
         # Query texts compiled and checked before: text -> (compiled, names of regex parameters).
         # A budgeted run only takes these (it never compiles); entries are not reordered on use.
@@ -558,15 +690,16 @@ class MemoryService:
         except RecursionError:
             raise _fail("limit-exceeded", "the query is nested too deeply") from None
 
-    def explain(self, expr: str) -> dict[str, Any]:
-        """The optimized plan as text, with the query's parameters and result kind."""
+    def explain(self, expr: str, *, physical: bool = False) -> dict[str, Any]:
+        """The optimized plan as text, with the query's parameters and result kind;
+        ``physical`` adds how each step runs (``hgm explain --physical``)."""
         compiled = self.check_query(expr)
         return {
             "query": expr,
             "kind": compiled.kind,
             "params": list(compiled.params),
             "uses_focus": compiled.uses_focus,
-            "plan": compiled.explain(),
+            "plan": compiled.explain(physical=bool(physical)),
         }
 
     def node(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
@@ -733,7 +866,17 @@ class MemoryService:
 
     # -- path localization (hgm_engine.paths.localize) ---------------------------------------
 
-    def locate(self, text: str, tags: list[str] | None = None, k: int = 5) -> dict[str, Any]:
+    def locate(
+        self,
+        text: str,
+        tags: list[str] | None = None,
+        k: int = 5,
+        *,
+        scenario: str | None = None,
+        cross_scenario: bool = False,
+        steps: list[str] | None = None,
+        hops: int | None = None,
+    ) -> dict[str, Any]:
         """Stored decision paths that fit ``text``: the localization result of formats.md.
 
         >>> from hgm_engine import Memory
@@ -746,19 +889,21 @@ class MemoryService:
             raise _fail("invalid-argument", "'text' must be a non-empty string")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
+        _check_text(text=text, tags=tags, scenario=scenario, steps=steps)
         self.fresh()
-        return self.memory.locate(text, tags=tags, k=k).to_json()
+        return self.memory.locate(text, tags=tags, k=k, scenario=scenario, cross_scenario=cross_scenario, steps=steps, hops=hops).to_json()
 
     def rewrite_path(
         self, path_id: str, steps: list[Any], reason: str | None = None, author: str | None = None
     ) -> dict[str, Any]:
-        """A new version of a stored path (full steps or edit ops); the transaction report."""
+        """A new version of a stored path (full steps or edit ops); the transaction report,
+        with ``path``: the new version's id."""
         if not isinstance(path_id, str) or not path_id:
             raise _fail("invalid-argument", "'path_id' must be a non-empty string")
         if not isinstance(steps, list) or not steps:
             raise _fail("invalid-argument", "'steps' must be a non-empty list")
         _check_text(path_id=path_id, steps=steps, reason=reason, author=author)
-        return self._report(self.memory.rewrite_path(path_id, steps, reason or "rewrite", author=author))
+        return self._created(self.memory.rewrite_path(path_id, steps, reason or "rewrite", author=author))
 
     def rewrite_path_from_feedback(
         self, path_id: str, feedback: str, steps: list[Any], session_context: str | None = None
@@ -775,6 +920,329 @@ class MemoryService:
         _check_text(feedback=feedback, session_context=session_context)
         reason = feedback if session_context is None else f"{feedback}\ncontext: {session_context}"
         return self.rewrite_path(path_id, steps, reason)
+
+    # -- every other capability of Memory (issue 16): rules, history, paths, loads -----------
+    # Each method is one Memory method as JSON in, JSON out, with the same argument checks the
+    # routes above make; REST (rest/app.py) and MCP (mcp_server.py) call these and nothing else.
+
+    def constraints(self) -> dict[str, Any]:
+        """User constraints in force (``name``, ``text``) and the broken, inactive ones (with
+        ``broken``: the error), as ``hgm constraints list --json`` prints them.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.add_constraint("has_content", "each goal must has(content)")
+        >>> s.constraints()["constraints"]
+        [{'name': 'has_content', 'text': 'each goal must has(content)'}]
+        """
+        self.fresh()
+        entries: list[dict[str, Any]] = [{"name": n, "text": t} for n, t in self.memory.constraints().items()]
+        for broken in self.memory.broken():
+            if broken.kind == "constraint":
+                doc = broken.to_json()
+                entries.append({"name": doc["name"], "text": doc["text"], "broken": doc["error"]})
+        return {"t": self.memory.t, "constraints": entries}
+
+    def add_constraint(self, name: str, text: str, *, check_existing: bool = True) -> dict[str, Any]:
+        """Add (or replace) the user constraint ``name``: ``each TYPE [where COND] must COND``.
+        It must hold now (``check_existing``), else :class:`TransactionRefused` with every
+        violation; ``replaced`` is the text it replaced (None: it is new)."""
+        _require_text("name", name)
+        _require_text("text", text)
+        _check_text(name=name, text=text)
+        self.fresh()
+        replaced = self.memory.constraints().get(name)
+        self.memory.add_constraint(name, text, check_existing=check_existing)
+        return {"added": True, "name": name, "text": text, "replaced": replaced}
+
+    def remove_constraint(self, name: str) -> dict[str, Any]:
+        """Remove the user constraint ``name`` (a broken one too); unknown-name if there is none."""
+        _require_text("name", name)
+        _check_text(name=name)
+        self.fresh()
+        text = self.memory.constraints().get(name)
+        if text is None:
+            text = next((b.text for b in self.memory.broken() if b.kind == "constraint" and b.name == name), None)
+        self.memory.remove_constraint(name)
+        return {"removed": True, "name": name, "text": text}
+
+    def violations(self) -> dict[str, Any]:
+        """Every constraint violation in the current state (normally none).
+
+        >>> from hgm_engine import Memory
+        >>> MemoryService(Memory()).violations()
+        {'t': 0, 'violations': []}
+        """
+        self.fresh()
+        return {"t": self.memory.t, "violations": [v.to_json() for v in self.memory.violations()]}
+
+    def rules(self) -> dict[str, Any]:
+        """Loaded rule sets (``name``, ``text``) and the broken ones, as ``hgm rules list --json``."""
+        self.fresh()
+        entries: list[dict[str, Any]] = [{"name": n, "text": t} for n, t in self.memory.rules().items()]
+        for broken in self.memory.broken():
+            if broken.kind != "constraint":
+                doc = broken.to_json()
+                entries.append({"name": doc["name"], "text": doc["text"], "broken": doc["error"]})
+        return {"t": self.memory.t, "rule_sets": entries}
+
+    def load_rules(self, text: str, name: str = "default") -> dict[str, Any]:
+        """Load a rule file (constraints, triggers, propagation) under ``name``, replacing a
+        set of that name; what it declares must hold now (else :class:`TransactionRefused`).
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> s.load_rules("propagate derived_from backward depth 2", "stale")["propagations"]
+        ['propagate:derived_from']
+        """
+        _require_text("text", text)
+        _require_text("name", name)
+        _check_text(text=text, name=name)
+        self.fresh()
+        rule_set = self.memory.load_rules(text, name=name)
+        return {
+            "loaded": True,
+            "name": name,
+            "constraints": [c.name for c in rule_set.constraints],
+            "triggers": [t.name for t in rule_set.triggers],
+            "propagations": [p.name for p in rule_set.propagations],
+        }
+
+    def remove_rules(self, name: str) -> dict[str, Any]:
+        """Unload the rule set ``name`` (its constraints go with it); unknown-name if none."""
+        _require_text("name", name)
+        _check_text(name=name)
+        self.fresh()
+        self.memory.remove_rules(name)
+        return {"removed": name}
+
+    def commits(self, since: int | str = 0, limit: int = 100) -> dict[str, Any]:
+        """The commits after ``since`` (a t or a snapshot name), oldest first, at most
+        ``limit`` (1 to 1000) of them: each commit's summary (t, author, reason, base_t, time,
+        kind, how many changes, the rules that fired). ``more`` says whether later commits
+        were left out (ask again from the last ``t``).
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "g", "type": "goal"}], "reason": "start"})
+        >>> [(c["t"], c["reason"]) for c in s.commits()["commits"]]
+        [(1, 'start')]
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise _fail("invalid-argument", "'limit' must be an integer from 1 to 1000", "limit")
+        self.fresh()
+        low = self.resolve(since, "since")
+        low = 0 if low is None else low
+        high = min(self.memory.t, low + limit)
+        found = [c for c in self.memory.commits(low) if c.t <= high]
+        return {"since": low, "t": self.memory.t, "commits": [c.summary() for c in found], "more": high < self.memory.t}
+
+    def histories(self, node_ids: list[str]) -> dict[str, Any]:
+        """:meth:`history` of several nodes (at most 1000) read in one pass over the journal."""
+        if not isinstance(node_ids, list) or not node_ids or not all(isinstance(n, str) and n for n in node_ids):
+            raise _fail("invalid-argument", "'nodes' must be a non-empty list of node ids", "nodes")
+        if len(node_ids) > 1000:
+            raise _fail("limit-exceeded", f"{len(node_ids)} nodes; at most 1000 per request", "nodes")
+        _check_text(nodes=node_ids)
+        self.fresh()
+        return {"t": self.memory.t, "histories": self.memory.histories(node_ids)}
+
+    def load(self, doc: Mapping[str, Any], author: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        """Load a graph document (formats.md, ``hgm-graph/1``) as one transaction: into an
+        empty memory it is the genesis commit; otherwise its nodes and edges are added (every
+        id must be new). All or nothing, every problem named.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> s.load({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []})["t"]
+        1
+        """
+        if not isinstance(doc, Mapping):
+            raise _fail("invalid-document", "a graph document is a JSON object with 'format', 'nodes' and 'edges'", "graph")
+        _check_text("invalid-document", graph=dict(doc), author=author, reason=reason)
+        nodes = doc.get("nodes")
+        if isinstance(nodes, list) and len(nodes) > self.limits.max_ops:
+            raise _fail("limit-exceeded", f"{len(nodes)} nodes; this server loads at most {self.limits.max_ops} per request", "graph.nodes")
+        return self._report(self.memory.load(dict(doc), author=author, reason=reason))
+
+    def schema(self) -> dict[str, Any]:
+        """The memory's schema: node and edge types, relations, edge rules (``hgm schema``).
+
+        >>> from hgm_engine import Memory
+        >>> MemoryService(Memory()).schema()["node_types"]
+        ['goal', 'action', 'entity', 'fact', 'result']
+        """
+        return self.memory.schema.to_json()
+
+    # paths (docs/paths.md) ---------------------------------------------------------------
+
+    def ingest(
+        self,
+        trajectories: list[Any],
+        *,
+        skip_invalid: bool = False,
+        author: str | None = None,
+        scenario: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Store trajectories (formats.md) as paths, all in one transaction: the ingest
+        report. A refused ingest is a ``PathError`` whose document carries the report
+        (``problems``: every trajectory that does not fit, and where); ``skip_invalid`` stores
+        the good ones and lists the others.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> s.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])["ingested"]
+        ['r1']
+        """
+        if not isinstance(trajectories, list) or not trajectories:
+            raise _fail("invalid-argument", "'trajectories' must be a non-empty list of trajectories", "trajectories")
+        if len(trajectories) > self.limits.max_ops:
+            raise _fail("limit-exceeded", f"{len(trajectories)} trajectories; at most {self.limits.max_ops} per request", "trajectories")
+        _check_text(trajectories=trajectories, author=author, scenario=scenario, reason=reason)
+        report = self.memory.ingest(trajectories, skip_invalid=skip_invalid, author=author, scenario=scenario, reason=reason or "ingest")
+        return report.to_json()
+
+    def path(self, path_id: str) -> dict[str, Any]:
+        """One stored path with its steps, versions, counters and guards' state."""
+        _require_text("path_id", path_id)
+        _check_text(path_id=path_id)
+        self.fresh()
+        return self.memory.path(path_id)
+
+    def paths(self, all_versions: bool = False) -> dict[str, Any]:
+        """A summary of every path: its current version per lineage, or every version.
+
+        >>> from hgm_engine import Memory
+        >>> MemoryService(Memory()).paths()
+        {'t': 0, 'paths': []}
+        """
+        self.fresh()
+        return {"t": self.memory.t, "paths": self.memory.paths(all_versions=bool(all_versions))}
+
+    def path_metrics(self) -> dict[str, Any]:
+        """Counters to watch (rewrites, versions per lineage, failure streaks, the guards, the
+        path index)."""
+        self.fresh()
+        return self.memory.path_metrics()
+
+    def record_outcome(
+        self, path_id: str, outcome: str, *, reward: float | None = None, author: str | None = None
+    ) -> dict[str, Any]:
+        """Record a run of a path version: ``success`` or ``failure`` with an optional
+        ``reward`` in [0, 1]; the transaction report."""
+        _require_text("path_id", path_id)
+        if outcome not in ("success", "failure"):
+            raise _fail("bad-outcome", "'outcome' is 'success' or 'failure'", "outcome")
+        _check_text(path_id=path_id, author=author)
+        return self._report(self.memory.record_outcome(path_id, outcome, reward=reward, author=author))
+
+    def rollback_path(
+        self, path_id: str, version: int | str, *, author: str | None = None, reason: str | None = None
+    ) -> dict[str, Any]:
+        """Make an older version current again (a new version copying its steps); the report
+        with ``path``, the new version's id."""
+        _require_text("path_id", path_id)
+        if isinstance(version, bool) or not isinstance(version, (int, str)) or version == "":
+            raise _fail("invalid-argument", "'version' is a version number or a version's path id", "version")
+        _check_text(path_id=path_id, version=version, author=author, reason=reason)
+        report = self.memory.rollback_path(path_id, version, author=author, reason=reason)
+        return self._created(report)
+
+    def reset_path(self, path_id: str, *, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        """A human has looked: clear the lineage's ``needs_human`` and failure streak."""
+        _require_text("path_id", path_id)
+        _check_text(path_id=path_id, author=author, reason=reason)
+        return self._report(self.memory.reset_path(path_id, author=author, reason=reason))
+
+    def _created(self, report: TransactionReport) -> dict[str, Any]:
+        doc = self._report(report)
+        if report.created:
+            doc["path"] = report.created[0]
+        return doc
+
+    # the model behind the LLM routes (hgm_engine.llm; the endpoint is the server's) ---------
+
+    def llm_rewrite(
+        self,
+        path_id: str,
+        feedback: str,
+        *,
+        model: str | None = None,
+        attempts: int | None = None,
+        author: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """``hgm rewrite`` as a service: the model configured on the server proposes a
+        rewrite of ``path_id`` given ``feedback`` (:func:`hgm_engine.llm.propose_rewrite`: the
+        engine's loop, each answer validated, an invalid one sent back, at most ``attempts``
+        requests); a valid proposal is committed as a new version (the report, with
+        ``proposal`` and ``path``), or only returned with ``dry_run``. No valid answer:
+        :class:`~hgm_engine.errors.RewriteProposalError` (``invalid-model-answer``, 502, or
+        ``model-unavailable``, 503) with every attempt, and nothing written. The storm guards
+        refuse before the model is asked.
+
+        >>> from hgm_engine import Memory
+        >>> from hgm_engine.llm import ScriptedClient
+        >>> answer = '{"kept": [0], "changed": [], "added": [], "removed": [1], "reason": "refund at once"}'
+        >>> s = MemoryService(Memory(), llm=LLMEndpoint(client=ScriptedClient([answer]), model="m"))
+        >>> _ = s.memory.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
+        >>> done = s.llm_rewrite("r1", "the policy check is not needed")
+        >>> done["committed"], done["path"], done["proposal"]["steps"]
+        (True, 'r1@v2', [{'name': 'check_policy'}])
+        """
+        _require_text("path_id", path_id)
+        _require_text("feedback", feedback)
+        _check_text(path_id=path_id, feedback=feedback, model=model, author=author)
+        llm = self.llm
+        attempts = llm.attempts(attempts)
+        self.fresh()
+        path = self.memory.path(path_id)
+        refusal = guard_refusal(self.memory, path)
+        if refusal is not None:
+            raise refusal
+        proposal = propose_rewrite(
+            path, feedback, client=llm.client(), model=model or llm.model, max_attempts=attempts, timeout=llm.timeout
+        )
+        if dry_run:
+            return {"committed": False, "dry_run": True, "proposal": proposal.to_json()}
+        report = rewrite_with_llm(self.memory, path_id, feedback, author=author, proposal=proposal)
+        if report.violations:
+            raise TransactionRefused(report)
+        doc = report.to_json()
+        if report.created:
+            doc["path"] = report.created[0]
+        doc["proposal"] = proposal.to_json()
+        return doc
+
+    def planner_step(self, request: Mapping[str, Any], *, commit: bool = False, author: str | None = None) -> dict[str, Any]:
+        """One step of the LLM planner (package ``planners``, reached through the entry point
+        group :data:`PLANNER_GROUP`: the engine never imports it): the model reads the memory
+        with queries and answers with the ops of one transaction, at most one tool call and
+        whether the task is done, each validated by the engine (queries compiled, ops dry-run).
+        ``request`` holds ``task``, the ``observation`` (formats of ``planners.protocol``),
+        ``focus``, ``last_t``, ``tools``; the answer holds the ``plan`` and what the next step
+        needs (``focus``, ``last_t``). With ``commit`` the plan's ops are committed at once
+        (``report``; ``base_t`` is the t the step read, so a change made meanwhile is a
+        conflict); otherwise the caller commits them (``transact``) and runs the tool."""
+        if not isinstance(request, Mapping):
+            raise _fail("invalid-argument", "a planner step request is a JSON object", "request")
+        _require_text("task", request.get("task"))
+        _check_text(request=dict(request), author=author)
+        planner = _planner_entry()
+        llm = self.llm
+        self.fresh()
+        t = self.memory.t
+        step = planner.step(self.memory, dict(request), client=llm.client(), model=request.get("model") or llm.model, timeout=llm.timeout)
+        doc = dict(step)
+        doc["t"] = t
+        plan = doc.get("plan") or {}
+        if commit and not plan.get("error") and plan.get("ops"):
+            report = self.memory.apply(
+                {"author": author or "llm-planner", "reason": plan.get("reason") or "planner step", "base_t": t, "ops": plan["ops"]}
+            )
+            doc["report"] = self._report(report)
+        return doc
 
 
 def node_document(node) -> dict[str, Any]:

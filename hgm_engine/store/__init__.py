@@ -6,7 +6,14 @@ import os
 
 from hgm_engine.store.base import InMemoryStore, Store
 from hgm_engine.errors import StoreError
-from hgm_engine.store.graphfile import GRAPH_FORMAT, check_document, graph_from_document, parse_graph_text, read_graph_file
+from hgm_engine.store.graphfile import (
+    GRAPH_FORMAT,
+    check_document,
+    graph_from_document,
+    marks_problem,
+    parse_graph_text,
+    read_graph_file,
+)
 
 __all__ = [
     "GRAPH_FORMAT",
@@ -14,6 +21,7 @@ __all__ = [
     "check_document",
     "graph_from_document",
     "read_graph_file",
+    "marks_problem",
     "open_store",
     "Store",
     "InMemoryStore",

@@ -18,14 +18,14 @@ import json
 import pathlib
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, parse_json
 from hgm_engine.model import strings_ok, text_problem, value_problem, values_ok
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
-__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text"]
+__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text", "marks_problem"]
 
 # The JSON values ``freeze`` keeps as they are: a map of only these needs no copy per value.
 _FLAT_JSON = frozenset({str, int, float, bool, type(None)})
@@ -146,16 +146,16 @@ def _record_problem(record: dict, where: str, reserved: tuple[str, ...]) -> Prob
         if found is not None:
             return found
     if reserved is _NODE_RESERVED and not _MARK_KEYS.isdisjoint(record):
-        return _marks_problem(record, where)
+        return marks_problem(record, where)
     return None
 
 
-def _marks_problem(record: dict, where: str) -> Problem | None:
+def marks_problem(record: dict, where: str) -> Problem | None:
     """Why a node's ``dirty`` / ``dirty_marks`` are not what the rule engine writes, or None.
 
-    >>> _marks_problem({"dirty": "blocked", "dirty_marks": [{"state": "blocked", "rule": "r", "because": ["a"], "t": 2}]}, "nodes[0]") is None
+    >>> marks_problem({"dirty": "blocked", "dirty_marks": [{"state": "blocked", "rule": "r", "because": ["a"], "t": 2}]}, "nodes[0]") is None
     True
-    >>> print(_marks_problem({"dirty_marks": 5}, "nodes[0]").message)
+    >>> print(marks_problem({"dirty_marks": 5}, "nodes[0]").message)
     'dirty_marks' is a list of marks ({"state", "rule", "because", "t"}), not 5
     """
     states = " or ".join(repr(s) for s in _MARK_STATES)
@@ -250,15 +250,36 @@ def _edge_problems(edge: Any, position: int, schema: Schema, first_seen: dict, s
     return problems
 
 
-def graph_from_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, *, checked: bool = False) -> MemoryGraph:
+def graph_from_document(
+    doc: Any,
+    schema: Schema = DEFAULT_SCHEMA,
+    *,
+    checked: bool = False,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> MemoryGraph:
     """Build a :class:`MemoryGraph` from a graph document, or raise listing every problem.
 
     One pass builds the payloads while checking each record cheaply; the first bad record
     stops it and :func:`check_document` then describes every problem. ``checked`` is kept
-    for callers that validated already (the build checks again at almost no cost)."""
+    for callers that validated already (the build checks again at almost no cost).
+    ``progress(phase, done, total)``, when given, hears of the records checked and built
+    (the work runs on whole columns, so it hears of it in a few steps).
+
+    >>> steps = []
+    >>> graph = graph_from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []},
+    ...                             progress=lambda *step: steps.append(step))
+    >>> steps
+    [('checking the graph', 0, 1), ('checking the graph', 0, 1), ('checking the graph', 1, 1), ('building the graph', 0, 1), ('building the graph', 1, 1)]
+    """
     try:
         with bulk_allocation():
-            return MemoryGraph.from_numbered(*_payloads(doc, schema))
+            payloads = _payloads(doc, schema, progress)
+            if progress is not None:
+                progress("building the graph", 0, len(payloads[0]) + len(payloads[2]))
+            graph = MemoryGraph.from_numbered(*payloads)
+            if progress is not None:
+                progress("building the graph", len(payloads[0]) + len(payloads[2]), len(payloads[0]) + len(payloads[2]))
+            return graph
     except _Malformed:
         raise GraphFileError(check_document(doc, schema) or [_problem("invalid-document", "malformed", "document")])
 
@@ -295,7 +316,9 @@ def _node_attributes(record: dict) -> FrozenDict:
     return _attributes(record, _NODE_RESERVED)
 
 
-def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], list[tuple], dict[tuple, int]]:
+def _payloads(
+    doc: Any, schema: Schema, progress: Callable[[str, int, int | None], None] | None = None
+) -> tuple[list[Node], dict[str, int], list[tuple], dict[tuple, int]]:
     """The payloads of a document numbered for :meth:`MemoryGraph.from_numbered`; raises
     ``_Malformed`` when any record is wrong (then the caller describes them all).
 
@@ -309,6 +332,8 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], lis
         raise _Malformed
     if not _DICT.issuperset(map(type, raw_nodes)) or not _DICT.issuperset(map(type, raw_edges)):
         raise _Malformed
+    if progress is not None:
+        progress("checking the graph", 0, len(raw_nodes) + len(raw_edges))
     try:
         ids, types = zip(*map(_ID_AND_TYPE, raw_nodes)) if raw_nodes else ((), ())
         ends = list(map(_ENDS_AND_TYPE, raw_edges))
@@ -338,6 +363,8 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], lis
                 attributes[position] = _attributes(raw_edges[position], _EDGE_RESERVED)
     except (TypeError, RecursionError):  # a key that is not a string, a value nested too deep to copy
         raise _Malformed from None
+    if progress is not None:
+        progress("checking the graph", (len(raw_nodes) + len(raw_edges)) // 2, len(raw_nodes) + len(raw_edges))
     # The values the engine may store (model.values_ok), by columns; the types are the
     # schema's and the ends are ids, so only ids and attributes need looking at.
     maps = [a for a in chain(node_attributes, attributes) if a]
@@ -345,11 +372,13 @@ def _payloads(doc: Any, schema: Schema) -> tuple[list[Node], dict[str, int], lis
     if not strings_ok(ids) or not values_ok(list(chain.from_iterable(map(dict.values, maps))), keys):
         raise _Malformed
     if not keys.isdisjoint(_MARK_KEYS) and any(
-        _marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)
+        marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)
     ):
         raise _Malformed
     nodes = list(map(Node, ids, types, node_attributes, range(1, len(ids) + 1)))
     edges = map(Edge, sources, targets, kinds, attributes, range(1, len(ends) + 1))
+    if progress is not None:
+        progress("checking the graph", len(raw_nodes) + len(raw_edges), len(raw_nodes) + len(raw_edges))
     return nodes, index, list(zip(source_at, target_at, edges)), edge_index
 
 

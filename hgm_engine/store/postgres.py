@@ -15,7 +15,7 @@ snapshot; the snapshot starts after the lock is held, and every writer sees ever
 commit. The lock is released when the transaction ends, also when the client dies. A commit is
 durable when it returns (the server's ``synchronous_commit`` decides what durable means).
 
-psycopg 3 is an optional dependency (``pip install 'hgm[postgres]'``); it is imported when a
+psycopg 3 is an optional dependency (``pip install 'hgm-engine[postgres]'``); it is imported when a
 store is opened, so the engine imports without it.
 
 Nothing here needs a server to show:
@@ -160,7 +160,7 @@ def _psycopg():
             [
                 Problem(
                     "store",
-                    "a PostgreSQL store needs psycopg 3: pip install 'hgm[postgres]' (or 'psycopg[binary]')",
+                    "a PostgreSQL store needs psycopg 3: pip install 'hgm-engine[postgres]' (or 'psycopg[binary]')",
                 )
             ]
         ) from None
@@ -177,7 +177,11 @@ class PostgresStore(Store):
 
     ``timeout`` bounds how long a writer waits for another writer's lock (seconds) and how
     long connecting may take. Tables are created on first open, unless ``create`` is false:
-    then a database without them is a ``StoreError`` ("no memory at ...").
+    then a database without them is a ``StoreError`` ("no memory at ..."). As with a SQLite
+    file, a memory exists once something was committed to it: the first commit writes the
+    row ``hgm_meta 'complete'`` with it, and tables without that row (a first ``hgm load``
+    that failed, say) are no memory either when ``create`` is false. Tables written before
+    that row existed count as a memory when they hold anything.
 
     >>> from hgm_engine import Memory
     >>> store = PostgresStore("postgresql://hgm@127.0.0.1:5432/hgm")  # doctest: +SKIP
@@ -198,6 +202,7 @@ class PostgresStore(Store):
         self._in_write = 0
         self._commit_cache: dict[int, Commit] = {}
         self._pending: dict[int, Commit] = {}  # appended in the open write, not committed yet
+        self._complete = False  # whether a commit was ever made (the 'complete' row is there)
         self._db = self._connect()
         try:
             row = self._existing_version()
@@ -205,6 +210,19 @@ class PostgresStore(Store):
                 self._db.close()
                 raise StoreError(
                     [Problem("store", f"no memory at {self.location} (its hgm tables do not exist)", where=self.location)]
+                )
+            self._complete = row is not None and row[0] == SCHEMA_VERSION and self._committed_before()
+            if row is not None and row[0] == SCHEMA_VERSION and not self._complete and not create:
+                self._db.close()
+                raise StoreError(
+                    [
+                        Problem(
+                            "store",
+                            f"no memory at {self.location} (its hgm tables are there, but nothing was ever "
+                            "committed to them: a first load or apply that failed made them)",
+                            where=self.location,
+                        )
+                    ]
                 )
             if row is None:  # a new store (or one being created by another process right now)
                 with self._db.transaction():
@@ -256,6 +274,19 @@ class PostgresStore(Store):
         if row is None:
             raise self._damaged("it has no store format row (hgm_meta 'schema_version')")
         return row
+
+    def _committed_before(self) -> bool:
+        """Whether the tables hold a memory: the 'complete' row its first commit wrote, or,
+        in tables from before that row, anything at all (a commit, a snapshot, a constraint,
+        metadata besides the store format)."""
+        return bool(
+            self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM hgm_meta WHERE key <> 'schema_version')"
+                " OR EXISTS (SELECT 1 FROM hgm_journal)"
+                " OR EXISTS (SELECT 1 FROM hgm_snapshots)"
+                " OR EXISTS (SELECT 1 FROM hgm_constraints)"
+            ).fetchone()[0]
+        )
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"
@@ -443,10 +474,13 @@ class PostgresStore(Store):
                 raise
             else:
                 try:
+                    if not self._complete:  # the first commit makes the memory (see the class)
+                        db.execute("INSERT INTO hgm_meta (key, value) VALUES ('complete', '1') ON CONFLICT (key) DO NOTHING")
                     db.execute("COMMIT")
                 except psycopg.Error as exc:
                     self._rollback(db)
                     raise self._error(f"cannot commit to {self.location}; nothing was written", exc) from None
+                self._complete = True
                 self._commit_cache.update(self._pending)
             finally:
                 self._pending = {}

@@ -1,192 +1,259 @@
-"""A deliberately plain model of a memory under the default schema: dicts and lists, no
-overlays, no indexes. The state machine compares the engine against it."""
+"""The reference model of a whole memory: a schema, the graph, every earlier state, the user
+constraints and rule sets, and the transaction pipeline of docs/transactions.md — ops in
+order, rules, the ``base_t`` conflict check, constraints on the final state, commit or refuse
+whole — with ``as_of``, ``diff`` and ``revert``.
+
+Every state is kept as a full copy (slow and obviously right), indexed by ``t``.
+
+>>> model = ModelMemory()
+>>> report = model.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
+...                               {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+>>> report.committed, report.t, model.query("root.actions").value
+(True, 1, ['a'])
+>>> model.apply({"ops": [{"op": "add_node", "id": "b", "type": "action"}]}).violations
+[('action_has_one_parent', 'b')]
+>>> model.t, model.diff(0, 1)[0]["kind"]
+(1, 'node_added')
+"""
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Mapping
 
-from hgm_engine.model import DEFAULT_EDGE_RULES, NODE_TYPES, EDGE_TYPES, STATUSES
+import attrs
 
-__all__ = ["ModelMemory", "ModelRefusal", "ModelError"]
+from hgm_engine.model import DEFAULT_SCHEMA, Schema
+from hgm_engine.query import syntax as S
+from hgm_engine.testing.constraints import compile_constraint, violations
+from hgm_engine.testing.graphmodel import ModelGraph
+from hgm_engine.testing.interpreter import ModelAnswer, evaluate
+from hgm_engine.testing.ops import ModelError, Working, net_changes
+from hgm_engine.testing.rules import RuleModel, RuleOutcome
 
-NodeValue = tuple  # (type, attrs dict)
+__all__ = ["ModelMemory", "ModelReport", "ModelRefusal", "ModelError"]
 
-
-class ModelError(Exception):
-    """The ops cannot be applied as written (the engine raises TransactionError)."""
+_DOCUMENT_KEYS = {"ops", "author", "reason", "base_t", "dry_run"}
 
 
 class ModelRefusal(Exception):
-    """The ops break constraints; ``violations`` is a set of (constraint, node)."""
+    """Rules or a constraint could not be loaded because constraints do not hold now;
+    ``violations`` is the set of ``(constraint, node)``."""
 
     def __init__(self, violations: set):
-        super().__init__(sorted(violations, key=str))
+        super().__init__(sorted(violations))
         self.violations = violations
 
 
-class ModelMemory:
-    def __init__(self) -> None:
-        self.nodes: dict[str, NodeValue] = {}
-        self.edges: dict[tuple[str, str, str], dict] = {}
+@attrs.define
+class ModelReport:
+    """What a transaction did, in the terms of a :class:`~hgm_engine.TransactionReport`."""
 
-    def copy(self) -> "ModelMemory":
-        other = ModelMemory()
-        other.nodes = copy.deepcopy(self.nodes)
-        other.edges = copy.deepcopy(self.edges)
-        return other
+    committed: bool
+    t: int | None
+    changes: list[dict[str, Any]]
+    fired_rules: list[str]
+    dirtied: list[dict[str, Any]]
+    cleared: list[dict[str, Any]]
+    violations: list[tuple[str, str]]
+    created: list[str]
 
-    def document(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
+        """The parts a differential test compares (violations as sorted pairs)."""
         return {
-            "format": "hgm-graph/1",
-            "nodes": [dict({"id": i, "type": t}, **attrs) for i, (t, attrs) in self.nodes.items()],
-            "edges": [dict({"from": s, "to": d, "type": k}, **attrs) for (s, d, k), attrs in self.edges.items()],
+            "committed": self.committed, "t": self.t, "changes": self.changes,
+            "fired_rules": self.fired_rules, "dirtied": self.dirtied, "cleared": self.cleared,
+            "violations": self.violations, "created": self.created,
         }
 
-    # -- structure helpers --------------------------------------------------------------------
 
-    def children(self, node_id: str) -> list[str]:
-        return [d for (s, d, k) in self.edges if s == node_id and k == "parent_of"]
+@attrs.define
+class _Entry:
+    """The journal of one ``t``: its net changes and the ids it touched."""
 
-    def parents(self, node_id: str) -> list[str]:
-        return [s for (s, d, k) in self.edges if d == node_id and k == "parent_of"]
+    changes: list[dict[str, Any]]
+    touched: set[str]
+    genesis: bool = False
 
-    def remove_node(self, node_id: str) -> None:
-        """Drop a node and every edge touching it (no checks: the model's own primitive).
 
-        >>> model = ModelMemory()
-        >>> model.nodes["g"] = ("goal", {})
-        >>> model.remove_node("g"); model.nodes
-        {}
-        """
-        for key in [k for k in self.edges if node_id in (k[0], k[1])]:
-            del self.edges[key]
-        del self.nodes[node_id]
+def touched_ids(changes: list[dict[str, Any]]) -> set[str]:
+    """Every node id a list of changes names (an edge change names both ends)."""
+    ids = set()
+    for change in changes:
+        ids |= {change["id"]} if "id" in change else {change["from"], change["to"]}
+    return ids
 
-    def _reaches(self, start: str, goal: str, edge_type: str) -> bool:
-        seen, stack = {start}, [start]
-        while stack:
-            current = stack.pop()
-            if current == goal:
-                return True
-            for (s, d, k) in self.edges:
-                if s == current and k == edge_type and d not in seen:
-                    seen.add(d)
-                    stack.append(d)
-        return False
 
-    # -- applying ops -------------------------------------------------------------------------
+class ModelMemory:
+    """A memory in plain dicts: see the module docstring."""
 
-    def apply(self, ops: list[dict]) -> "ModelMemory":
-        """The model after ``ops``; raises ModelError or ModelRefusal (self is unchanged)."""
-        new = self.copy()
-        new.deleted_children = {}
-        violations: set = set()
-        for op in ops:
-            new._apply_op(op, violations)
-        for deleted, children in new.deleted_children.items():
-            if deleted not in new.nodes and any(c in new.nodes and not new.parents(c) for c in children):
-                violations.add(("delete_leaves_orphans", deleted))
-        violations |= new.violations(self)
-        if violations:
-            raise ModelRefusal(violations)
-        return new
+    def __init__(self, schema: Schema = DEFAULT_SCHEMA) -> None:
+        self.schema = schema
+        self.graph = ModelGraph()
+        self.states: list[ModelGraph] = [self.graph.copy()]
+        self.journal: list[_Entry | None] = [None]
+        self.rules = RuleModel(schema)
+        self.user_constraints: dict[str, S.ConstraintDef] = {}
 
-    def _apply_op(self, op: dict, violations: set) -> None:
-        kind = op["op"]
-        if kind == "add_node":
-            node_id, node_type = op["id"], op["type"]
-            if node_type not in NODE_TYPES:
-                raise ModelError("unknown-name")
-            parent = op.get("parent")
-            if parent is not None and parent not in self.nodes:
-                raise ModelError("unknown-node")
-            if node_id in self.nodes:
-                raise ModelError("duplicate-id")
-            attrs = {k: v for k, v in op.items() if k not in ("op", "id", "type", "parent", "order")}
-            self.nodes[node_id] = (node_type, attrs)
-            if parent is not None:
-                self.edges[(parent, node_id, "parent_of")] = {"order": op["order"]} if "order" in op else {}
-        elif kind == "update_node":
-            if op["id"] not in self.nodes:
-                raise ModelError("unknown-node")
-            node_type, attrs = self.nodes[op["id"]]
-            attrs = dict(attrs)
-            for name in op.get("unset", ()):
-                attrs.pop(name, None)
-            attrs.update(op.get("set", {}))
-            self.nodes[op["id"]] = (node_type, attrs)
-        elif kind == "delete_node":
-            node_id = op["id"]
-            if node_id not in self.nodes:
-                raise ModelError("unknown-node")
-            if op.get("cascade"):
-                order, level, seen = [], [node_id], {node_id}
-                while level:
-                    following = []
-                    for current in level:
-                        for child in self.children(current):
-                            if child not in seen:
-                                seen.add(child)
-                                following.append(child)
-                    order.extend(following)
-                    level = following
-                # Only what belongs to the subtree alone goes; a node with another parent stays.
-                owned, changed = {node_id}, True
-                while changed:
-                    changed = False
-                    for child in order:
-                        if child not in owned and all(p in owned for p in self.parents(child)):
-                            owned.add(child)
-                            changed = True
-                for child in reversed(order):
-                    if child in owned:
-                        self.remove_node(child)
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def t(self) -> int:
+        return len(self.states) - 1
+
+    @property
+    def nodes(self) -> dict:
+        """``id -> (type, attributes)`` now."""
+        return self.graph.nodes
+
+    @property
+    def edges(self) -> dict:
+        """``(from, to, type) -> attributes`` now."""
+        return self.graph.edges
+
+    def document(self, as_of: int | None = None) -> dict[str, Any]:
+        """The memory as a graph document (what ``Memory.export`` gives)."""
+        return self.as_of(self.t if as_of is None else as_of).document()
+
+    def as_of(self, t: int) -> ModelGraph:
+        """The state after commit ``t`` (0: empty)."""
+        if not 0 <= t <= self.t:
+            raise ModelError("invalid-argument", f"t={t}")
+        return self.states[t]
+
+    def query(self, text: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None, as_of: int | None = None) -> ModelAnswer:
+        return evaluate(text, self.as_of(self.t if as_of is None else as_of), self.schema, focus=focus, params=params)
+
+    def diff(self, t1: int, t2: int) -> list[dict[str, Any]]:
+        """One net change per node or edge between two states."""
+        return net_changes(self.as_of(t1), self.as_of(t2))
+
+    def constraints(self) -> dict[str, S.ConstraintDef]:
+        """The user constraints in force: added ones and those of the loaded rule sets."""
+        return {**self.user_constraints, **self.rules.constraints}
+
+    def violations(self) -> set:
+        """What breaks any constraint now (every edge judged)."""
+        return violations(self.graph, self.schema, self.constraints())
+
+    def copy(self) -> "ModelMemory":
+        return copy.deepcopy(self)
+
+    # -- rules and constraints -------------------------------------------------------------
+
+    def add_constraint(self, name: str, text: str) -> None:
+        definition = compile_constraint(text)
+        broken = violations(self.graph, self.schema, {name: definition}, new_edges=())
+        if broken:
+            raise ModelRefusal(broken)
+        self.user_constraints[name] = definition
+
+    def load_rules(self, text: str, name: str = "default") -> None:
+        """Load a rule set; refused (:class:`ModelRefusal`) when its constraints break now."""
+        trial = RuleModel(self.schema)
+        trial.load(text, name)
+        broken = violations(self.graph, self.schema, trial.constraints, new_edges=())
+        if broken:
+            raise ModelRefusal(broken)
+        self.rules.load(text, name)
+
+    # -- changing --------------------------------------------------------------------------
+
+    def load(self, doc: Mapping[str, Any]) -> ModelReport:
+        """Load a graph document: the genesis commit into an empty memory (no rules; refused
+        with :class:`ModelError` ``invalid-document`` when anything breaks), else one
+        transaction that adds its nodes and edges."""
+        if self.t == 0 and not self.graph.nodes:
+            graph = ModelGraph.from_document(doc)
+            if violations(graph, self.schema, self.constraints()):
+                raise ModelError("invalid-document")
+            self._commit_state(graph, _Entry([], set(graph.nodes), genesis=True))
+            return ModelReport(True, self.t, [], [], [], [], [], [])
+        ops = [{"op": "add_node", **node} for node in doc.get("nodes", ())]
+        ops += [{"op": "add_edge", **edge} for edge in doc.get("edges", ())]
+        return self.apply({"ops": ops})
+
+    def apply(self, doc: Mapping[str, Any], *, dry_run: bool = False) -> ModelReport:
+        """Apply a transaction document; raises :class:`ModelError` when it cannot apply."""
+        if not isinstance(doc, Mapping) or set(doc) - _DOCUMENT_KEYS or not isinstance(doc.get("ops"), list):
+            raise ModelError("invalid-transaction", "document")
+        base_t = doc.get("base_t")
+        if base_t is not None and (type(base_t) is not int or base_t < 0):
+            raise ModelError("invalid-transaction", "base_t")
+        for op in doc["ops"]:
+            Working.check(op)
+        work = Working(self.graph, self.t + 1, self.schema)
+        for op in doc["ops"]:
+            work.apply(op)
+        return self._commit(work, base_t=base_t, dry_run=dry_run or bool(doc.get("dry_run")))
+
+    def revert(self, t: int) -> ModelReport:
+        """Append the commit that undoes commit ``t``; ``ModelError("conflict")`` when a later
+        commit changed what ``t`` changed."""
+        if not 1 <= t <= self.t:
+            raise ModelError("invalid-argument", f"t={t}")
+        entry = self.journal[t]
+        if entry.genesis:
+            raise ModelError("invalid-argument", "the genesis load cannot be reverted")
+        left, now = self.states[t], self.graph
+        added_edges = {(c["from"], c["to"], c["type"]) for c in entry.changes if c["kind"] == "edge_added"}
+        for change in entry.changes:
+            if "id" in change:
+                node = change["id"]
+                expected = None if change["kind"] == "node_removed" else left.nodes[node]
+                if now.nodes.get(node) != expected:
+                    raise ModelError("conflict", node)
+                if change["kind"] == "node_added" and any(node in k[:2] and k not in added_edges for k in now.edges):
+                    raise ModelError("conflict", node)
             else:
-                self.deleted_children[node_id] = self.children(node_id)
-            self.remove_node(node_id)
-        elif kind == "add_edge":
-            key = (op["from"], op["to"], op["type"])
-            if op["type"] not in EDGE_TYPES:
-                raise ModelError("unknown-name")
-            if key[0] not in self.nodes or key[1] not in self.nodes:
-                raise ModelError("unknown-node")
-            if key in self.edges:
-                raise ModelError("duplicate-edge")
-            self.edges[key] = {k: v for k, v in op.items() if k not in ("op", "from", "to", "type")}
-        elif kind == "delete_edge":
-            key = (op["from"], op["to"], op["type"])
-            if key not in self.edges:
-                raise ModelError("unknown-edge")
-            del self.edges[key]
-        else:
-            raise ModelError(f"op {kind}")
+                key = (change["from"], change["to"], change["type"])
+                expected = None if change["kind"] == "edge_removed" else left.edges[key]
+                if now.edges.get(key) != expected:
+                    raise ModelError("conflict", str(key))
+        work = Working(self.graph, self.t + 1, self.schema)
+        g = work.graph
+        for change in reversed(entry.changes):
+            kind = change["kind"]
+            if kind == "edge_added":
+                g.remove_edge((change["from"], change["to"], change["type"]))
+            elif kind == "edge_updated":
+                g.edges[(change["from"], change["to"], change["type"])] = dict(change["before"])
+            elif kind == "node_added":
+                work._remove(change["id"])
+            elif kind == "node_updated":
+                node_type, attributes = g.nodes[change["id"]]
+                attributes = {k: v for k, v in attributes.items() if k not in change["after"] or k in change["before"]}
+                attributes.update(copy.deepcopy(change["before"]))
+                g.nodes[change["id"]] = (node_type, attributes)
+            elif kind == "node_removed":
+                node = change["node"]
+                g.add_node(node["id"], node["type"], {k: v for k, v in node.items() if k not in ("id", "type")})
+            elif kind == "edge_removed":
+                g.add_edge((change["from"], change["to"], change["type"]), change.get("attrs", {}))
+        return self._commit(work, base_t=None, dry_run=False)
 
-    def violations(self, before: "ModelMemory | None" = None) -> set:
-        """(constraint, node) pairs broken in this state; edge rules only for edges new since
-        ``before`` (as the engine checks only what changed)."""
-        found: set = set()
-        for node_id, (node_type, attrs) in self.nodes.items():
-            if node_type == "action":
-                parents = self.parents(node_id)
-                if len(parents) != 1:
-                    found.add(("action_has_one_parent", node_id))
-                elif self.nodes[parents[0]][0] not in ("goal", "action"):
-                    found.add(("action_parent_is_goal_or_action", node_id))
-            if node_type == "result":
-                producers = [s for (s, d, k) in self.edges if d == node_id and k == "produces"]
-                if not any(self.nodes[p][0] == "action" for p in producers):
-                    found.add(("result_is_produced", node_id))
-            status = attrs.get("status")
-            if node_type in ("goal", "action") and "status" in attrs and status not in STATUSES:
-                found.add((f"{node_type}_attributes", node_id))
-        old_edges = before.edges if before is not None else {}
-        for (s, d, k) in self.edges:
-            if (s, d, k) in old_edges:
-                continue
-            rule = DEFAULT_EDGE_RULES[k]
-            if not rule.allows(self.nodes[s][0], self.nodes[d][0]):
-                found.add((f"{k}_endpoints", s))
-            if k in ("parent_of", "before", "replaces") and self._reaches(d, s, k):
-                found.add((f"{k}_acyclic", s))
-        return found
+    def _commit(self, work: Working, *, base_t: int | None, dry_run: bool) -> ModelReport:
+        outcome: RuleOutcome = self.rules.run(work)
+        changes = work.changes()
+        if base_t is not None:
+            if base_t > self.t:
+                raise ModelError("invalid-argument", f"base_t={base_t}")
+            mine = work.read | touched_ids(changes)
+            for later in range(base_t + 1, self.t + 1):
+                entry = self.journal[later]
+                if entry.genesis or entry.touched & mine:
+                    raise ModelError("conflict", f"t={later}")
+        new_edges = [(c["from"], c["to"], c["type"]) for c in changes if c["kind"] in ("edge_added", "edge_updated")]
+        broken = violations(work.graph, self.schema, self.constraints(), new_edges) | work.orphaned()
+        committed = not broken and not dry_run
+        if committed:
+            self._commit_state(work.graph, _Entry(changes, touched_ids(changes)))
+        return ModelReport(
+            committed, self.t if committed else None, changes, outcome.fired, outcome.dirtied,
+            outcome.cleared, sorted(broken), list(work.created),
+        )
+
+    def _commit_state(self, graph: ModelGraph, entry: _Entry) -> None:
+        self.graph = graph
+        self.states.append(graph.copy())
+        self.journal.append(entry)

@@ -170,10 +170,19 @@ class CommitPipeline:
 
     # -- loading ------------------------------------------------------------------------------
 
-    def load(self, doc: Any, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
+    def load(
+        self,
+        doc: Any,
+        *,
+        author: str | None = None,
+        reason: str | None = None,
+        progress: Callable[[str, int, int | None], None] | None = None,
+    ) -> TransactionReport:
         """Load a graph document as one transaction: all or nothing, every problem named.
 
         Into an empty memory this is a *genesis* commit (the history starts there).
+        ``progress(phase, done, total)``, when given, hears of each phase (checking and
+        building the graph, checking constraints, writing; ``total`` None when not counted).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -188,16 +197,18 @@ class CommitPipeline:
             # Decided under the store's write lock: two processes loading one empty store at
             # once must not both take it for empty.
             if state.t == 0 and len(state.graph) == 0:
-                return self._genesis(doc, author, reason)
+                return self._genesis(doc, author, reason, progress)
             return None
 
         report = state.alone(genesis_if_empty)
         if report is not None:
             return report
+        (progress or _no_progress)("checking the graph", 0, None)
         with state.lock.reading():
             problems = check_document(doc, self.memory.schema, existing=state.graph.node_map())
         if problems:
             raise GraphFileError(problems)
+        (progress or _no_progress)("adding nodes and edges", 0, None)
         # Built as ops directly: an attribute called "parent" or "order" stays an attribute.
         ops: list = [
             AddNode(node["id"], node["type"], {k: v for k, v in node.items() if k not in ("id", "type")})
@@ -216,22 +227,26 @@ class CommitPipeline:
             )
         return report
 
-    def _genesis(self, doc: Any, author: str | None, reason: str | None) -> TransactionReport:
+    def _genesis(self, doc: Any, author: str | None, reason: str | None, progress: Any = None) -> TransactionReport:
+        report = progress or _no_progress
         # One pause of the collector over building and checking: in between, the first
         # allocations would make it walk every payload just made.
         with bulk_allocation():
-            graph = graph_from_document(doc, self.memory.schema)
+            graph = graph_from_document(doc, self.memory.schema, progress=progress)
+            report("checking constraints", 0, None)
             violations = self.checker.check_all(graph)
         if violations:
             raise GraphFileError(
                 [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in violations]
             )
         commit = Commit(1, author, reason or "load", None, time.time(), (), genesis=True, kind="load")
+        report("writing to the store", 0, None)
         # Inside load()'s store transaction (state.alone): the store hooks' rows commit with the
         # genesis, and one that raises leaves nothing, as above.
         for hook in getattr(self.memory, "store_hooks", ()):
             hook(commit, graph)
         self.state.replace(commit, graph)
+        report("writing to the store", 1, 1)
         return TransactionReport(True, 1, None, author, commit.reason)
 
     # -- reverting ----------------------------------------------------------------------------
@@ -297,6 +312,10 @@ class CommitPipeline:
             return []
 
         return build
+
+
+def _no_progress(phase: str, done: int, total: int | None) -> None:
+    """The progress callback of a load nobody watches."""
 
 
 def _check_texts(author: Any, reason: Any) -> None:

@@ -19,12 +19,13 @@ changes since ``t``). A snapshot is only a name for a ``t``.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 
 from hgm_engine.errors import Problem, RequestError
-from hgm_engine.model import GraphView, MemoryGraph, Node
+from hgm_engine.model import GraphView, MemoryGraph, Node, same_json, text_problem
 from hgm_engine.model import Change, Commit, GraphOverlay, apply_changes
 from hgm_engine.txn.report import change_to_json
 
@@ -82,7 +83,7 @@ def net_changes(before_view, after_view, commits: Iterable[Commit]) -> list[dict
             out.append(Change("node_added", None, new))
         elif old is not None and new is None:
             out.append(Change("node_removed", old, None))
-        elif old is not None and new is not None and (old.attrs != new.attrs or old.seq != new.seq):
+        elif old is not None and new is not None and (not same_json(old.attrs, new.attrs) or old.seq != new.seq):
             if old.seq != new.seq:
                 out.extend([Change("node_removed", old, None), Change("node_added", None, new)])
             else:
@@ -93,7 +94,10 @@ def net_changes(before_view, after_view, commits: Iterable[Commit]) -> list[dict
             out.append(Change("edge_added", None, new))
         elif old is not None and new is None:
             out.append(Change("edge_removed", old, None))
-        elif old is not None and new is not None and (old.attrs != new.attrs):
+        elif old is not None and new is not None and old.seq != new.seq:
+            # Re-created (its node was removed and put back, say): removed and added, as nodes are.
+            out.extend([Change("edge_removed", old, None), Change("edge_added", None, new)])
+        elif old is not None and new is not None and not same_json(old.attrs, new.attrs):
             out.append(Change("edge_updated", old, new))
     return [change_to_json(c) for c in out]
 
@@ -204,13 +208,34 @@ class MemoryHistory:
         >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
         >>> m.snapshot("start"), m.resolve_t("start"), m.resolve_t(0)
         (1, 1, 0)
+
+        A text of ASCII digits is a ``t``; any other text a snapshot name (``²`` is one, and no
+        snapshot has it). Anything else than an integer or a text is ``invalid-argument``.
+
+        >>> m.resolve_t("²")
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.RequestError: unknown-snapshot: no snapshot named '²' (known: start)
+        >>> m.resolve_t("9" * 5000)
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.RequestError: invalid-argument: t=99999999999999999999... (5,000 digits) is outside the history (0..1)
         """
-        if isinstance(as_of, str) and not as_of.lstrip("-").isdigit():
-            snapshots = self.store.snapshots()
-            if as_of not in snapshots:
-                known = ", ".join(sorted(snapshots)) or "none"
-                raise _fail("unknown-snapshot", f"no snapshot named {as_of!r} (known: {known})")
-            return snapshots[as_of]
+        if isinstance(as_of, str):
+            digits = as_of.lstrip("-")
+            if not (digits.isascii() and digits.isdigit()):
+                snapshots = self.store.snapshots()
+                if as_of not in snapshots:
+                    known = ", ".join(sorted(snapshots)) or "none"
+                    raise _fail("unknown-snapshot", f"no snapshot named {as_of!r} (known: {known})")
+                return snapshots[as_of]
+            if len(digits) > 18:  # far outside any history, and maybe too long to read
+                shown = f"{as_of[:20]}... ({len(digits):,} digits)" if len(as_of) > 20 else as_of
+                raise _fail("invalid-argument", f"t={shown} is outside the history (0..{self.state.t})")
+        elif isinstance(as_of, bool) or not isinstance(as_of, int):
+            raise _fail("invalid-argument", f"a t is an integer or a snapshot name, not {type(as_of).__name__}")
+        elif not -(10**18) < as_of < 10**18:  # never printed whole: Python refuses over 4,300 digits
+            raise _fail("invalid-argument", f"t (an integer of over 18 digits) is outside the history (0..{self.state.t})")
         t = int(as_of)
         if not 0 <= t <= self.state.t:
             raise _fail("invalid-argument", f"t={t} is outside the history (0..{self.state.t})")
@@ -279,9 +304,33 @@ class MemoryHistory:
         }
 
     def snapshot(self, name: str, t: int | None = None) -> int:
-        """Name a state (the current one by default); returns its ``t``. Costs O(1)."""
+        """Name a state (the current one by default); returns its ``t``. Costs O(1).
+
+        A name is a non-empty string that is not a number (``invalid-argument``), holds no lone
+        surrogate (the rule of every stored string) and no control character (``\\x00`` cannot
+        be stored in PostgreSQL, the others would move a terminal): ``invalid-value``.
+
+        >>> from hgm_engine import Memory
+        >>> Memory().snapshot("start")
+        0
+        >>> try:
+        ...     Memory().snapshot("a\\x1b[2J")
+        ... except RequestError as err:
+        ...     print(err.category, err.message)
+        invalid-value a snapshot name may not hold a control character ('\\x1b' at character 2)
+        """
         if not isinstance(name, str) or not name or name.lstrip("-").isdigit():
             raise _fail("invalid-argument", "a snapshot name is a non-empty string that is not a number")
+        problem = text_problem(name, "name", "a snapshot name")
+        control = _CONTROL.search(name)
+        if problem is None and control is not None:
+            problem = Problem(
+                "invalid-value",
+                f"a snapshot name may not hold a control character ({control.group()!r} at character {control.start() + 1})",
+                where="name",
+            )
+        if problem is not None:
+            raise RequestError([problem])
         t = self.state.t if t is None else self.resolve_t(t)
         self.store.set_snapshot(name, t)
         return t
@@ -289,6 +338,9 @@ class MemoryHistory:
     def snapshots(self) -> dict[str, int]:
         """Snapshot name → ``t``."""
         return self.store.snapshots()
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def _fail(category: str, message: str) -> RequestError:

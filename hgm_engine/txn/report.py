@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from hgm_engine.model import Change, thaw
+from hgm_engine.model import Change, same_json, thaw
 
 __all__ = ["Violation", "TransactionReport", "change_to_json"]
 
@@ -49,7 +49,7 @@ def change_to_json(change: Change) -> dict[str, Any]:
     kind, before, after = change.kind, change.before, change.after
     if kind == "node_updated":
         keys = sorted(set(before.attrs) | set(after.attrs))
-        changed = [k for k in keys if before.attrs.get(k, _ABSENT) != after.attrs.get(k, _ABSENT)]
+        changed = [k for k in keys if k not in before.attrs or k not in after.attrs or not same_json(before.attrs[k], after.attrs[k])]
         return {
             "kind": kind,
             "id": after.id,
@@ -69,7 +69,6 @@ def change_to_json(change: Change) -> dict[str, Any]:
     return doc
 
 
-_ABSENT = object()
 
 
 @attrs.frozen

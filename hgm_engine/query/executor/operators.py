@@ -188,7 +188,7 @@ def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Cal
         # (a chain of n nodes holds n²/2 ids), level by level.
         reached = {source: ()}
         level = [source]
-        out = [(source, ())] if low == 0 else []
+        out = [(source, None)] if low == 0 else []  # None: level 0 stays on the source
         depth = 0
         while level and (high is None or depth < high):
             depth += 1
@@ -262,7 +262,7 @@ def _latest() -> tuple[Callable, Callable]:
     def traced(node_id, ctx):
         chain = _newer_chain(node_id, ctx)
         if not chain:
-            return [(node_id, ())]
+            return [(node_id, None)]  # None: the newest is its own latest, the walk stays
         return [(chain[-1], tuple(chain[:-1]))]
 
     return plain, traced
@@ -275,7 +275,7 @@ def _versions() -> tuple[Callable, Callable]:
         out = []
         for position in range(len(older) - 1, -1, -1):
             out.append((older[position], tuple(older[:position])))
-        out.append((node_id, ()))
+        out.append((node_id, None))  # None: the node among its own versions stays put
         for position, other in enumerate(newer):
             out.append((other, tuple(newer[:position])))
         return out
@@ -564,8 +564,10 @@ def traced_navigation(traced_expand: Callable, predicate_steps: Callable[[], lis
                 outputs = predicate(outputs, ctx)
             for other, via in outputs:
                 if other not in out:
-                    # A step that stays on its node ({0,..} level 0, latest of the newest) adds nothing.
-                    out[other] = extended = walk if (other == node_id and not via) else walk + via + (other,)
+                    # A step that stays on its node ({0,..} level 0, latest of the newest, a node
+                    # among its versions) says so with via None and adds nothing to the walk; a
+                    # hop along a loop edge from a node to itself does add the node.
+                    out[other] = extended = walk if via is None else walk + via + (other,)
                     held += len(extended)
             if held > 65536:  # charge as the walks grow, not only at the end
                 ctx.charge_walks(held)

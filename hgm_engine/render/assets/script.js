@@ -57,6 +57,18 @@ window.addEventListener("error", function (e) { var box = document.getElementByI
     swatch.style.borderColor = data.node_colors[type][1];
     item.appendChild(document.createTextNode(type));
   });
+  var DIRTY_WORDS = {needs_review: "needs review", blocked: "blocked"};
+  Object.keys(DIRTY_WORDS).forEach(function (state) {
+    if (!data.nodes.some(function (n) { return n.dirty === state; })) return;
+    var item = h("span", null, legend, "legend-dirty");
+    h("span", null, item, "dirty " + state);
+    item.appendChild(document.createTextNode(DIRTY_WORDS[state]));
+  });
+  if (data.note) {
+    var limit = document.getElementById("limit-note");
+    limit.hidden = false;
+    limit.textContent = data.note + ". Draw more with hgm show --max-nodes N (or to_html(max_nodes=N)), or narrow the picture with --root or --highlight.";
+  }
   data.edge_types.forEach(function (type) {
     var item = h("span", null, legend, "legend-edge");
     var line = h("span", null, item, "line");
@@ -130,16 +142,22 @@ window.addEventListener("error", function (e) { var box = document.getElementByI
   data.nodes.forEach(function (n) {
     var colors = data.node_colors[n.type];
     var cls = "node type-" + n.type.replace(/[^A-Za-z0-9_-]/g, "_") + (n.hierarchy ? " in-hierarchy" : " outside") +
-              (n.mark === "result" ? " highlight" : n.mark === "path" ? " onpath" : "");
+              (n.mark === "result" ? " highlight" : n.mark === "path" ? " onpath" : "") + (n.dirty ? " " + n.dirty : "");
     var g = el("g", {"class": cls, id: n.dom_id, transform: "translate(" + n.x + "," + n.y + ")", tabindex: 0, role: "button"}, nodeLayer);
     g.dataset.id = n.id;
     g.dataset.type = n.type;
-    var tip = el("title", {}, g); tip.textContent = n.title;
+    var tip = el("title", {}, g); tip.textContent = n.title + (n.dirty_note ? "\n" + n.dirty_note : "");
     el("rect", {"class": "box", width: W, height: H, rx: 7, ry: 7, fill: colors[0], stroke: colors[1]}, g);
     if (n.status) el("rect", {"class": "status", x: 0, y: 6, width: 4, height: H - 12, rx: 2, fill: STATUS_COLORS[n.status] || "#64748b"}, g);
     var name = el("text", {"class": "name", x: 10, y: 18}, g); name.textContent = n.label;
     var kind = el("text", {"class": "kind", x: W - 8, y: 17, "text-anchor": "end"}, g); kind.textContent = n.type;
     var detail = el("text", {"class": "detail", x: 10, y: 36}, g); detail.textContent = n.detail;
+    if (n.dirty) {  // a pill on the top edge of the box: the rule's mark
+      var word = DIRTY_WORDS[n.dirty], pill = word.length * 5.6 + 10;
+      el("rect", {"class": "dirty-pill", x: W - pill - 6, y: -7, width: pill, height: 14, rx: 7, ry: 7}, g);
+      var badge = el("text", {"class": "dirty-badge", x: W - 6 - pill / 2, y: 3.5, "text-anchor": "middle"}, g);
+      badge.textContent = word;
+    }
     if (n.hidden_children) {
       var more = el("text", {"class": "hidden-note", x: W + 4, y: H / 2 + 4}, g);
       more.textContent = "+" + n.hidden_children;
@@ -148,6 +166,48 @@ window.addEventListener("error", function (e) { var box = document.getElementByI
     g.addEventListener("click", function (event) { event.stopPropagation(); select(n.id, true); });
     g.addEventListener("keydown", function (event) { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); select(n.id, true); } });
   });
+
+  // -- the picture's size: what was drawn, measured, margins included ---------------------------
+  var MARGIN = 24;
+  try {
+    var box = svg.getBBox();
+    var needW = Math.ceil(Math.max(data.width, box.x + box.width + MARGIN));
+    var needH = Math.ceil(Math.max(data.height, box.y + box.height + MARGIN));
+    if (needW !== data.width || needH !== data.height) {
+      svg.setAttribute("width", needW);
+      svg.setAttribute("height", needH);
+      svg.setAttribute("viewBox", "0 0 " + needW + " " + needH);
+    }
+  } catch (err) { /* getBBox needs a rendered SVG: the computed size stands */ }
+
+  // -- bringing a node into view -------------------------------------------------------------
+  var canvas = document.getElementById("canvas");
+  function reveal(id, always) {
+    var n = byId.get(id);
+    if (!n) return;
+    var left = canvas.scrollLeft, top = canvas.scrollTop, width = canvas.clientWidth, height = canvas.clientHeight;
+    var seen = n.x >= left && n.x + W <= left + width && n.y - 8 >= top && n.y + H <= top + height;
+    if (always || !seen) {
+      canvas.scrollLeft = Math.max(0, n.x + W / 2 - width / 2);
+      canvas.scrollTop = Math.max(0, n.y + H / 2 - height / 2);
+    }
+    var g = nodeEls.get(id);
+    if (g && g.focus) g.focus({preventScroll: true});
+  }
+  var results = data.highlight ? data.highlight.ids.filter(function (id) { return nodeEls.has(id); }) : [];
+  var current = 0;
+  function step(by) {
+    if (!results.length) return;
+    current = (current + by + results.length) % results.length;
+    document.getElementById("query-position").textContent = (current + 1) + "/" + results.length;
+    reveal(results[current], false);
+  }
+  if (results.length) {
+    document.getElementById("query-steps").hidden = false;
+    document.getElementById("query-position").textContent = "1/" + results.length;
+    document.getElementById("query-previous").addEventListener("click", function () { step(-1); });
+    document.getElementById("query-next").addEventListener("click", function () { step(1); });
+  }
 
   // -- the side panel ------------------------------------------------------------------------
   var panel = document.getElementById("panel");
@@ -192,6 +252,15 @@ window.addEventListener("error", function (e) { var box = document.getElementByI
       if (walk && walk.length > 1) mark += ": " + walk.join(" \u2192 ");
     }
     document.getElementById("panel-mark").textContent = mark;
+    var markList = document.getElementById("panel-marks");
+    markList.textContent = "";
+    (n.dirty_marks || []).forEach(function (m) {
+      var text = (m.state || n.dirty) + (m.rule ? " by rule " + m.rule : "") +
+                 (m.because && m.because.length ? " because of " + m.because.join(", ") : "") +
+                 (m.t !== undefined && m.t !== null ? " at t=" + m.t : "") + (m.reason ? ": " + m.reason : "");
+      h("li", text, markList, "mark");
+    });
+    if (!markList.childNodes.length) h("li", n.dirty ? DIRTY_WORDS[n.dirty] : "not marked stale or blocked", markList, n.dirty ? "mark" : "none");
     var table = document.getElementById("panel-attrs");
     table.textContent = "";
     var rows = [["id", n.id], ["type", n.type]];
@@ -236,7 +305,7 @@ window.addEventListener("error", function (e) { var box = document.getElementByI
     if (fromUser) {
       try { history.replaceState(null, "", "#select=" + encodeURIComponent(id)); } catch (err) { /* file: pages may refuse */ }
     }
-    if (g.scrollIntoView) g.scrollIntoView({block: "nearest", inline: "nearest"});
+    reveal(id, !fromUser);
   }
   function closePanel() {
     panel.hidden = true;
@@ -252,6 +321,7 @@ window.addEventListener("error", function (e) { var box = document.getElementByI
     if (match) select(decodeURIComponent(match[1]), false);
   }
   window.addEventListener("hashchange", fromHash);
-  fromHash();
+  if (/^#select=/.test(location.hash)) fromHash();
+  else if (results.length) reveal(results[0], true);
   document.body.dataset.ready = "1";
 })();

@@ -16,6 +16,8 @@ The modules, one job each:
   body limits, the access log);
 - :mod:`~hgm_engine.server.rest.app`: :func:`create_app`, the routes over
   :class:`~hgm_engine.server.service.MemoryService`;
+- :mod:`~hgm_engine.server.rest.routes`: the routes of rules, paths, loading and the LLM, the
+  documentation pages (assets from ``fastapi-offline``) and the OpenAPI document's finish;
 - :mod:`~hgm_engine.server.rest.workers`: one server process, or a supervisor handing
   connections to pre-forked workers;
 - :mod:`~hgm_engine.server.rest.command`: ``hgm serve``'s options, :func:`run`, :func:`main`.

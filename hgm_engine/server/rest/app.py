@@ -34,7 +34,22 @@ from hgm_engine.memory import Memory
 from hgm_engine.query import Limits
 from hgm_engine.server.rest.guard import BodyTooLarge, Guard
 from hgm_engine.server.rest.models import (
+    ChangesModel,
     ConfirmRequest,
+    CreatedReportModel,
+    DiffModel,
+    ExplainModel,
+    FocusPathModel,
+    FrontierModel,
+    GraphModel,
+    HealthModel,
+    HistoryModel,
+    LocateModel,
+    MemoryNodeModel,
+    NodeModel,
+    SnapshotModel,
+    SnapshotsModel,
+    StaleModel,
     ExplainRequest,
     LocateRequest,
     MemoryNodeRequest,
@@ -57,7 +72,8 @@ from hgm_engine.server.rest.responses import (
     request_id_var,
     validation_error_response,
 )
-from hgm_engine.server.service import BudgetExceeded, MemoryService, ServerLimits, error_document, http_status
+from hgm_engine.server.rest.routes import add_capability_routes, allowed_methods, docs_app, public_paths, refine_openapi
+from hgm_engine.server.service import BudgetExceeded, LLMEndpoint, MemoryService, ServerLimits, error_document, http_status
 
 __all__ = ["create_app"]
 
@@ -70,6 +86,7 @@ def create_app(
     token: str | None = None,
     max_body: int | None = None,
     limits: ServerLimits | Limits | None = None,
+    llm: LLMEndpoint | None = None,
 ) -> FastAPI:
     """The REST app over ``memory`` (an ASGI app; run it with uvicorn or test it with
     ``fastapi.testclient.TestClient``).
@@ -77,7 +94,11 @@ def create_app(
     ``token``: when set, every request needs ``Authorization: Bearer TOKEN``. ``max_body``:
     the largest request body in bytes (default ``limits.max_body``, 1 MiB). ``limits``: a
     :class:`~hgm_engine.server.service.ServerLimits` (or an executor
-    :class:`~hgm_engine.query.executor.Limits` for work and time only).
+    :class:`~hgm_engine.query.executor.Limits` for work and time only). ``llm``: the model
+    endpoint of the LLM routes (:class:`~hgm_engine.server.service.LLMEndpoint`; default:
+    the environment's, as ``hgm rewrite`` reads it). ``/openapi.json`` and ``/docs`` (its
+    assets are served from the ``fastapi-offline`` package, so the page works offline) need
+    no token: they hold no data.
 
     >>> from fastapi.testclient import TestClient
     >>> from hgm_engine import Memory
@@ -92,11 +113,11 @@ def create_app(
     limits = limits or ServerLimits()
     if max_body is not None:
         limits = attrs.evolve(limits, max_body=max_body)
-    service = MemoryService(memory, limits)
+    service = MemoryService(memory, limits, llm=llm)
     inline_budget = limits.inline_budget()
     node_json = NodeJsonCache()
 
-    app = FastAPI(
+    app = docs_app(
         title="hgm",
         version=__version__,
         summary="Hierarchical graph memory for LLM agents",
@@ -127,8 +148,13 @@ def create_app(
             return error_response("request-too-large", f"the request body is over this server's limit of {limits.max_body} bytes", 413)
         if exc.status_code == 404:
             return error_response("not-found", f"no route {request.method} {request.url.path}", 404)
-        if exc.status_code == 405:
-            return error_response("method-not-allowed", f"{request.method} is not allowed on {request.url.path}", 405)
+        if exc.status_code == 405:  # Allow lists every method of the path (RFC 9110), not one route's
+            allowed = allowed_methods(app, request.scope)
+            headers = {"Allow": ", ".join(allowed)} if allowed else exc.headers
+            return error_response("method-not-allowed", f"{request.method} is not allowed on {request.url.path}", 405, headers)
+        unreadable = _unreadable_json(exc)
+        if unreadable is not None:
+            return error_response("invalid-json", f"the body is not valid JSON: {unreadable}", 400)
         category = "invalid-argument" if exc.status_code < 500 else "internal"
         return error_response(category, str(exc.detail), exc.status_code)
 
@@ -146,13 +172,14 @@ def create_app(
         token=token,
         max_body=limits.max_body,
         direct=direct,
+        public=public_paths(app),
         body_timeout=limits.body_timeout,
         max_concurrency=limits.max_concurrency,
     )
 
     # -- operations --------------------------------------------------------------------
 
-    @app.get("/health", tags=["service"], summary="Liveness and the memory's current t")
+    @app.get("/health", tags=["service"], summary="Liveness and the memory's current t", response_model=HealthModel)
     async def health() -> Response:
         return json_response(service.health())
 
@@ -161,7 +188,7 @@ def create_app(
         tags=["read"],
         summary="Evaluate a path expression",
         response_model=QueryResultModel,
-        responses=error_responses(400, 401, 404, 413),
+        responses=error_responses(400, 401, 404),
     )
     async def query(body: QueryRequest) -> Response:
         """The query document of spec §6 (`kind` nodes/count/exists/paths) plus `t`, the state
@@ -182,15 +209,18 @@ def create_app(
 
         return await run_in_threadpool(run)
 
-    @app.post("/api/v1/explain", tags=["read"], summary="The optimized plan of a query", responses=error_responses(400, 401))
+    @app.post(
+        "/api/v1/explain", tags=["read"], summary="The optimized plan of a query", response_model=ExplainModel, responses=error_responses(400, 401)
+    )
     def explain(body: ExplainRequest) -> Response:
-        return json_response(service.explain(body.expr))
+        return json_response(service.explain(body.expr, physical=body.physical))
 
     @app.post(
         "/api/v1/transactions",
         tags=["write"],
         summary="Apply a transaction file",
-        response_model=ReportModel,
+        operation_id="apply_transaction",
+        response_model=CreatedReportModel,
         responses=error_responses(400, 401, 404, 409, 413, 422),
     )
     def transact(body: TransactionRequest, dry_run: bool = Query(False, description="Same as dry_run in the body.")) -> Response:
@@ -201,63 +231,93 @@ def create_app(
         doc.pop("dry_run", None)
         return json_response(service.transact(doc, dry_run=dry_run or body.dry_run))
 
-    @app.get("/api/v1/nodes/{node_id:path}", tags=["read"], summary="One node", responses=error_responses(401, 404))
+    @app.get("/api/v1/nodes/{node_id:path}", tags=["read"], summary="One node", response_model=NodeModel, responses=error_responses(400, 401, 404))
     def get_node(node_id: str, as_of: str | None = Query(None, description="A t or a snapshot name.")) -> Response:
         return json_response(service.node(node_id, as_of))
 
-    @app.get("/api/v1/history", tags=["history"], summary="Every commit that touched a node", responses=error_responses(401, 404))
+    @app.get("/api/v1/history", tags=["history"], summary="Every commit that touched a node", response_model=HistoryModel, responses=error_responses(401, 404))
     def history(node: str = Query(min_length=1, description="The node id.")) -> Response:
         return json_response(service.history(node))
 
-    @app.get("/api/v1/diff", tags=["history"], summary="What changed between two states", responses=error_responses(400, 401, 404))
+    @app.get("/api/v1/diff", tags=["history"], summary="What changed between two states", response_model=DiffModel, responses=error_responses(400, 401, 404))
     def diff(
         t_from: str = Query(alias="from", description="A t or a snapshot name."),
         t_to: str | None = Query(None, alias="to", description="A t or a snapshot name (default: now)."),
     ) -> Response:
         return json_response(service.diff(t_from, t_to))
 
-    @app.get("/api/v1/changes", tags=["history"], summary="Commits and net changes since a t", responses=error_responses(400, 401, 404))
+    @app.get(
+        "/api/v1/changes",
+        tags=["history"],
+        summary="Commits and net changes since a t",
+        operation_id="changes_since",
+        response_model=ChangesModel,
+        responses=error_responses(400, 401, 404),
+    )
     def changes(since: str = Query(description="A t or a snapshot name.")) -> Response:
         return json_response(service.changes_since(since))
 
-    @app.get("/api/v1/stale", tags=["planner"], summary="Nodes marked needs_review or blocked", responses=error_responses(401, 404))
+    @app.get("/api/v1/stale", tags=["planner"], summary="Nodes marked needs_review or blocked", response_model=StaleModel, responses=error_responses(400, 401, 404))
     def stale(as_of: str | None = Query(None)) -> Response:
         return json_response(service.stale(as_of))
 
-    @app.get("/api/v1/frontier", tags=["planner"], summary="Actions under a goal that can run now", responses=error_responses(401, 404))
+    @app.get("/api/v1/frontier", tags=["planner"], summary="Actions under a goal that can run now", response_model=FrontierModel, responses=error_responses(400, 401, 404))
     def frontier(goal: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
         return json_response(service.frontier(goal, as_of))
 
-    @app.get("/api/v1/focus-path", tags=["planner"], summary="The path from a root to a node", responses=error_responses(401, 404))
+    @app.get("/api/v1/focus-path", tags=["planner"], summary="The path from a root to a node", response_model=FocusPathModel, responses=error_responses(400, 401, 404))
     def focus_path(node: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
         return json_response(service.focus_path(node, as_of))
 
-    @app.post("/api/v1/confirm", tags=["planner"], summary="Clear a node's staleness marks", response_model=ReportModel, responses=error_responses(400, 401, 404))
+    @app.post("/api/v1/confirm", tags=["planner"], summary="Clear a node's staleness marks", response_model=ReportModel, responses=error_responses(400, 401, 404, 422))
     def confirm(body: ConfirmRequest) -> Response:
         return json_response(service.confirm(body.id, body.author, body.reason))
 
-    @app.post("/api/v1/revert", tags=["history"], summary="Undo a commit with a new commit", response_model=ReportModel, responses=error_responses(400, 401, 409, 422))
+    @app.post("/api/v1/revert", tags=["history"], summary="Undo a commit with a new commit", response_model=ReportModel, responses=error_responses(400, 401, 404, 409, 422))
     def revert(body: RevertRequest) -> Response:
         return json_response(service.revert(body.t, body.author, body.reason))
 
-    @app.get("/api/v1/snapshots", tags=["history"], summary="Named states")
+    @app.get("/api/v1/snapshots", tags=["history"], summary="Named states", operation_id="list_snapshots", response_model=SnapshotsModel)
     def snapshots() -> Response:
         return json_response(service.snapshots())
 
-    @app.post("/api/v1/snapshots", tags=["history"], summary="Name a state", responses=error_responses(400, 401))
+    @app.post(
+        "/api/v1/snapshots",
+        tags=["history"],
+        summary="Name a state",
+        operation_id="create_snapshot",
+        status_code=201,
+        response_model=SnapshotModel,
+        responses=error_responses(400, 401, 404),
+    )
     def snapshot(body: SnapshotRequest) -> Response:
         return json_response(service.snapshot(body.name, body.t), 201)
 
-    @app.get("/api/v1/export", tags=["read"], summary="The whole memory as a graph file", responses=error_responses(400, 401, 404))
+    @app.get("/api/v1/export", tags=["read"], summary="The whole memory as a graph file", response_model=GraphModel, responses=error_responses(400, 401, 404))
     def export(as_of: str | None = Query(None)) -> Response:
         return json_response(service.export(as_of))
 
-    @app.post("/api/v1/locate", tags=["paths"], summary="Stored decision paths that fit a request", responses=error_responses(400, 401, 501))
+    @app.post(
+        "/api/v1/locate",
+        tags=["paths"],
+        summary="Stored decision paths that fit a request",
+        response_model=LocateModel,
+        responses=error_responses(400, 401, 501),
+    )
     def locate(body: LocateRequest) -> Response:
         """The localization result of formats.md (`matches`, best first)."""
-        return json_response(service.locate(body.text, body.tags, body.k))
+        return json_response(
+            service.locate(body.text, body.tags, body.k, scenario=body.scenario, cross_scenario=body.cross_scenario, steps=body.steps, hops=body.hops)
+        )
 
-    @app.post("/api/v1/rewrite", tags=["paths"], summary="Replace a stored path's steps", responses=error_responses(400, 401, 404, 409, 422, 501))
+    @app.post(
+        "/api/v1/rewrite",
+        tags=["paths"],
+        summary="Replace a stored path's steps",
+        operation_id="rewrite_path",
+        response_model=CreatedReportModel,
+        responses=error_responses(400, 401, 404, 409, 422, 423, 429, 501),
+    )
     def rewrite(body: RewritePathRequest) -> Response:
         return json_response(service.rewrite_path(body.path_id, body.steps, body.reason, body.author))
 
@@ -267,7 +327,9 @@ def create_app(
         "/api/v1/memory/node",
         tags=["origin"],
         summary="Add one node from free text",
+        operation_id="add_memory_node",
         status_code=201,
+        response_model=MemoryNodeModel,
         responses=error_responses(400, 401, 404, 409, 422),
     )
     def memory_node(body: MemoryNodeRequest) -> Response:
@@ -286,11 +348,25 @@ def create_app(
         )
         return json_response(doc, 201)
 
-    @app.post("/api/v1/memory/path/retrieve", tags=["origin"], summary="Locate paths for a question", responses=error_responses(400, 401, 501))
+    @app.post(
+        "/api/v1/memory/path/retrieve",
+        tags=["origin"],
+        summary="Locate paths for a question",
+        operation_id="retrieve_paths",
+        response_model=LocateModel,
+        responses=error_responses(400, 401, 501),
+    )
     def memory_path_retrieve(body: PathRetrieveRequest) -> Response:
         return json_response(service.locate(body.query, body.tags, body.max_paths))
 
-    @app.post("/api/v1/memory/path/rewrite", tags=["origin"], summary="Rewrite a path after feedback", responses=error_responses(400, 401, 404, 409, 422, 501))
+    @app.post(
+        "/api/v1/memory/path/rewrite",
+        tags=["origin"],
+        summary="Rewrite a path after feedback",
+        operation_id="rewrite_path_from_feedback",
+        response_model=CreatedReportModel,
+        responses=error_responses(400, 401, 404, 409, 422, 423, 429, 501),
+    )
     def memory_path_rewrite(body: PathRewriteRequest) -> Response:
         return json_response(service.rewrite_path_from_feedback(body.path_id, body.feedback, body.steps, body.session_context))
 
@@ -322,8 +398,34 @@ def create_app(
         await response(scope, receive, send)
 
     direct[("POST", "/api/v1/query")] = query_direct
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    add_capability_routes(app, service)
+    app.openapi = lambda: refine_openapi(app, _openapi(app))  # type: ignore[method-assign]
     return app
+
+
+def _unreadable_json(exc: StarletteHTTPException) -> str | None:
+    """Why FastAPI could not parse a body as JSON, when ``exc`` is its "There was an error
+    parsing the body" (the parser raised something else than a ``JSONDecodeError``: nesting
+    past the interpreter's recursion limit, an integer over 4,300 digits, bytes that are not
+    UTF-8); None for any other error.
+
+    >>> err = StarletteHTTPException(400, "There was an error parsing the body")
+    >>> err.__cause__ = RecursionError("maximum recursion depth exceeded")
+    >>> _unreadable_json(err)
+    'it is nested too deeply for this parser'
+    >>> _unreadable_json(StarletteHTTPException(400, "bad")) is None
+    True
+    """
+    cause = exc.__cause__
+    if exc.status_code != 400 or not isinstance(cause, (RecursionError, ValueError)):
+        return None
+    if isinstance(cause, RecursionError):
+        return "it is nested too deeply for this parser"
+    if isinstance(cause, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte {cause.object[cause.start:cause.start + 1]!r} at offset {cause.start})"
+    if "digits" in str(cause):
+        return "an integer has more than 4,300 digits"
+    return str(cause)[:200]
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

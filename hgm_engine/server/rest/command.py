@@ -24,7 +24,7 @@ from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
 from hgm_engine.server.rest.guard import access_logger
 from hgm_engine.server.rest.workers import ServeOptions, finish, serve, supervise
-from hgm_engine.server.service import ServerLimits
+from hgm_engine.server.service import ServerLimits, add_llm_arguments, llm_endpoint
 
 __all__ = [
     "DEFAULT_PORT",
@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ('127.0.0.1', 8765)
     """
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory (a SQLite file; created if missing)")
+    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--token", default=None, help=f"require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV})")
@@ -123,6 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--no-access-log", action="store_true", help="no log line per request")
+    add_llm_arguments(parser)
     return parser
 
 
@@ -205,6 +206,8 @@ _LEAST = {
     "keep_alive_timeout": 1e-3,
     "graceful_timeout": 0,
     "query_timeout": 1e-3,
+    "llm_timeout": 1e-3,
+    "llm_attempts": 1,
     "max_body": 1,
     "max_query_length": 1,
     "max_work": 1,
@@ -225,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401 - imported where it serves; checked before anything is opened
     except ImportError as exc:
-        print(f"hgm serve: needs the server extra: pip install 'hgm[serve]' ({exc})", file=sys.stderr)
+        print(f"hgm serve: needs the server extra: pip install 'hgm-engine[server]' ({exc})", file=sys.stderr)
         return 1
     configure_logging(args.log_level)
     if args.workers < 1:
@@ -267,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
         switch_interval_ms=args.switch_interval_ms,
         header_timeout=args.header_timeout,
         keep_alive_timeout=args.keep_alive_timeout,
+        llm=llm_endpoint(args),
     )
     try:
         memory = Memory.open(args.db)

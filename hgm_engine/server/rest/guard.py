@@ -188,7 +188,8 @@ class Guard:
     ``overloaded`` with ``Retry-After``; a request the server cancels as it stops (past its
     graceful timeout) gets a JSON 503 ``stopping``. ``direct`` maps ``(method, path)`` to plain ASGI
     handlers answered past these checks but without the framework's per-request layers (the
-    hot query route).
+    hot query route). ``public`` paths are read (GET, HEAD) without the token: the OpenAPI
+    document and its pages hold no data.
 
     >>> import asyncio
     >>> async def app(scope, receive, send):
@@ -209,6 +210,7 @@ class Guard:
         max_body: int,
         direct: Mapping[tuple[str, str], Any] | None = None,
         *,
+        public: tuple[str, ...] = (),
         body_timeout: float | None = 30.0,
         max_concurrency: int | None = None,
     ):
@@ -218,6 +220,10 @@ class Guard:
         # (method, path) -> a plain ASGI handler answered here, past the checks above but
         # without the framework's per-request layers (the hot query route).
         self.direct = direct if direct is not None else {}
+        # Paths read without the token (GET and HEAD): the API's document and its pages; a
+        # trailing "/" marks a prefix (the pages' assets).
+        self.public = tuple(p for p in public if not p.endswith("/"))
+        self.public_prefixes = tuple(p for p in public if p.endswith("/"))
         self.body_timeout = body_timeout if body_timeout and body_timeout > 0 else None
         self.max_concurrency = max_concurrency if max_concurrency and max_concurrency > 0 else None
         self.working = 0  # requests past the checks with their whole body, not yet answered
@@ -322,8 +328,12 @@ class Guard:
                 {"Connection": "close"},
             )
 
+    def _is_public(self, scope) -> bool:
+        path = scope["path"]
+        return scope["method"] in ("GET", "HEAD") and (path in self.public or path.startswith(self.public_prefixes or ("\0",)))
+
     def _refusal(self, scope, headers) -> Response | None:
-        if self.token is not None:
+        if self.token is not None and not self._is_public(scope):
             supplied = headers.get(b"authorization", b"")
             scheme, _, credentials = supplied.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self.token):

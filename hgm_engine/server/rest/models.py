@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, WithJsonSchema
 
 __all__ = [
     "AsOf",
@@ -35,9 +35,100 @@ __all__ = [
     "ReportModel",
     "RefusedReportModel",
     "error_responses",
+    "int_in",
+    "AddNodeOp",
+    "UpdateNodeOp",
+    "DeleteNodeOp",
+    "AddEdgeOp",
+    "UpdateEdgeOp",
+    "DeleteEdgeOp",
+    "ReplaceBranchOp",
+    "ConfirmOp",
+    "op_schemas",
+    "HealthModel",
+    "ExplainModel",
+    "NodeModel",
+    "HistoryEntryModel",
+    "HistoryModel",
+    "HistoriesModel",
+    "DiffModel",
+    "CommitSummaryModel",
+    "ChangesModel",
+    "CommitsModel",
+    "StaleEntryModel",
+    "StaleModel",
+    "FrontierModel",
+    "FocusPathModel",
+    "SnapshotsModel",
+    "SnapshotModel",
+    "GraphModel",
+    "LocateModel",
+    "CreatedReportModel",
+    "MemoryNodeModel",
+    "NamedTextModel",
+    "ConstraintsModel",
+    "ConstraintAddedModel",
+    "ConstraintRemovedModel",
+    "ViolationModel",
+    "ViolationsModel",
+    "RuleSetsModel",
+    "RulesLoadedModel",
+    "RulesRemovedModel",
+    "IngestModel",
+    "PathModel",
+    "PathsModel",
+    "PathMetricsModel",
+    "ProposalModel",
+    "LLMRewriteModel",
+    "PlanModel",
+    "PlannerStepModel",
+    "ConstraintRequest",
+    "RulesRequest",
+    "HistoriesRequest",
+    "LoadRequest",
+    "IngestRequest",
+    "OutcomeRequest",
+    "RollbackRequest",
+    "ResetRequest",
+    "LLMRewriteRequest",
+    "ToolCallModel",
+    "ObservationModel",
+    "PlannerStepRequest",
+    "Int",
+    "NonBlank",
+    "Id",
+    "Op",
+    "Ops",
+    "OP_MODELS",
 ]
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def _integral(value: Any) -> Any:
+    """A JSON number with no fraction (``28.0``) is an integer, as JSON Schema says; anything
+    else is left to the strict check (``28.5``, ``"28"`` and ``true`` stay refused)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer field of a request: ``type: integer`` in the document, and 28.0 is accepted.
+Int = Annotated[int, BeforeValidator(_integral)]
+
+
+def int_in(ge: int | None = None, le: int | None = None) -> Any:
+    """:data:`Int` within bounds; the bounds go before the validator, so the document keeps
+    them as ``minimum`` and ``maximum`` in an optional field's ``anyOf`` too.
+
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(int_in(0, 64)).validate_python(3.0), TypeAdapter(int_in(0, 64)).json_schema()["minimum"]
+    (3, 0)
+    """
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_integral)]
+
+# Text that must say something: not empty, not only spaces (what the service refuses).
+NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
 
 # A model's docstring and field descriptions are its description in the OpenAPI document:
 # changing one changes the document clients are generated from.
@@ -48,11 +139,128 @@ _STRICT = ConfigDict(extra="forbid", strict=True)
 AsOf = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string"}]})]
 
 
+# -- the ops of a transaction ------------------------------------------------------------------
+# Documented as a union discriminated by ``op`` (a generated client gets one type per op); the
+# server still hands each op to the engine's transaction parser, whose errors name the op and
+# the field (``ops[2].id``), as the CLI and MCP report them. The models mirror
+# ``hgm_engine.txn.ops`` (``_OP_KEYS``): add_node and add_edge take further attributes.
+
+_OP_STRICT = ConfigDict(extra="forbid")
+_OP_OPEN = ConfigDict(extra="allow")
+Id = Annotated[str, Field(min_length=1)]
+
+
+class AddNodeOp(BaseModel):
+    """Add a node; every further key is an attribute of the node."""
+
+    model_config = _OP_OPEN
+    op: Literal["add_node"]
+    type: str = Field(description="The node type (goal, action, entity, fact, result).")
+    id: str | None = Field(None, description="The new node's id (generated when absent).")
+    parent: str | None = Field(None, description="Put the node under this node (a parent_of edge).")
+    order: float | None = Field(None, description="The order among the parent's children.")
+
+
+class UpdateNodeOp(BaseModel):
+    """Set and unset attributes of a node."""
+
+    model_config = _OP_STRICT
+    op: Literal["update_node"]
+    id: Id
+    set: dict[str, Any] | None = Field(None, description="Attributes to set.")
+    unset: list[str] | None = Field(None, description="Attributes to remove.")
+
+
+class DeleteNodeOp(BaseModel):
+    """Delete a node (with ``cascade``, its descendants too)."""
+
+    model_config = _OP_STRICT
+    op: Literal["delete_node"]
+    id: Id
+    cascade: bool = False
+
+
+class AddEdgeOp(BaseModel):
+    """Add an edge; every further key is an attribute of the edge."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    op: Literal["add_edge"]
+    from_: str = Field(alias="from")
+    to: str
+    type: str = Field(description="parent_of, before, related_to, derived_from, produces, replaces, causes.")
+
+
+class UpdateEdgeOp(BaseModel):
+    """Set and unset attributes of an edge."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    op: Literal["update_edge"]
+    from_: str = Field(alias="from")
+    to: str
+    type: str
+    set: dict[str, Any] | None = None
+    unset: list[str] | None = None
+
+
+class DeleteEdgeOp(BaseModel):
+    """Delete an edge."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    op: Literal["delete_edge"]
+    from_: str = Field(alias="from")
+    to: str
+    type: str
+
+
+class ReplaceBranchOp(BaseModel):
+    """Replace a node's subtree with a nested plan."""
+
+    model_config = _OP_STRICT
+    op: Literal["replace_branch"]
+    id: Id
+    with_: list[dict[str, Any]] = Field(alias="with", description="Nested plan nodes {id?, type, children?: [...], ...attributes}.")
+    set: dict[str, Any] | None = None
+
+
+class ConfirmOp(BaseModel):
+    """Clear a node's staleness marks."""
+
+    model_config = _OP_STRICT
+    op: Literal["confirm"]
+    id: Id
+
+
+Op = Annotated[
+    AddNodeOp | UpdateNodeOp | DeleteNodeOp | AddEdgeOp | UpdateEdgeOp | DeleteEdgeOp | ReplaceBranchOp | ConfirmOp,
+    Field(discriminator="op"),
+]
+OP_MODELS = (AddNodeOp, UpdateNodeOp, DeleteNodeOp, AddEdgeOp, UpdateEdgeOp, DeleteEdgeOp, ReplaceBranchOp, ConfirmOp)
+
+
+def op_schemas() -> dict[str, Any]:
+    """The JSON Schemas of the ops (``Op``, the union, and one per op) for the OpenAPI
+    document's components.
+
+    >>> schemas = op_schemas()
+    >>> schemas["Op"]["discriminator"]["propertyName"], sorted(schemas["Op"]["discriminator"]["mapping"])[:2]
+    ('op', ['add_edge', 'add_node'])
+    """
+    schema = TypeAdapter(Op).json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
+    defs = schema.pop("$defs", {})
+    defs["Op"] = schema
+    return defs
+
+
+# Each op is taken as a JSON object and checked by the engine (see above); the document says
+# which objects those are.
+Ops = Annotated[list[dict[str, Any]], WithJsonSchema({"type": "array", "items": {"$ref": "#/components/schemas/Op"}})]
+
+
 class QueryRequest(BaseModel):
     """A path expression to evaluate (spec dsl.md)."""
 
     model_config = _STRICT
-    expr: str = Field(description="The path expression, e.g. \"root.actions.where(status = 'pending')\".")
+    expr: NonBlank = Field(description="The path expression, e.g. \"root.actions.where(status = 'pending')\".")
     focus: str | None = Field(None, description="The node id that @ refers to.")
     params: dict[str, Any] | None = Field(None, description="Values for the $parameters of the query.")
     as_of: AsOf | None = Field(None, description="Evaluate on the state at this t, or at a snapshot name.")
@@ -61,7 +269,8 @@ class QueryRequest(BaseModel):
 
 class ExplainRequest(BaseModel):
     model_config = _STRICT
-    expr: str = Field(description="The path expression to plan.")
+    expr: NonBlank = Field(description="The path expression to plan.")
+    physical: bool = Field(False, description="Also say how each step runs (the physical plan).")
 
 
 class TransactionRequest(BaseModel):
@@ -70,10 +279,8 @@ class TransactionRequest(BaseModel):
     model_config = _STRICT
     author: str | None = None
     reason: str | None = None
-    base_t: int | None = Field(
-        None, ge=0, description="Refuse as a conflict if anything this touches changed after this t."
-    )
-    ops: list[dict[str, Any]] = Field(description="add_node, update_node, delete_node, add_edge, delete_edge, ...")
+    base_t: int_in(0, None) | None = Field(None, description="Refuse as a conflict if anything this touches changed after this t.")
+    ops: Ops = Field(description="The operations, in order (each one discriminated by `op`).")
     dry_run: bool = Field(False, description="Check everything, commit nothing.")
 
 
@@ -86,29 +293,33 @@ class ConfirmRequest(BaseModel):
 
 class RevertRequest(BaseModel):
     model_config = _STRICT
-    t: int = Field(ge=1, description="The commit to undo (a new commit is appended).")
+    t: Int = Field(ge=1, description="The commit to undo (a new commit is appended).")
     author: str | None = None
     reason: str | None = None
 
 
 class SnapshotRequest(BaseModel):
     model_config = _STRICT
-    name: str = Field(min_length=1, max_length=200)
-    t: int | None = Field(None, ge=0, description="The state to name (the current one by default).")
+    name: str = Field(min_length=1, max_length=200, description="Any name that is not a number.")
+    t: int_in(0, None) | None = Field(None, description="The state to name (the current one by default).")
 
 
 class LocateRequest(BaseModel):
     model_config = _STRICT
-    text: str = Field(min_length=1, description="What the agent is about to do, in natural language.")
+    text: NonBlank = Field(description="What the agent is about to do, in natural language.")
     tags: list[str] | None = None
-    k: int = Field(5, ge=1, le=100)
+    k: Int = Field(5, ge=1, le=100, description="How many matches, best first.")
+    scenario: str | None = Field(None, description="Rank paths of this scenario first (with cross_scenario) or only.")
+    cross_scenario: bool = Field(False, description="Also consider paths of other scenarios.")
+    steps: list[str] | None = Field(None, description="Step names the agent has in mind (matched against paths' steps).")
+    hops: int_in(0, 64) | None = Field(None, description="How far to expand from the paths found by text.")
 
 
 class RewritePathRequest(BaseModel):
     model_config = _STRICT
-    path_id: str = Field(min_length=1)
+    path_id: NonBlank
     steps: list[Any] = Field(min_length=1, description="The new steps in order, or edit ops (keep/change/add/remove).")
-    reason: str = Field(min_length=1, description="Why the path changes (recorded in the history).")
+    reason: NonBlank = Field(description="Why the path changes (recorded in the history).")
     author: str | None = None
 
 
@@ -131,11 +342,9 @@ class PathRetrieveRequest(BaseModel):
     """The origin documents' ``POST /api/v1/memory/path/retrieve``."""
 
     model_config = _STRICT
-    query: str = Field(min_length=1, description="The question or task, in natural language.")
-    max_paths: int = Field(3, ge=1, le=100)
-    max_hops: int | None = Field(
-        None, ge=1, le=64, description="Accepted for the origin sketch; whole stored paths are ranked, so it has no effect."
-    )
+    query: NonBlank = Field(description="The question or task, in natural language.")
+    max_paths: Int = Field(3, ge=1, le=100)
+    max_hops: int_in(1, 64) | None = Field(None, description="Accepted for the origin sketch; whole stored paths are ranked, so it has no effect.")
     tags: list[str] | None = None
 
 
@@ -143,8 +352,8 @@ class PathRewriteRequest(BaseModel):
     """The origin documents' ``POST /api/v1/memory/path/rewrite``."""
 
     model_config = _STRICT
-    path_id: str = Field(min_length=1)
-    feedback: str = Field(min_length=1, description="Why the path changes (recorded as the commit reason).")
+    path_id: NonBlank
+    feedback: NonBlank = Field(description="Why the path changes (recorded as the commit reason).")
     steps: list[Any] = Field(min_length=1, description="The corrected steps of the path, in order.")
     session_context: str | None = Field(None, description="Appended to the reason.")
 
@@ -188,6 +397,403 @@ class RefusedReportModel(ReportModel):
     error: ErrorDetail
 
 
+# -- the other answers (every route has a response model: a generated client is typed) --------
+# Documents that carry user data (nodes, attributes, changes) are open objects; the keys hgm
+# always writes are listed.
+
+_OPEN = ConfigDict(extra="allow")
+
+
+class HealthModel(BaseModel):
+    status: Literal["ok"]
+    t: int = Field(description="The memory's current t.")
+    nodes: int
+    pid: int = Field(description="The server process that answered (one of several with --workers).")
+
+
+class ExplainModel(BaseModel):
+    query: str
+    kind: Literal["nodes", "count", "exists", "paths"]
+    params: list[str] = Field(description="The $parameters the query needs.")
+    uses_focus: bool
+    plan: str = Field(description="The optimized plan as text.")
+
+
+class NodeModel(BaseModel):
+    """A node: its id, its type and its attributes."""
+
+    model_config = _OPEN
+    id: str
+    type: str
+
+
+class HistoryEntryModel(BaseModel):
+    model_config = _OPEN
+    t: int
+    author: str | None
+    reason: str | None
+    timestamp: float | None
+    kind: str
+    changes: list[dict[str, Any]]
+
+
+class HistoryModel(BaseModel):
+    node: str
+    t: int
+    history: list[HistoryEntryModel]
+
+
+class HistoriesModel(BaseModel):
+    t: int
+    histories: dict[str, list[HistoryEntryModel]]
+
+
+class DiffModel(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    from_: int = Field(alias="from")
+    to: int
+    changes: list[dict[str, Any]]
+
+
+class CommitSummaryModel(BaseModel):
+    model_config = _OPEN
+    t: int
+    author: str | None
+    reason: str | None
+    base_t: int | None
+    timestamp: float | None
+    kind: str
+    changes: int | None = Field(description="How many changes (None for a genesis load).")
+    fired_rules: list[str]
+
+
+class ChangesModel(BaseModel):
+    since: int
+    t: int
+    commits: list[CommitSummaryModel]
+    changes: list[dict[str, Any]]
+
+
+class CommitsModel(BaseModel):
+    since: int
+    t: int
+    commits: list[CommitSummaryModel]
+    more: bool = Field(description="Later commits were left out: ask again from the last t.")
+
+
+class StaleEntryModel(BaseModel):
+    model_config = _OPEN
+    id: str
+    type: str
+    state: str = Field(description="needs_review or blocked.")
+    marks: list[dict[str, Any]]
+
+
+class StaleModel(BaseModel):
+    t: int
+    stale: list[StaleEntryModel]
+
+
+class FrontierModel(BaseModel):
+    goal: str
+    t: int
+    frontier: list[str]
+
+
+class FocusPathModel(BaseModel):
+    node: str
+    path: list[str]
+
+
+class SnapshotsModel(BaseModel):
+    snapshots: dict[str, int] = Field(description="Snapshot name -> t.")
+
+
+class SnapshotModel(BaseModel):
+    name: str
+    t: int
+
+
+class GraphModel(BaseModel):
+    """A graph file (formats.md)."""
+
+    model_config = _OPEN
+    format: str
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+class LocateModel(BaseModel):
+    """The localization result (formats.md): ``matches``, best first."""
+
+    model_config = _OPEN
+    matches: list[dict[str, Any]]
+
+
+class CreatedReportModel(ReportModel):
+    """A transaction report; ``created`` lists the ids of new nodes, ``path`` the new path version."""
+
+    model_config = _OPEN
+    created: list[str] | None = None
+    path: str | None = None
+
+
+class MemoryNodeModel(BaseModel):
+    id: str
+    t: int
+    node: NodeModel
+    report: ReportModel
+
+
+class NamedTextModel(BaseModel):
+    """A constraint or a rule set; ``broken`` (the error) when it does not compile and is inactive."""
+
+    name: str
+    text: Any
+    broken: ErrorDetail | None = None
+
+
+class ConstraintsModel(BaseModel):
+    t: int
+    constraints: list[NamedTextModel]
+
+
+class ConstraintAddedModel(BaseModel):
+    added: bool
+    name: str
+    text: str
+    replaced: str | None = Field(description="The text it replaced (None: it is new).")
+
+
+class ConstraintRemovedModel(BaseModel):
+    removed: bool
+    name: str
+    text: Any
+
+
+class ViolationModel(BaseModel):
+    constraint: str
+    node: str | None
+    message: str
+
+
+class ViolationsModel(BaseModel):
+    t: int
+    violations: list[ViolationModel]
+
+
+class RuleSetsModel(BaseModel):
+    t: int
+    rule_sets: list[NamedTextModel]
+
+
+class RulesLoadedModel(BaseModel):
+    loaded: bool
+    name: str
+    constraints: list[str]
+    triggers: list[str]
+    propagations: list[str]
+
+
+class RulesRemovedModel(BaseModel):
+    removed: str
+
+
+class IngestModel(BaseModel):
+    """The ingest report (formats.md)."""
+
+    model_config = _OPEN
+    ingested: list[str]
+    count: int
+    t: int | None
+    ts: list[int]
+    problems: list[dict[str, Any]]
+    skipped: list[Any]
+
+
+class PathModel(BaseModel):
+    """A stored path: goal, steps, edges, versions, counters (docs/paths.md)."""
+
+    model_config = _OPEN
+    id: str
+    root: str
+    goal: Any
+    steps: list[dict[str, Any]]
+    version: int
+    current: bool
+
+
+class PathsModel(BaseModel):
+    t: int
+    paths: list[dict[str, Any]]
+
+
+class PathMetricsModel(BaseModel):
+    model_config = _OPEN
+    paths: int
+    versions: int
+    rewrites: int
+    rollbacks: int
+    guards: dict[str, Any]
+
+
+class ProposalModel(BaseModel):
+    """A validated LLM rewrite: the edit ops, the new steps, the reason and every attempt."""
+
+    model_config = _OPEN
+    path: str
+    feedback: str
+    model: str
+    reason: str
+    ops: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+    attempts: list[dict[str, Any]]
+
+
+class LLMRewriteModel(BaseModel):
+    """Committed: the transaction report with ``path`` (the new version) and ``proposal``;
+    with ``dry_run``: ``committed`` false, ``dry_run`` true and the ``proposal``."""
+
+    model_config = _OPEN
+    committed: bool
+    proposal: ProposalModel
+    dry_run: bool | None = None
+    t: int | None = None
+    path: str | None = None
+
+
+class PlanModel(BaseModel):
+    """The planner's step (planners.protocol.StepPlan): ops for one transaction, at most one
+    tool call, whether the task is done; ``error`` when no valid answer came."""
+
+    model_config = _OPEN
+    ops: list[dict[str, Any]]
+    reason: str | None
+    calls: int
+    tool: dict[str, Any] | None = None
+    done: bool | None = None
+    outcome: str | None = None
+    error: dict[str, Any] | None = None
+
+
+class PlannerStepModel(BaseModel):
+    model_config = _OPEN
+    plan: PlanModel
+    focus: str | None = Field(description="Pass it to the next step.")
+    last_t: int | None = Field(description="Pass it to the next step.")
+    queries: list[dict[str, Any]] = Field(description="What the model read.")
+    t: int = Field(description="The t the step read (the base_t of its ops).")
+    report: ReportModel | None = Field(None, description="With commit: the report of the ops' transaction.")
+
+
+# -- the requests of the other routes ----------------------------------------------------------
+
+
+class ConstraintRequest(BaseModel):
+    model_config = _STRICT
+    name: NonBlank
+    text: NonBlank = Field(description="each TYPE [where COND] must COND (docs/rules.md).")
+    check_existing: bool = Field(True, description="Refuse (422, every violation) unless it holds now.")
+
+
+class RulesRequest(BaseModel):
+    model_config = _STRICT
+    text: NonBlank = Field(description="A rule file: constraints, triggers, propagation (docs/rules.md).")
+    name: NonBlank = Field("default", description="The rule set's name; a set of that name is replaced.")
+
+
+class HistoriesRequest(BaseModel):
+    model_config = _STRICT
+    nodes: list[Id] = Field(min_length=1, max_length=1000, description="Node ids.")
+
+
+class LoadRequest(BaseModel):
+    model_config = _STRICT
+    graph: dict[str, Any] = Field(description="A graph file (formats.md, format hgm-graph/1).")
+    author: str | None = None
+    reason: str | None = None
+
+
+class IngestRequest(BaseModel):
+    model_config = _STRICT
+    trajectories: list[Any] = Field(min_length=1, description="Trajectories (formats.md): id, goal, steps, ...")
+    skip_invalid: bool = Field(False, description="Store the good ones and list the others (else all or nothing).")
+    author: str | None = None
+    scenario: str | None = None
+    reason: str | None = None
+
+
+class OutcomeRequest(BaseModel):
+    model_config = _STRICT
+    path_id: NonBlank
+    outcome: Literal["success", "failure"]
+    reward: float | None = Field(None, ge=0, le=1, description="How well it went, in [0, 1].")
+    author: str | None = None
+
+
+class RollbackRequest(BaseModel):
+    model_config = _STRICT
+    path_id: NonBlank
+    version: Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}]})] = Field(
+        description="The version to restore: its number or its path id."
+    )
+    author: str | None = None
+    reason: str | None = None
+
+
+class ResetRequest(BaseModel):
+    model_config = _STRICT
+    path_id: NonBlank
+    author: str | None = None
+    reason: str | None = None
+
+
+class LLMRewriteRequest(BaseModel):
+    model_config = _STRICT
+    path_id: NonBlank
+    feedback: NonBlank = Field(description="What went wrong or changed.")
+    model: str | None = Field(None, description="The model (default: the server's).")
+    attempts: int_in(1, 10) | None = Field(None, description="Requests to the model at most (the server may allow fewer).")
+    author: str | None = Field(None, description="Who rewrites (default llm:MODEL).")
+    dry_run: bool = Field(False, description="Return the validated proposal, commit nothing.")
+
+
+class ToolCallModel(BaseModel):
+    model_config = _STRICT
+    name: NonBlank
+    args: dict[str, Any] | None = None
+    action: str | None = Field(None, description="The action node the call executes.")
+
+
+class ObservationModel(BaseModel):
+    """What happened since the last step (planners.protocol.Observation): the ``task``, a
+    ``tool``'s answer (``call``, ``ok``, ``value`` or ``error``), or ``step-failed`` (the last
+    step's ops were refused: ``error``)."""
+
+    model_config = _STRICT
+    kind: Literal["task", "tool", "step-failed"]
+    text: str | None = None
+    data: dict[str, Any] | None = None
+    call: ToolCallModel | None = None
+    ok: bool | None = None
+    value: Any = None
+    error: dict[str, Any] | None = None
+
+
+class PlannerStepRequest(BaseModel):
+    model_config = _STRICT
+    task: NonBlank = Field(description="The request the run serves.")
+    observation: ObservationModel | None = Field(None, description="What happened since the last step (default: the task).")
+    focus: str | None = Field(None, description="The node the planner works on (from the previous step).")
+    last_t: int_in(0, None) | None = Field(None, description="The t after the previous step (from its answer).")
+    tools: list[Any] | None = Field(None, description="Tools the model may call: names or {name, description, args}.")
+    max_repairs: Int = Field(1, ge=0, le=3)
+    max_reads: Int = Field(2, ge=0, le=4)
+    model: str | None = None
+    commit: bool = Field(False, description="Commit the plan's ops at once (else the caller does).")
+    author: str | None = None
+
+
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of a route for the error statuses it can answer with: the error body
     (a refused transaction's report for 422) and what the status means.
@@ -205,7 +811,11 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         413: "Request body too large",
         415: "Body is not application/json",
         422: "Refused by constraints: the report lists every violation",
-        501: "Not built into this engine",
+        423: "The path's lineage failed too often and waits for a person (needs-human: reset it)",
+        429: "The path was rewritten too often (rewrite-cap)",
+        501: "Not built into this engine, or the package offering it is not installed",
+        502: "The model answered, but no answer was usable (invalid-model-answer; every attempt listed)",
+        503: "No model reached (model-unavailable: none configured, connection, timeout), or overloaded",
     }
     out: dict[int | str, dict[str, Any]] = {}
     for code in codes:

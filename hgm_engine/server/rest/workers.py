@@ -39,7 +39,7 @@ from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
 from hgm_engine.server.rest.app import create_app
 from hgm_engine.server.rest.guard import deadline_protocol
-from hgm_engine.server.service import ServerLimits
+from hgm_engine.server.service import LLMEndpoint, ServerLimits
 
 __all__ = ["ServeOptions", "serve", "supervise", "finish", "STOP_MARGIN"]
 
@@ -76,6 +76,7 @@ class ServeOptions:
     switch_interval_ms: float = 0  # Python's thread switch interval; 0 keeps Python's
     header_timeout: float = 10.0  # seconds for a request's line and headers to arrive
     keep_alive_timeout: float = 5.0  # seconds an idle keep-alive connection stays open
+    llm: LLMEndpoint | None = None  # the model of the LLM routes (None: the environment's)
 
 
 def serve(
@@ -91,7 +92,7 @@ def serve(
     import uvicorn
 
     config = uvicorn.Config(
-        create_app(memory, token=options.token, limits=options.limits),
+        create_app(memory, token=options.token, limits=options.limits, llm=options.llm),
         log_config=None,
         log_level=options.log_level,
         access_log=False,

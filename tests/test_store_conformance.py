@@ -1,0 +1,40 @@
+"""Every store passes hgm_engine.testing.StoreTests: in memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from hgm_engine.store import InMemoryStore, open_store
+from hgm_engine.testing import StoreTests
+
+
+class TestInMemoryStore(StoreTests):
+    reopens = False
+
+    def open_store(self, folder):
+        return InMemoryStore()
+
+
+class TestSQLiteStore(StoreTests):
+    def open_store(self, folder):
+        return open_store(str(folder / "memory.db"))
+
+
+class TestPostgresStore(StoreTests):
+    """Each test in a database of its own; each folder of a test in a schema of its own."""
+
+    machine_examples = 5
+
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url):
+        self.url = postgres_url
+
+    def open_store(self, folder):
+        import psycopg
+
+        schema = "s" + hashlib.sha1(str(folder).encode()).hexdigest()[:12]
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        return open_store(f"{self.url}?options=-csearch_path%3D{schema}")
