@@ -355,8 +355,9 @@ class LocalizationError(HGMError, ValueError):
 
 class SearchError(HGMError, ValueError):
     """The node index cannot do what was asked; nothing was changed (no commit, no setting):
-    ``embedder`` (an unknown embedder, one that cannot be loaded, an endpoint that failed or
-    answered with vectors of another size than the memory's), ``invalid-argument`` (a
+    ``unknown-embedder`` (a name that is not minilm, openai or openai:MODEL), ``embedder``
+    (one that cannot be loaded, an endpoint that failed or answered with vectors of another
+    size than the memory's; the servers answer 503), ``invalid-argument`` (a
     setting or a search request that is not one: an empty text, a limit below 0, an unknown
     field).
 

@@ -365,7 +365,7 @@ class Memory:
         >>> Memory().configure_search(embedder="bert")
         Traceback (most recent call last):
           ...
-        hgm_engine.errors.SearchError: embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
+        hgm_engine.errors.SearchError: unknown-embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
         """
         with self._state.write_lock:  # no commit of this process meanwhile
             return self._search.configure(embedder, base_url=base_url, min_similarity=min_similarity)

@@ -214,12 +214,3 @@ def store_location(request, tmp_path) -> str:
         return str(tmp_path / "memory.db")
     return request.getfixturevalue("postgres_url")
 
-
-# -- hypothesis profiles: HYPOTHESIS_PROFILE=long for long fuzzing runs ---------------------------
-
-from hypothesis import HealthCheck, settings  # noqa: E402
-
-# "long" raises hypothesis' default of 100 examples to 4,000: a test with no count of its own
-# runs 4,000, and tests/test_boundary_fuzz.py scales its counts by 40.
-settings.register_profile("long", max_examples=4000, deadline=None, suppress_health_check=list(HealthCheck))
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

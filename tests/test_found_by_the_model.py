@@ -67,3 +67,23 @@ def test_a_diff_across_a_re_created_node_lists_its_edges_removed_and_added() -> 
     memory.apply({"ops": [{"op": "delete_node", "id": "a"}]})
     memory.revert(2)
     assert [c["kind"] for c in memory.diff(1, 3)] == ["node_removed", "node_added", "edge_removed", "edge_added"]
+
+
+def test_cleared_lists_nodes_in_the_order_the_ops_cleared_them() -> None:
+    memory = Memory()
+    memory.load_rules("rule r: on add goal then mark self as needs_review")
+    memory.apply({"ops": [{"op": "add_node", "id": "a", "type": "goal"}, {"op": "add_node", "id": "b", "type": "goal"}]})
+    report = memory.apply({"ops": [{"op": "confirm", "id": "b"}, {"op": "update_node", "id": "a", "set": {"status": "done"}}]})
+    assert report.cleared == (
+        {"id": "b", "state": "needs_review", "by": "confirm"},
+        {"id": "a", "state": "needs_review", "by": "update"},
+    )
+
+
+def test_propagation_does_not_walk_through_a_node_the_transaction_deleted() -> None:
+    memory = Memory()
+    memory.load({"format": "hgm-graph/1", "nodes": [{"id": "a", "type": "fact"}, {"id": "b", "type": "fact"}, {"id": "c", "type": "fact"}],
+                 "edges": [{"from": "b", "to": "a", "type": "derived_from"}, {"from": "c", "to": "b", "type": "derived_from"}]})
+    memory.load_rules("propagate derived_from backward")
+    report = memory.apply({"ops": [{"op": "delete_node", "id": "a"}, {"op": "delete_node", "id": "b"}]})
+    assert report.dirtied == ({"id": "c", "state": "needs_review", "because": ["b"], "rules": ["propagate:derived_from"]},)

@@ -185,8 +185,9 @@ def test_an_expander_receives_the_entry_paths_and_adds_candidates():
         seen.extend(entry_ids)
         return ["linked"]
 
-    without = index.locate("status of order C3", k=10).paths
-    with_expansion = index.locate("status of order C3", k=10, expand=expand)
+    on = ScoreConfig(expand_limit=200)   # expansion is off by default (test below)
+    without = index.locate("status of order C3", k=10, config=on).paths
+    with_expansion = index.locate("status of order C3", k=10, expand=expand, config=on)
     assert "linked" not in without
     assert "order-1" in seen
     assert with_expansion.recalled["expanded"] == 1
@@ -277,3 +278,55 @@ def test_without_numpy_the_index_locates_exactly_the_same(monkeypatch):
     assert plain_index.locate(*query, k=5).paths == [m["path"] for m in with_numpy["matches"]]
     scores = [m.score for m in plain_index.locate(*query, k=5).matches]
     assert scores == pytest.approx([m["score"] for m in with_numpy["matches"]], abs=1e-4)
+
+
+def test_graph_expansion_is_off_by_default():
+    index = PathIndex.from_records(order_paths())
+    called = []
+    result = index.locate("status of order C3", k=10, expand=lambda ids: called.append(ids) or [])
+    assert ScoreConfig().expand_limit == 0
+    assert called == [] and "expanded" not in result.recalled
+
+
+def flight_paths() -> list[PathRecord]:
+    """Three requests that searched, booked and changed a flight, and one look-alike that only
+    searched and booked (the closest single request to the query below)."""
+    changed = [Step("flight_search", "search flights"), Step("book_flight", "book the flight"),
+               Step("flight_ticket_changing", "change the ticket")]
+    return [
+        PathRecord.create("c1", "book flight CA1 to Beijing then change it to next day", changed, result="success"),
+        PathRecord.create("c2", "book a flight to Beijing, later change the ticket date", changed, result="success"),
+        PathRecord.create("c3", "book a Beijing flight and change the flight time", changed, result="success"),
+        PathRecord.create("b1", "book flight CA1 to Beijing tomorrow morning please",
+                          [Step("flight_search", "search flights"), Step("book_flight", "book it")],
+                          result="success"),
+    ]
+
+
+def test_the_vote_component_credits_the_steps_the_similar_requests_took():
+    index = PathIndex.from_records(flight_paths())
+    config = ScoreConfig(w_vote=1.0)
+    matches = index.locate("book flight CA1 to Beijing tomorrow and change it", k=2, config=config).matches
+    votes = {m.steps: m.breakdown["vote"] for m in matches}
+    full, short = ("flight_search", "book_flight", "flight_ticket_changing"), ("flight_search", "book_flight")
+    # Every neighbour booked a flight, three of four also changed it: leaving the change out costs.
+    assert votes[full] > votes[short] > 0
+
+
+def test_with_the_vote_off_its_component_is_zero_and_weighs_nothing():
+    index = PathIndex.from_records(flight_paths())
+    match = index.locate("book a flight and change it", k=1, config=ScoreConfig(w_vote=0.0)).matches[0]
+    assert match.breakdown["vote"] == 0.0 and ScoreConfig(w_vote=0.0).weights()["vote"] == 0.0
+
+
+def test_the_order_component_is_the_share_of_paths_with_those_steps_that_follow_that_order():
+    records = [PathRecord.create(f"s{i}", "search then book a flight", ["flight_search", "book_flight"])
+               for i in range(3)]
+    records.append(PathRecord.create("r1", "book then search a flight", ["book_flight", "flight_search"]))
+    index = PathIndex.from_records(records)
+    config = ScoreConfig(w_order=1.0)
+    orders = {m.steps: m.breakdown["order"] for m in index.locate("search and book a flight", k=5, config=config).matches}
+    assert orders == {("flight_search", "book_flight"): 0.75, ("book_flight", "flight_search"): 0.25}
+    index.remove("s0")
+    orders = {m.steps: m.breakdown["order"] for m in index.locate("search and book a flight", k=5, config=config).matches}
+    assert orders[("book_flight", "flight_search")] == pytest.approx(1 / 3)

@@ -179,7 +179,8 @@ def test_paths_with_the_same_structure_are_merged_into_one_match():
 
 def test_expansion_stays_inside_the_scenario_unless_asked():
     memory = Memory()
-    memory.path_memory.config = ScoreConfig(recall_paths=1, recall_steps=1)  # text recall finds one path only
+    # text recall finds one path only; expansion on (it is off by default)
+    memory.path_memory.config = ScoreConfig(recall_paths=1, recall_steps=1, expand_limit=200)
     memory.ingest([ORDER, dict(REFUND, goal="Refund order A1001 status", id="r-a")], scenario="shop")
     memory.ingest([dict(REFUND, goal="Refund order A1001 status", id="r-b")], scenario="other-shop")
     # A shared entity links the two scenarios' paths.
@@ -197,6 +198,15 @@ def test_expansion_stays_inside_the_scenario_unless_asked():
     across = memory.locate("check the status of order A1001", k=5, cross_scenario=True)
     assert found(across) == {"order-17", "r-a", "r-b"}
     assert found(memory.locate("refund status", k=5, scenario="other-shop")) == {"r-b"}
+
+
+def test_locate_walks_the_graph_only_when_hops_are_asked_for():
+    memory = Memory()
+    memory.path_memory.config = ScoreConfig(recall_paths=1, recall_steps=1)  # the default: no expansion
+    memory.ingest([ORDER, dict(REFUND, goal="Refund order A1001 status", id="r-a")], scenario="shop")
+    assert "expanded" not in memory.locate("check the status of order A1001", k=5).recalled
+    walked = memory.locate("check the status of order A1001", k=5, hops=2)
+    assert walked.recalled.get("expanded") == 1   # r-a, the sibling under the scenario goal
 
 
 def test_the_index_follows_commits_incrementally():

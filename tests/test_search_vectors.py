@@ -158,7 +158,7 @@ def test_a_model_whose_vector_size_changes_is_refused(tmp_path, openai_stub):
 @pytest.mark.parametrize(
     "kwargs, category, words",
     [
-        ({"embedder": "bert"}, "embedder", "unknown embedder 'bert'"),
+        ({"embedder": "bert"}, "unknown-embedder", "unknown embedder 'bert'"),
         ({"embedder": ""}, "invalid-argument", "needs a name"),
         ({"embedder": "openai", "base_url": "ftp://x"}, "invalid-argument", "base_url must be"),
         ({"embedder": "minilm", "base_url": "http://127.0.0.1:9/v1"}, "invalid-argument", "base_url is for openai"),
@@ -241,3 +241,52 @@ def test_stub_vectors_are_what_the_memory_keeps(tmp_path, openai_stub):
     (data,) = db.execute("SELECT vector FROM node_vectors WHERE key = ?", (text_key("City Gallery"),)).fetchone()
     db.close()
     assert np.allclose(np.frombuffer(data, np.float32), stub_vector("City Gallery"), atol=1e-6)
+
+
+class Words:
+    """A deterministic embedder whose nearest texts are often far down the lexical ranking:
+    a text's vector counts its letters."""
+
+    name = "letters/1"
+    sparse = False
+
+    def _vector(self, text):
+        vector = [0.0] * 27
+        for char in text.lower():
+            vector[ord(char) - 97 if "a" <= char <= "z" else 26] += 1.0
+        return vector
+
+    def embed_documents(self, texts):
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+def test_a_limited_search_with_vectors_is_the_first_of_the_whole_fused_ranking():
+    import random
+
+    rng = random.Random(7)
+    words = ["hotel", "museum", "price", "river", "garden", "ticket", "night", "old", "city", "tower"]
+    memory = Memory()
+    ops = [{"op": "add_node", "id": f"n{i}", "type": rng.choice(["fact", "entity"]),
+            "content": " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))} for i in range(400)]
+    memory.apply({"ops": ops})
+    memory.configure_search(embedder=Words(), min_similarity=0.0)
+    memory.apply({"ops": [{"op": "update_node", "id": f"n{i}", "set": {"content": "old garden tower"}} for i in range(0, 400, 9)]})
+
+    def ids(hits):
+        return [(hit["id"], hit["score"], hit["matched"], hit["lexical"]) for hit in hits]
+
+    for text in ("hotel", "old tower", "museum price night", "river city"):
+        for node_type in (None, "fact"):
+            whole = memory.search(text, type=node_type, limit=None)
+            for limit in (1, 5, 10, 60, 120):
+                assert ids(memory.search(text, type=node_type, limit=limit)) == ids(whole[:limit]), (text, node_type, limit)
+            assert memory.query("search($q).limit(7)", params={"q": text}).ids == [h["id"] for h in memory.search(text, limit=None)][:7]
+    with memory.transaction() as tx:  # a view with its own entries
+        for i in range(1, 400, 7):
+            tx.update_node(f"n{i}", set={"content": "hotel river"})
+        whole = tx.query("search('hotel river')").ids
+        assert tx.query("search('hotel river').limit(12)").ids == whole[:12]
+        tx.rollback()

@@ -565,6 +565,7 @@ ROUTE_FIELDS = {
     "/api/v1/paths/rollback": ["path_id", "version", "author", "reason"],
     "/api/v1/paths/reset": ["path_id", "author", "reason"],
     "/api/v1/paths/llm-rewrite": ["path_id", "feedback", "model", "attempts", "author", "dry_run"],
+    "/api/v1/search": ["text", "type", "limit", "as_of"],  # issue 14: the node index
     "/api/v1/planner/step": ["task", "observation", "focus", "last_t", "tools", "max_repairs", "max_reads", "model", "commit", "author"],
 }
 # The LLM routes may answer 502/503 when no usable model answer came (none is configured here).

@@ -82,3 +82,35 @@ def test_postgres_machine(postgres_url):
         url = postgres_url
 
     run_state_machine_as_test(Machine, settings=settings(SETTINGS, max_examples=25))
+
+
+def test_the_machine_runs_for_a_schema_and_rules_of_ones_own():
+    from hgm_engine.model import Schema
+
+    schema = Schema.from_document({"format": "hgm-schema/1", "extends": "default", "node_types": ["tool"],
+                                   "edge_types": ["uses"],
+                                   "attribute_schemas": {"tool": {"type": "object", "properties": {"cost": {"type": "number"}}}}})
+    Machine = MemoryStateMachine.configured(
+        schema=schema, rules="propagate uses backward depth 2\nrule r: on update tool then mark self as needs_review")
+    run_state_machine_as_test(Machine, settings=settings(SETTINGS, max_examples=8, stateful_step_count=10))
+
+
+def test_a_store_that_loses_a_commit_fails_the_machine_with_the_story_of_the_run(tmp_path):
+    import pytest
+
+    from hgm_engine.store.sqlite import SQLiteStore
+
+    class LosesTheSecondCommit(SQLiteStore):
+        def append(self, commit) -> None:
+            if commit.t != 2:
+                super().append(commit)
+
+    from hypothesis import Phase
+
+    Machine = MemoryStateMachine.configured(store=lambda folder: LosesTheSecondCommit(f"{folder}/m.db"))
+    with pytest.raises(Exception) as failure:  # a fixed seed, no shrinking: quick and the same every run
+        run_state_machine_as_test(Machine, settings=settings(SETTINGS, max_examples=60, stateful_step_count=12,
+                                                             phases=[Phase.generate], report_multiple_bugs=False, derandomize=True))
+    story = "\n".join(getattr(failure.value, "__notes__", []))
+    # the story: the commit the store lost, then the reopening that shows it
+    assert "-> committed t=2" in story and "close and reopen the store" in story

@@ -1,4 +1,6 @@
-"""Every store passes hgm_engine.testing.StoreTests: in memory, SQLite and PostgreSQL."""
+"""Every store passes hgm_engine.testing's conformance suites: StoreTests in memory,
+DurableStoreTests on SQLite and on PostgreSQL (a throwaway server started on loopback by
+tests/conftest.py, stopped at the end of the session)."""
 
 from __future__ import annotations
 
@@ -7,22 +9,20 @@ import hashlib
 import pytest
 
 from hgm_engine.store import InMemoryStore, open_store
-from hgm_engine.testing import StoreTests
+from hgm_engine.testing import DurableStoreTests, StoreTests
 
 
 class TestInMemoryStore(StoreTests):
-    reopens = False
-
     def open_store(self, folder):
         return InMemoryStore()
 
 
-class TestSQLiteStore(StoreTests):
+class TestSQLiteStore(DurableStoreTests):
     def open_store(self, folder):
         return open_store(str(folder / "memory.db"))
 
 
-class TestPostgresStore(StoreTests):
+class TestPostgresStore(DurableStoreTests):
     """Each test in a database of its own; each folder of a test in a schema of its own."""
 
     machine_examples = 5

@@ -57,6 +57,14 @@ def test_wheel_ships_the_grammar_package_data_and_packages(wheel):
     assert "hgm = hgm_engine.cli:main" in wheel.read(entry_points).decode()
 
 
+
+def test_wheel_ships_the_testing_kit_with_its_extra(wheel):
+    names = set(wheel.namelist())
+    assert {"hgm_engine/testing/__init__.py", "hgm_engine/testing/check.py", "hgm_engine/testing/stores.py"} <= names
+    meta = metadata(wheel)
+    assert "testing" in meta.get_all("Provides-Extra")
+    assert any(r.startswith("hypothesis") and "extra == \"testing\"" in r.replace("'", '"') for r in meta.get_all("Requires-Dist"))
+
 def test_wheel_is_the_hgm_engine_distribution_with_the_command_hgm(wheel):
     assert pathlib.Path(wheel.filename).name.startswith("hgm_engine-")
     meta = metadata(wheel)
@@ -117,7 +125,7 @@ def expand(extra: str) -> set[str]:
 
 def test_all_is_every_interface_and_store_and_test_is_all_and_testing_plus_the_test_tools():
     assert self_references("all") == {"server", "mcp", "postgres", "llm"}
-    assert self_references("test") == {"all", "testing"}
+    assert self_references("test") == {"all", "testing", "bench"}  # bench: the bench smoke tests' baselines
     assert self_references("serve") == {"server", "mcp"}
     assert expand("all") >= expand("server") | expand("mcp") | expand("postgres") | expand("llm")
 

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 
 from hgm_engine.paths.localize import PathIndex, PathRecord, ScoreConfig, Step
+from hgm_engine.paths.localize.embedders import normalize_words
+from hgm_engine.paths.localize.scoring import support
 from hgm_engine.paths.localize.taskplan import TaskPlanData, gold_sequence, suggest_tags
 
 __all__ = [
@@ -32,6 +34,8 @@ __all__ = [
     "TfidfBaseline",
     "Bm25Baseline",
     "FlatStepBaseline",
+    "PlanVoteBaseline",
+    "path_document",
     "split_protocol",
     "leave_one_out_protocol",
     "miss_analysis",
@@ -246,6 +250,126 @@ class FlatStepBaseline:
         return ranked
 
 
+def path_document(record: PathRecord) -> list[str]:
+    """The words of the fields hgm indexes for a path — its goal (the request), every step's text
+    and name, and its tags — normalised as hgm normalises them (stop words out, Snowball stems)."""
+    parts = [record.goal]
+    for step in record.steps:
+        parts += [step.text, step.name]
+    parts += list(record.tags)
+    return [w for w in normalize_words(" ".join(p for p in parts if p)) if w]
+
+
+class PlanVoteBaseline:
+    """A library ranker over the fields hgm indexes, with hgm's plan vote on top.
+
+    ``scorer="bm25"``: Okapi BM25 from the ``bm25s`` library (``k1``, ``b``); ``"tfidf"``: the
+    cosine of ``lnc.ltc`` TF-IDF vectors (the weighting hgm's text component uses). Documents are
+    :func:`path_document` (goal, step texts and names, tags), queries the request's words,
+    normalised alike. The ``recall`` best paths are grouped by structure and each structure is
+    scored as hgm scores its text part: ``w_text · best + w_support · support(m, γ)`` over the
+    supporters' scores divided by the query's best score (so BM25's unbounded scores sit in
+    [0, 1] like cosines). Only the ranker differs from hgm's text channel: no entry steps, step
+    order or tags components.
+    """
+
+    def __init__(self, records: Sequence[PathRecord], *, scorer: str = "bm25", k1: float = 1.2,
+                 b: float = 0.75, config: ScoreConfig | None = None, recall: int = 200):
+        import numpy as np
+
+        self.np = np
+        self.records = list(records)
+        self.position = {r.id: i for i, r in enumerate(self.records)}
+        self.signatures = [r.signature for r in self.records]
+        self.config = config if config is not None else ScoreConfig()
+        self.recall = recall
+        self.scorer = scorer
+        docs = [path_document(r) for r in self.records]
+        if scorer == "bm25":
+            import bm25s
+
+            self.bm25 = bm25s.BM25(k1=k1, b=b)
+            self.bm25.index(docs, show_progress=False)
+        elif scorer == "tfidf":
+            self._tfidf_fit(docs)
+        else:
+            raise ValueError(f"unknown scorer {scorer!r}")
+
+    def _tfidf_fit(self, docs: Sequence[Sequence[str]]) -> None:
+        np = self.np
+        df: Counter = Counter()
+        counts = [Counter(d) for d in docs]
+        for c in counts:
+            df.update(c.keys())
+        n = len(docs)
+        self.vocabulary = {t: i for i, t in enumerate(sorted(df))}
+        self.idf = np.array([math.log((n + 1) / (df[t] + 0.5)) for t in sorted(df)])
+        self.rows = []
+        for c in counts:
+            vector = {self.vocabulary[t]: 1 + math.log(tf) for t, tf in c.items()}
+            norm = math.sqrt(sum(w * w for w in vector.values())) or 1.0
+            self.rows.append({i: w / norm for i, w in vector.items()})
+        self.postings: dict[int, list[tuple[int, float]]] = {}
+        for d, row in enumerate(self.rows):
+            for i, w in row.items():
+                self.postings.setdefault(i, []).append((d, w))
+
+    def scores(self, words: Sequence[str]) -> Any:
+        np = self.np
+        if self.scorer == "bm25":
+            return np.asarray(self.bm25.get_scores(list(words)), dtype=float)
+        out = np.zeros(len(self.records))
+        query = Counter(w for w in words if w in self.vocabulary)
+        vector = {self.vocabulary[t]: (1 + math.log(tf)) * self.idf[self.vocabulary[t]] for t, tf in query.items()}
+        norm = math.sqrt(sum(w * w for w in vector.values())) or 1.0
+        for i, w in vector.items():
+            for d, dw in self.postings[i]:
+                out[d] += w / norm * dw
+        return out
+
+    def rank(self, text: str, k: int = 10, exclude: Iterable[str] = ()) -> Ranked:
+        np = self.np
+        words = [w for w in normalize_words(text) if w]
+        scores = self.scores(words)
+        for path_id in exclude:
+            at = self.position.get(path_id)
+            if at is not None:
+                scores[at] = 0.0
+        n = min(self.recall, len(scores))
+        if n == 0:
+            return []
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.lexsort((top, -scores[top]))]
+        best = scores[top[0]]
+        if best <= 0:
+            return []
+        groups: dict[Any, list[int]] = {}
+        for d in top:
+            if scores[d] <= 0:
+                break
+            groups.setdefault(self.signatures[d], []).append(int(d))
+        cfg = self.config
+        voted = []
+        for members in groups.values():
+            sims = [scores[d] / best for d in members]
+            value = cfg.w_text * sims[0] + cfg.w_support * support(sims, cfg.support_top, cfg.support_power)
+            voted.append((-value, members[0]))
+        voted.sort()
+        ranked: Ranked = []
+        seen = set()
+        for _, d in voted:
+            record = self.records[d]
+            names = record.step_names
+            if names in seen:
+                continue
+            seen.add(names)
+            edges = tuple((record.steps[i].name, record.steps[j].name) for i, j in record.edges)
+            ranked.append((names, edges))
+            if len(ranked) >= k:
+                break
+        return ranked
+
+
 # -- protocols ----------------------------------------------------------------------------------
 
 
@@ -329,12 +453,14 @@ def miss_analysis(data_rows: Sequence[Mapping[str, Any]], ranks: Sequence[int | 
 
 
 def latency(index: PathIndex, queries: Sequence[str], *, expand: bool = True, k: int = 5) -> dict[str, float]:
-    """p50/p95 of ``locate`` over ``queries`` (after one warm-up query)."""
+    """p50/p95 of ``locate`` over ``queries`` (after one warm-up query); ``expand``: with the
+    2-hop shared-step expander, turned on even when the index's config has it off."""
     expander = index.shared_step_expander() if expand else None
-    index.locate(queries[0], k=k, expand=expander)
+    config = index.config.with_expansion() if expand else index.config
+    index.locate(queries[0], k=k, expand=expander, config=config)
     times = []
     for text in queries:
         start = time.perf_counter()
-        index.locate(text, k=k, expand=expander)
+        index.locate(text, k=k, expand=expander, config=config)
         times.append(time.perf_counter() - start)
     return _percentiles(times)

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import sys
 
 from hgm_engine.cli.arguments import FORMATTER, Commands, add_json_flag, examples
-from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output
+from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, unreadable
 from hgm_engine.errors import HGMError, Problem, SchemaError
-from hgm_engine.model import DEFAULT_SCHEMA, Schema
+from hgm_engine.model import DEFAULT_SCHEMA, Schema, parse_json
 
 __all__ = ["register"]
 
@@ -41,8 +42,8 @@ def _read(path: str, what: str) -> str:
         return sys.stdin.read()
     try:
         return pathlib.Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HGMError([Problem("io", f"cannot read {what} {path}: {exc.strerror}", where=path)]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HGMError([Problem("io", f"cannot read {what} {path}: {unreadable(exc)}", where=path)]) from None
 
 
 def _schema(path: str | None) -> Schema:
@@ -50,7 +51,7 @@ def _schema(path: str | None) -> Schema:
         return DEFAULT_SCHEMA
     text = _read(path, "schema file")
     try:
-        doc = json.loads(text)
+        doc = parse_json(text)  # nested past the recursion limit or a 4,301-digit integer: a JSONDecodeError
     except json.JSONDecodeError as exc:
         raise SchemaError([Problem("invalid-json", f"{path} is not JSON: {exc.msg}", exc.lineno, exc.colno, where=path)]) from None
     return Schema.from_document(doc)
@@ -64,9 +65,12 @@ def _check(args: argparse.Namespace, out: Output) -> int:
         text = _read(args.rules, "rule file")
     except HGMError as err:
         return out.error(err, EXIT_FAILURE, label=args.schema)
+    problem = _unwritable(pathlib.Path(args.out))
+    if problem:  # before the search, which can take minutes
+        return out.failure("io", f"cannot write counterexamples to --out {args.out}: {problem}", where=args.out)
     try:
         from hgm_engine.testing.check import check_rules
-    except ImportError:  # pragma: no cover - hypothesis is part of the test and testing extras
+    except ImportError:  # hypothesis comes with the test and testing extras
         return out.failure("missing-dependency", "hgm check needs hypothesis: pip install 'hgm-engine[testing]'")
     try:
         result = check_rules(text, schema, examples=args.examples, seed=args.seed)
@@ -75,11 +79,14 @@ def _check(args: argparse.Namespace, out: Output) -> int:
     folder = pathlib.Path(args.out)
     written = []
     for finding in result.findings:
-        folder.mkdir(parents=True, exist_ok=True)
         graph = folder / f"{finding.kind}.graph.json"
         transaction = folder / f"{finding.kind}.transaction.json"
-        graph.write_text(json.dumps(finding.graph, indent=1) + "\n", encoding="utf-8")
-        transaction.write_text(json.dumps(finding.transaction, indent=1) + "\n", encoding="utf-8")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            graph.write_text(json.dumps(finding.graph, indent=1) + "\n", encoding="utf-8")
+            transaction.write_text(json.dumps(finding.transaction, indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            return out.failure("io", f"cannot write counterexamples to --out {args.out}: {exc.strerror}", where=args.out)
         written.append({"kind": finding.kind, "message": finding.message, "graph": str(graph), "transaction": str(transaction)})
     if out.as_json:
         out.document({"examples": result.examples, "seed": result.seed, "findings": written})
@@ -92,6 +99,22 @@ def _check(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  hgm load {entry['graph']} --db check.db && hgm rules load {args.rules} --db check.db "
                      f"&& hgm apply {entry['transaction']} --db check.db")
     return EXIT_REFUSED if written else EXIT_OK
+
+
+def _unwritable(folder: pathlib.Path) -> str | None:
+    """Why counterexample files could not be written in ``folder`` (made when needed), or None.
+
+    >>> _unwritable(pathlib.Path(".")) is None
+    True
+    """
+    for place in (folder, *folder.absolute().parents):
+        if place.exists():
+            if not place.is_dir():
+                return f"{place} is not a folder"
+            if not os.access(place, os.W_OK | os.X_OK):
+                return f"{place} is not writable"
+            return None
+    return None
 
 
 def register(commands: Commands) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "problem_count",
     "input_name",
     "read_text",
+    "unreadable",
     "read_document",
     "load_graph_file",
     "is_url",
@@ -205,8 +206,23 @@ def read_text(path: str) -> str:
             return sys.stdin.read()
         return pathlib.Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise GraphFileError([Problem("io", f"cannot read {input_name(path)}: {reason}")]) from None
+        raise GraphFileError([Problem("io", f"cannot read {input_name(path)}: {unreadable(exc)}")]) from None
+
+
+def unreadable(exc: OSError | UnicodeDecodeError) -> str:
+    """Why a file could not be read as text, for an ``io`` error's message.
+
+    >>> unreadable(FileNotFoundError(2, "No such file or directory"))
+    'No such file or directory'
+    >>> try:
+    ...     b"caf\\xe9".decode("utf-8")
+    ... except UnicodeDecodeError as exc:
+    ...     unreadable(exc)
+    "it is not UTF-8 text (byte b'\\\\xe9' at offset 3)"
+    """
+    if isinstance(exc, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start})"
+    return exc.strerror or str(exc)
 
 
 def read_document(path: str) -> Any:

@@ -29,6 +29,7 @@ from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, Output, i
 from hgm_engine.cli.progress import ProgressDisplay
 from hgm_engine.errors import HGMError, PathError, Problem, TransactionError
 from hgm_engine.memory import Memory
+from hgm_engine.model import parse_json
 from hgm_engine.paths import REFUSALS, read_jsonl
 from hgm_engine.render.text import plural, shorten
 from hgm_engine.txn import TransactionReport
@@ -291,7 +292,7 @@ def _rollback(args: argparse.Namespace, out: Output) -> int:
 def _rewrite_path(args: argparse.Namespace, out: Output) -> int:
     try:
         text = read_text(args.steps)
-        spec = json.loads(text)
+        spec = parse_json(text)  # nested past the recursion limit or a 4,301-digit integer: a JSONDecodeError
     except HGMError as err:
         return _failed(out, err, args.reason)
     except json.JSONDecodeError as exc:
@@ -373,7 +374,7 @@ def register(commands: Commands) -> None:
     locate.add_argument("--scenario", metavar="NAME", help="keep to this scenario's paths (and paths without one)")
     locate.add_argument("--cross-scenario", action="store_true", help="let graph expansion cross scenario boundaries")
     locate.add_argument("--steps", metavar="a,b", help="the step names you expect (decides 'structure')")
-    locate.add_argument("--hops", type=int, metavar="N", help="hop limit of the graph expansion (default 4)")
+    locate.add_argument("--hops", type=int, metavar="N", help="walk the memory graph N hops from the best entry paths for more candidates (off by default)")
     add_json_flag(locate, 'print {"matches": [{"path", "score", "goal", "steps", "breakdown", ...}]} (formats.md)')
 
     paths = add_command(

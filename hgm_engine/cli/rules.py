@@ -17,7 +17,7 @@ import pathlib
 import sys
 
 from hgm_engine.cli.arguments import DB_HELP, FORMATTER, T_HELP, Commands, add_command, add_json_flag, examples, state
-from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, on_db, resolve_t
+from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, EXIT_REFUSED, Output, on_db, resolve_t, unreadable
 from hgm_engine.errors import HGMError, Problem, TransactionRefused
 from hgm_engine.memory import Memory
 from hgm_engine.rules import compile_rule_file
@@ -31,8 +31,8 @@ def _read(path: str) -> str:
         return sys.stdin.read()
     try:
         return pathlib.Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HGMError([Problem("io", f"cannot read {path}: {exc.strerror}", where=path)]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HGMError([Problem("io", f"cannot read {path}: {unreadable(exc)}", where=path)]) from None
 
 
 def _rules_load(args: argparse.Namespace, out: Output) -> int:

@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import attrs
 
 from hgm_engine.errors import RewriteProposalError
+from hgm_engine.model import parse_json
 
 __all__ = [
     "MODEL_ENV",
@@ -438,7 +439,7 @@ def read_json(text: str | None) -> tuple[Any, list[str]]:
     if text is None or not text.strip():
         return None, ["the answer is empty"]
     try:
-        return json.loads(strip_fence(text)), []
+        return parse_json(strip_fence(text)), []  # too deep or too long a number: a JSONDecodeError too
     except json.JSONDecodeError as exc:
         return None, [f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"]
 

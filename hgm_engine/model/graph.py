@@ -45,6 +45,8 @@ __all__ = [
     "MAX_VALUE_DEPTH",
     "MAX_INT_DIGITS",
     "text_problem",
+    "name_problem",
+    "id_problem",
     "value_problem",
     "values_ok",
     "strings_ok",
@@ -221,6 +223,45 @@ def text_problem(text: Any, where: str | None, what: str = "a string") -> Proble
         "it is not a Unicode character",
         where,
     )
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def name_problem(name: str, where: str | None, what: str) -> Problem | None:
+    """Why ``name`` (of a snapshot, a rule set, a constraint: ``what``) cannot be stored, or
+    None: it holds a lone surrogate (the rule of every stored string) or a control character
+    (``\\x00`` cannot be stored in PostgreSQL, the others would move a terminal that lists
+    the names). ``name`` is a string already.
+
+    >>> name_problem("before-change", "name", "a snapshot name") is None
+    True
+    >>> print(name_problem("a\\x1b[2J", "name", "a rule set name").message)
+    a rule set name may not hold a control character ('\\x1b' at character 2)
+    """
+    found = text_problem(name, where, what)
+    if found is not None:
+        return found
+    control = _CONTROL.search(name)
+    if control is None:
+        return None
+    return _invalid(f"{what} may not hold a control character ({control.group()!r} at character {control.start() + 1})", where)
+
+
+def id_problem(node_id: str, where: str | None) -> Problem | None:
+    """Why the string ``node_id`` cannot be a node's id, or None: a lone surrogate (as in
+    every string) or NUL, which PostgreSQL cannot store in the text column of an id (a memory
+    holding one could not move there).
+
+    >>> id_problem("trip", "ops[0].id") is None
+    True
+    >>> print(id_problem("a\\x00b", "ops[0].id").message)
+    an id may not hold the character NUL (PostgreSQL cannot store it)
+    """
+    found = text_problem(node_id, where)
+    if found is None and "\x00" in node_id:
+        found = _invalid("an id may not hold the character NUL (PostgreSQL cannot store it)", where)
+    return found
 
 
 def _kind(value: Any) -> str:

@@ -66,6 +66,7 @@ __all__ = [
     "TextFields",
     "DEFAULT_FIELDS",
     "query_terms",
+    "text_changes",
     "index_for",
     "searcher_for",
     "LexicalSearcher",
@@ -119,6 +120,30 @@ def _terms_of(text: str) -> tuple[dict[str, int], int]:
                 _TERMS_CACHE.clear()
             _TERMS_CACHE[text] = found
     return found
+
+
+def text_changes(changes: Iterable[Any], fields: "TextFields") -> dict[str, Node | None]:
+    """The nodes of a commit's ``changes`` whose index entry may change: added, removed (None),
+    or updated in their type or their text. An update of other attributes (a status) leaves
+    the entry as it was, so it is not analysed again.
+
+    >>> from hgm_engine.model import Change, Node
+    >>> a, b = Node("a", "action", {"content": "Book", "status": "pending"}, 1), Node("a", "action", {"content": "Book", "status": "done"}, 1)
+    >>> text_changes([Change("node_updated", a, b)], DEFAULT_FIELDS)
+    {}
+    """
+    out: dict[str, Node | None] = {}
+    for change in changes:
+        kind = change.kind
+        if kind == "node_added":
+            out[change.after.id] = change.after
+        elif kind == "node_updated":
+            before, after = change.before, change.after
+            if before is None or before.type != after.type or fields.text(before.attrs) != fields.text(after.attrs):
+                out[after.id] = after
+        elif kind == "node_removed":
+            out[change.before.id] = None
+    return out
 
 
 def query_terms(text: str) -> tuple[str, ...]:
@@ -214,13 +239,13 @@ class Segment:
     """
 
     __slots__ = (
-        "ids", "ord_of", "lengths", "seqs", "type_names", "type_codes", "terms", "term_of",
+        "ids", "_ord_of", "lengths", "seqs", "type_names", "type_codes", "terms", "term_of",
         "p_offsets", "p_ords", "p_tfs", "f_offsets", "f_tids", "f_tfs", "total_length", "_float_lengths",
     )
 
     def __init__(self, ids, lengths, seqs, type_names, type_codes, terms, p_offsets, p_ords, p_tfs, f_offsets, f_tids, f_tfs):
         self.ids: list[str] = ids
-        self.ord_of: dict[str, int] = {node_id: position for position, node_id in enumerate(ids)}
+        self._ord_of: dict[str, int] | None = None  # made when first asked (a reopened memory may never)
         self.lengths = lengths
         self.seqs = seqs
         self.type_names: list[str] = type_names
@@ -231,6 +256,13 @@ class Segment:
         self.f_offsets, self.f_tids, self.f_tfs = f_offsets, f_tids, f_tfs
         self.total_length = int(lengths.sum()) if len(lengths) else 0
         self._float_lengths = None
+
+    @property
+    def ord_of(self) -> dict[str, int]:
+        """Each node id's position in the segment."""
+        if self._ord_of is None:
+            self._ord_of = dict(zip(self.ids, range(len(self.ids))))
+        return self._ord_of
 
     @property
     def n_docs(self) -> int:
@@ -496,11 +528,8 @@ class LexicalIndex:
 
     def apply(self, changes: Iterable[Any]) -> None:
         """Follow a commit's changes (``hgm_engine.model.Change``)."""
-        for change in changes:
-            if change.kind in ("node_added", "node_updated"):
-                self.update(change.after.id, change.after)
-            elif change.kind == "node_removed":
-                self.update(change.before.id, None)
+        for node_id, node in text_changes(changes, self.fields).items():
+            self.update(node_id, node)
 
     def compact(self) -> "LexicalIndex":
         """This state as one new segment (the changed entries folded in), in columns."""
@@ -652,14 +681,27 @@ class IndexView:
         if not idf:
             return []
         wanted = len(terms)
+        seg = self.index.segment
+        found = _score_segment(seg, terms, idf, avgdl, self._excluded(), node_type, charge)
+        others = self._other_hits(terms, idf, avgdl, node_type, charge)
+        segment_hits = _best(seg, found, terms, wanted, top)
+        merged = _merge(segment_hits, others, lambda hit: self.doc(hit.id).seq)
+        return merged if top is None else merged[:top]
+
+    def _excluded(self) -> set[int]:
+        """The segment positions this view does not see (dead, or hidden by the view)."""
         index, seg = self.index, self.index.segment
         excluded = set(index.dead)
         for node_id in self.hidden:
             position = seg.ord_of.get(node_id)
             if position is not None:
                 excluded.add(position)
-        found = _score_segment(seg, terms, idf, avgdl, excluded, node_type, charge)
-        # The changed entries and the view's own, scored one by one.
+        return excluded
+
+    def _other_hits(self, terms, idf, avgdl, node_type, charge) -> list[SearchHit]:
+        """The changed entries and the view's own that hold a term, scored one by one, in order."""
+        index = self.index
+        wanted = len(terms)
         others: list[SearchHit] = []
         candidates: set[str] = set()
         for term in terms:
@@ -677,9 +719,60 @@ class IndexView:
         if charge is not None:
             charge(len(candidates))
         others.sort(key=lambda hit: (not hit.all_terms, -hit.score, self.doc(hit.id).seq))
-        segment_hits = _best(seg, found, terms, wanted, top)
-        merged = _merge(segment_hits, others, lambda hit: self.doc(hit.id).seq)
-        return merged if top is None else merged[:top]
+        return others
+
+    def ranks_of(self, terms: Sequence[str], ids: Sequence[str], *, node_type: str | None = None,
+                 charge: Callable[[int], None] | None = None) -> dict[str, tuple[int, SearchHit]]:
+        """For each of ``ids`` that holds a term: its rank in :meth:`hits` (1 is first) and its
+        hit, counted without listing the hits before it (what fusing a few nodes' ranks needs).
+
+        >>> index = LexicalIndex.build(MemoryGraph.from_records(
+        ...     [("a", "fact", {"content": "hotel"}), ("b", "fact", {"content": "hotel museum"})], []))
+        >>> view = IndexView(index)
+        >>> [hit.id for hit in view.hits(("hotel", "museum"))], view.ranks_of(("hotel", "museum"), ["a", "x"])["a"][0]
+        (['b', 'a'], 2)
+        """
+        terms = tuple(terms)
+        if not terms or not ids:
+            return {}
+        idf, avgdl = self.weights(terms)
+        if not idf:
+            return {}
+        wanted = len(terms)
+        seg = self.index.segment
+        found = _score_segment(seg, terms, idf, avgdl, self._excluded(), node_type, charge)
+        others = self._other_hits(terms, idf, avgdl, node_type, charge)
+        if found is not None:
+            positions, scores, counts = found
+            partial, seqs = counts != wanted, seg.seqs[positions]
+        other_index = {hit.id: i for i, hit in enumerate(others)}
+        other_keys = [(not hit.all_terms, -hit.score, self.doc(hit.id).seq) for hit in others]
+        out: dict[str, tuple[int, SearchHit]] = {}
+        postings = None
+        for node_id in ids:
+            if node_id in other_index:
+                hit = others[other_index[node_id]]
+                key = other_keys[other_index[node_id]]
+            else:
+                position = seg.ord_of.get(node_id)
+                if found is None or position is None or node_id in self.added:
+                    continue
+                at = int(np.searchsorted(positions, position))
+                if at >= len(positions) or int(positions[at]) != position:
+                    continue
+                complete = not bool(partial[at])
+                if postings is None:
+                    postings = {term: seg.postings(term) for term in terms}
+                held = tuple(terms) if complete else tuple(t for t in terms if _holds(postings[t], position))
+                hit = SearchHit(node_id, float(scores[at]), held, complete)
+                key = (not complete, -hit.score, int(seqs[at]))
+            before = sum(1 for other in other_keys if other < key)
+            if found is not None:
+                first, score, seq = key
+                beats = (partial < first) | ((partial == first) & ((-scores < score) | ((-scores == score) & (seqs < seq))))
+                before += int(np.count_nonzero(beats))
+            out[node_id] = (before + 1, hit)
+        return out
 
     def rank(self, ids: Sequence[str], terms: Sequence[str], node_text: Callable[[str], Doc | None] | None = None) -> list[str]:
         """``ids`` reordered: the nodes holding query terms first (every term before some,

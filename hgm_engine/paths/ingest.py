@@ -32,6 +32,7 @@ from hgm_engine.paths.edits import STEP_RENAMED
 from hgm_engine.paths.localize import PATH_RESULTS, PATH_STATUSES, PathRecord, request_to_trajectory
 from hgm_engine.paths.records import MARKS, PATH_KIND, SCENARIO_KIND, is_path
 from hgm_engine.paths.versions import MAX_EDGES, MAX_STEPS
+from hgm_engine.paths.versions import shown as _show
 from hgm_engine.txn import AddEdge, AddNode, OpContext, apply_op
 
 __all__ = [
@@ -167,10 +168,12 @@ def _step_attrs(step: Any, default_status: str) -> dict[str, Any]:
     return doc
 
 
-def _show(value: Any, width: int = 60) -> str:
-    """A short ``repr`` for a message (a hostile value may be megabytes long)."""
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
+def _finite(number: int | float) -> bool:
+    """Whether ``number`` is finite as a float (an integer too large for one is not)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
 
 
 def _is_index(value: Any) -> bool:
@@ -250,7 +253,7 @@ def _fields_problem(doc: Mapping[str, Any]) -> str | None:
         return f"'status' must be one of {', '.join(PATH_STATUSES)}, not {_show(status)}"
     reward = doc.get("reward")
     if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))
-                               or not math.isfinite(reward)):
+                               or not _finite(reward)):
         return f"'reward' must be a finite number, not {_show(reward)}"
     version = doc.get("version", 1)
     if not _is_index(version) or version < 1:

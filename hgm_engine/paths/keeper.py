@@ -22,18 +22,21 @@ the commits since, or rebuilds when it is missing, unreadable or older than a lo
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import threading
 from typing import Any, Iterable, Mapping
 
-from hgm_engine.errors import HGMError
+from hgm_engine.errors import HGMError, LocalizationError
 from hgm_engine.paths.localize import DENSE_SCORE_CONFIG, Embedder, PathIndex, ScoreConfig
 from hgm_engine.paths.records import affected_paths, is_path, record_from_graph
 
-__all__ = ["IndexKeeper", "INDEX_META_KEY", "STATE_FORMAT"]
+__all__ = ["IndexKeeper", "INDEX_META_KEY", "STATE_FORMAT", "JSON_STATE_FORMAT"]
 
 INDEX_META_KEY = "path_index"
-STATE_FORMAT = "hgm-path-memory/1"
+STATE_FORMAT = "hgm-path-memory/2"        # the index as PathIndex.to_bytes, base64 in the meta row
+JSON_STATE_FORMAT = "hgm-path-memory/1"   # the index as PathIndex.to_state (still read)
 
 
 class IndexKeeper:
@@ -88,7 +91,8 @@ class IndexKeeper:
         """The ``t`` the index reflects."""
         return self._index_t
 
-    def _read_state(self) -> tuple[int, Mapping[str, Any]] | None:
+    def _read_state(self) -> tuple[int, Mapping[str, Any] | bytes] | None:
+        """The saved ``t`` and index: ``bytes`` (the binary state) or a JSON state (older saves)."""
         try:
             text = self.memory.store.get_meta(INDEX_META_KEY)
         except HGMError as err:
@@ -98,12 +102,19 @@ class IndexKeeper:
             return None
         try:
             doc = json.loads(text)
-            if doc.get("format") != STATE_FORMAT or not isinstance(doc.get("t"), int):
+            if doc.get("format") not in (STATE_FORMAT, JSON_STATE_FORMAT) or not isinstance(doc.get("t"), int):
                 raise ValueError(f"not a {STATE_FORMAT} document")
+            if doc["format"] == STATE_FORMAT:
+                return doc["t"], binascii.a2b_base64(doc["index"], strict_mode=True)
             return doc["t"], doc["index"]
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             self.stats["last_error"] = f"stored path index unreadable: {exc}"
             return None
+
+    def _restore(self, state: Mapping[str, Any] | bytes) -> PathIndex:
+        if isinstance(state, bytes):
+            return PathIndex.from_bytes(state, self.embedder, self._config())
+        return PathIndex.from_state(state, self.embedder, self._config())
 
     def _open_index(self) -> None:
         memory = self.memory
@@ -123,7 +134,7 @@ class IndexKeeper:
                 try:
                     commits = memory.commits(since=saved_t)
                     if not any(c.genesis for c in commits):
-                        index = PathIndex.from_state(state, self.embedder, self._config())
+                        index = self._restore(state)
                         with memory.reading():
                             affected: set[str] = set()
                             for commit in commits:
@@ -195,7 +206,11 @@ class IndexKeeper:
         with self.lock:
             if self._index is None:
                 return None
-            doc = {"format": STATE_FORMAT, "t": self._index_t, "index": self._index.to_state()}
+            try:
+                packed = base64.b64encode(self._index.to_bytes()).decode("ascii")
+                doc: dict[str, Any] = {"format": STATE_FORMAT, "t": self._index_t, "index": packed}
+            except LocalizationError:  # no numpy: the records as JSON, embedded again on load
+                doc = {"format": JSON_STATE_FORMAT, "t": self._index_t, "index": self._index.to_state()}
             self.memory.store.set_meta(INDEX_META_KEY, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
             self._unsaved = 0
             self.stats["saves"] += 1

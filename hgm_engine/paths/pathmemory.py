@@ -204,8 +204,9 @@ class PathMemory:
                scenario: str | None = None, cross_scenario: bool = False, steps: Sequence[str] | None = None,
                hops: int | None = None) -> LocateResult:
         """The ``k`` stored paths that best fit ``text``, best first, each with the score's
-        ``breakdown`` (hgm_engine.paths.localize). Candidates recalled by text, entry steps and
-        ``tags`` are expanded through the graph from the entry paths within ``hops``
+        ``breakdown`` (hgm_engine.paths.localize). Candidates are recalled by text, entry steps and
+        ``tags``; they are expanded through the graph from the entry paths when the index's config
+        says so (``expand_limit`` > 0; off by default) or when ``hops`` is given, within ``hops``
         (default 4), never into another scenario unless ``cross_scenario``; ``scenario``
         keeps to one scenario's paths (and paths without one). No network call with the
         default embedder.
@@ -213,18 +214,20 @@ class PathMemory:
         >>> from hgm_engine import Memory
         >>> m = Memory()
         >>> _ = m.ingest([{"id": "r1", "goal": "Refund order A1", "steps": ["check_policy", "refund"]}])
-        >>> [(match.path, sorted(match.breakdown)[:3]) for match in m.locate("refund my order").matches]
-        [('r1', ['completeness', 'freshness', 'reward'])]
+        >>> [(match.path, sorted(match.breakdown)[:2]) for match in m.locate("refund my order").matches]
+        [('r1', ['completeness', 'freshness'])]
         """
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",") if t.strip()]
         index = self.index
         expand = expander(self.memory, cross_scenario=cross_scenario, hops=self.hops if hops is None else hops,
                           max_visits=self.max_visits, max_entries=self.max_entries)
+        # Expansion is off by default (config.expand_limit 0); asking for hops turns it on for this call.
+        config = index.config.with_expansion() if hops is not None and hops > 0 else None
         with self.keeper.lock:
             try:
                 return index.locate(text, tags or (), k, steps=steps, scenario=scenario,
-                                    cross_scenario=cross_scenario, expand=expand)
+                                    cross_scenario=cross_scenario, expand=expand, config=config)
             except LocalizationError as err:
                 raise PathError(err.problems) from None
 

@@ -33,6 +33,7 @@ from hgm_engine.txn import AddEdge, AddNode, OpContext, UpdateNode, apply_op
 
 __all__ = [
     "PathGuards",
+    "shown",
     "MAX_STEPS",
     "MAX_EDGES",
     "REFUSALS",
@@ -266,11 +267,11 @@ def outcome_builder(path_id: str, outcome: str, reward: float | None, guards: Pa
     >>> m.path("p")["successes"], m.path("p")["reward"]
     (1, 1.0)
     """
-    if outcome not in ("success", "failure"):
-        raise PathError.single("bad-outcome", f"an outcome is 'success' or 'failure', not {outcome!r}")
+    if not isinstance(outcome, str) or outcome not in ("success", "failure"):
+        raise PathError.single("bad-outcome", f"an outcome is 'success' or 'failure', not {shown(outcome)}")
     if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))
                                or not 0.0 <= reward <= 1.0):
-        raise PathError.single("bad-outcome", f"a reward is a number in [0, 1], not {reward!r}")
+        raise PathError.single("bad-outcome", f"a reward is a number in [0, 1], not {shown(reward)}")
 
     def build(overlay, ctx: OpContext) -> list[str]:
         target, root, _, head = resolve_path(overlay, path_id)
@@ -327,3 +328,18 @@ def reset_builder(path_id: str) -> Build:
         return []
 
     return build
+
+
+def shown(value: Any, width: int = 60) -> str:
+    """A short ``repr`` for a message: a hostile value may be megabytes long, or an integer
+    too long for Python to print.
+
+    >>> shown(10**400), shown(10**5000), shown("x" * 100)[-5:]
+    ('an integer of 401 digits', 'an integer of about 5001 digits', 'xx...')
+    """
+    if isinstance(value, int) and not -(10**width) < value < 10**width:
+        if value.bit_length() < 14_000:  # Python prints up to 4,300 digits
+            return f"an integer of {len(str(abs(value)))} digits"
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -52,6 +52,7 @@ from hgm_engine.model.nodeindex import (
     SearchHit,
     Segment,
     register,
+    text_changes,
 )
 from hgm_engine.retrieval.vectors import (
     EMBEDDER_META_KEY,
@@ -66,7 +67,7 @@ from hgm_engine.retrieval.vectors import (
 __all__ = ["NodeSearch", "COMPACT_MIN", "DENSE_DEPTH", "RRF_K"]
 
 COMPACT_MIN = 2_000  # changed entries a store keeps before the whole index is saved again
-DENSE_DEPTH = 50  # the nearest texts a search with vectors takes in (more when it asks for more)
+DENSE_DEPTH = 50  # the nearest texts a search with vectors takes in, whatever its limit (so a limit cuts one ranking)
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack, Clarke and Büttcher, 2009)
 
 
@@ -184,10 +185,11 @@ class NodeSearch:
             if node is None:
                 raise ValueError(f"an entry for {node_id!r}, which the state does not hold")
             index.replace(node_id, Doc.from_terms_json(terms, node))
-        for node_id in seg.ids:
-            node = nodes.get(node_id)
-            if node is None and index.doc(node_id) is not None:
-                raise ValueError(f"an entry for {node_id!r}, which the state does not hold")
+        if not all(map(nodes.__contains__, seg.ids)):  # every entry's node is there: the usual case, checked in C
+            for node_id in seg.ids:
+                node = nodes.get(node_id)
+                if node is None and index.doc(node_id) is not None:
+                    raise ValueError(f"an entry for {node_id!r}, which the state does not hold")
         return index
 
     def _follow(self, t: int) -> None:
@@ -237,12 +239,7 @@ class NodeSearch:
                 return  # an in-process memory indexes on its first search
             index = self.current() if keeps or self._index is not None else None
             docs: dict[str, Doc | None] = {}
-            nodes: dict[str, Any] = {}
-            for change in commit.changes:
-                if change.kind in ("node_added", "node_updated"):
-                    nodes[change.after.id] = change.after
-                elif change.kind == "node_removed":
-                    nodes[change.before.id] = None
+            nodes = text_changes(commit.changes, self.fields)
             for node_id, node in nodes.items():
                 docs[node_id] = None if node is None else Doc.of(node, self.fields)
             vectors = self._embed_changes(nodes) if dense else {}
@@ -372,12 +369,7 @@ class NodeSearch:
             return
         # Another process's commit: its vectors are in the store (by text key).
         config = self.config()
-        changed: dict[str, Any] = {}
-        for change in commit.changes:
-            if change.kind in ("node_added", "node_updated"):
-                changed[change.after.id] = change.after
-            elif change.kind == "node_removed":
-                changed[change.before.id] = None
+        changed = text_changes(commit.changes, self.fields)
         keys = {}
         for node_id, node in changed.items():
             text = None if node is None else self.fields.text(node.attrs)
@@ -558,7 +550,11 @@ class NodeSearch:
         vectors = self.vectors() if self.config() is not None else None
         if vectors is None:
             return lexical_view.hits(terms, top=top, node_type=node_type, charge=charge)
-        lexical = lexical_view.hits(terms, top=None, node_type=node_type, charge=charge)
+        # Fused over the first `window` words' hits and the DENSE_DEPTH nearest texts: a node
+        # past the window that is not among the nearest cannot reach the first `top` (the
+        # window's nodes all score more), and those among the nearest get their exact rank.
+        window = None if top is None else max(DENSE_DEPTH, top)
+        lexical = lexical_view.hits(terms, top=window, node_type=node_type, charge=charge)
         query = self.query_vector(text)
         hidden, extra = self._dense_view(view)
         nodes = view.node_map()
@@ -567,8 +563,7 @@ class NodeSearch:
             node = nodes.get(node_id)
             return node.seq if node is not None else 0
 
-        depth = max(DENSE_DEPTH, top or 0)
-        nearest = vectors.nearest(query, depth, seq_of=seq_of, node_type=node_type, hidden=hidden, extra=extra,
+        nearest = vectors.nearest(query, DENSE_DEPTH, seq_of=seq_of, node_type=node_type, hidden=hidden, extra=extra,
                                   min_similarity=self.config().min_similarity)
         nearest = [(node_id, sim) for node_id, sim in nearest if node_id in nodes]
         if charge is not None:
@@ -576,6 +571,10 @@ class NodeSearch:
         fused: dict[str, list] = {}
         for rank, hit in enumerate(lexical, start=1):
             fused[hit.id] = [1.0 / (RRF_K + rank), hit, None]
+        if window is not None and len(lexical) == window:
+            beyond = [node_id for node_id, _ in nearest if node_id not in fused]
+            for node_id, (rank, hit) in lexical_view.ranks_of(terms, beyond, node_type=node_type).items():
+                fused[node_id] = [1.0 / (RRF_K + rank), hit, None]
         for rank, (node_id, sim) in enumerate(nearest, start=1):
             entry = fused.setdefault(node_id, [0.0, None, None])
             entry[0] += 1.0 / (RRF_K + rank)

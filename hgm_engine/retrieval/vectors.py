@@ -79,7 +79,7 @@ class EmbedderConfig:
     >>> EmbedderConfig.parse({"name": "bert"})
     Traceback (most recent call last):
       ...
-    hgm_engine.errors.SearchError: embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
+    hgm_engine.errors.SearchError: unknown-embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
     """
 
     name: str
@@ -98,7 +98,7 @@ class EmbedderConfig:
         name = name.strip()
         if not (name == "minilm" or name == "openai" or (name.startswith("openai:") and len(name) > len("openai:"))):
             raise SearchError.single(
-                "embedder", f"unknown embedder {name!r}: use minilm, openai or openai:MODEL (or none for words only)"
+                "unknown-embedder", f"unknown embedder {name!r}: use minilm, openai or openai:MODEL (or none for words only)"
             )
         base_url = doc.get("base_url")
         if base_url is not None and (not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))):

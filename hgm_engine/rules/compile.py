@@ -25,6 +25,7 @@ condition, target and constraint, so what passes the check also loads, and a com
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -32,7 +33,7 @@ import attrs
 from hgm_engine.query import syntax as S
 from hgm_engine.errors import HGMError, Problem, RuleError, line_column
 from hgm_engine.query import CompiledQuery, QueryCache, analyze_rule_file, parse_rule_file
-from hgm_engine.model import DEFAULT_SCHEMA, Schema
+from hgm_engine.model import DEFAULT_SCHEMA, Schema, text_problem, value_problem
 from hgm_engine.rules.constraints import UNCOMPILABLE, UserConstraint, uncompilable_problem
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "compile_rules",
     "compile_rule_file",
     "trigger_cycle",
+    "stored_text_problem",
     "DEFAULT_DEPTH",
 ]
 
@@ -153,12 +155,68 @@ def parse_rules(text: str, schema: Schema = DEFAULT_SCHEMA) -> RuleSet:
     return _checked(text, schema)[1]
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def stored_text_problem(text: str, what: str) -> Problem | None:
+    """Why the text of a rule file or a constraint (``what``) cannot be stored, or None: a
+    lone surrogate (no store holds one: it is no Unicode character) or NUL (PostgreSQL cannot
+    store it), placed at its line and column.
+
+    >>> stored_text_problem("each goal must true", "a constraint") is None
+    True
+    >>> found = stored_text_problem("// ok\\n// \\ud800", "a rule file")
+    >>> found.category, found.line, found.column
+    ('invalid-value', 2, 4)
+    """
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    line, column = line_column(text, found.start())
+    held = "the character NUL (no PostgreSQL text can hold it)" if found.group() == "\x00" else (
+        f"a lone surrogate ({found.group()!r}: it is not a Unicode character)"
+    )
+    return Problem("invalid-value", f"{what} may not hold {held}", line, column)
+
+
+def _effect_problems(rule_file: S.RuleFile) -> list[Problem]:
+    """The values trigger effects would write that no store can hold (a lone surrogate
+    written as an escape, ``'\\ud800'``), each placed at its literal."""
+    problems = []
+    for statement in rule_file.statements:
+        if not isinstance(statement, S.TriggerStatement):
+            continue
+        for effect in statement.effects:
+            if isinstance(effect, S.SetEffect):
+                for assignment in effect.assignments:
+                    found = value_problem(_literal(assignment.value), assignment.name)
+                    if found is not None:
+                        line, column = line_column(rule_file.text, assignment.value.span.start)
+                        problems.append(Problem("invalid-value", f"set {assignment.name}: {found.message}", line, column))
+            elif effect.reason is not None:
+                found = text_problem(effect.reason, None, "a reason")
+                if found is not None:
+                    source = rule_file.source(effect)
+                    at = effect.span.start + max(0, source.rfind("because"))
+                    quote = min((i for i in (rule_file.text.find(q, at) for q in "'\"") if i >= 0), default=at)
+                    line, column = line_column(rule_file.text, quote)
+                    problems.append(Problem("invalid-value", f"because: {found.message}", line, column))
+    return problems
+
+
 def _checked(text: str, schema: Schema) -> tuple[S.RuleFile, RuleSet]:
-    """The parsed file and its checked rule set (syntax, names, trigger cycles)."""
+    """The parsed file and its checked rule set (syntax, names, values it would store,
+    trigger cycles)."""
     if not isinstance(text, str):
         raise TypeError("rules are text")
+    unstorable = stored_text_problem(text, "a rule file")
+    if unstorable is not None:
+        raise RuleError([unstorable], text)
     rule_file = parse_rule_file(text)
     analyze_rule_file(rule_file, schema)
+    problems = _effect_problems(rule_file)
+    if problems:
+        raise RuleError(problems, text)
     rule_set = _rule_set(rule_file)
     cycle = trigger_cycle(rule_set)
     if cycle:

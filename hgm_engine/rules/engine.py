@@ -158,7 +158,7 @@ class _Run:
 
     def _clear_updated(self) -> None:
         """A user update of a marked node, or ``confirm``, clears its marks."""
-        for node_id in list(self.ctx.updated_ids) + list(self.ctx.confirmed_ids):
+        for node_id in list(self.ctx.clearing_ids):  # in the order of the ops
             node = self.overlay.node(node_id)
             if node is None or "dirty" not in node.attrs:
                 continue

@@ -30,7 +30,8 @@ import attrs
 from hgm_engine.errors import HGMError, Problem, RequestError, RuleError, TransactionRefused
 from hgm_engine.query import Limits, parse_rule_file
 from hgm_engine.query import syntax as S
-from hgm_engine.rules.compile import CompiledRuleSet, RuleSet, compile_rule_file
+from hgm_engine.model import name_problem
+from hgm_engine.rules.compile import CompiledRuleSet, RuleSet, compile_rule_file, stored_text_problem
 from hgm_engine.rules.constraints import UNCOMPILABLE, ConstraintChecker, UserConstraint, uncompilable_problem
 from hgm_engine.rules.engine import MAX_ROUNDS, RuleEngine
 from hgm_engine.txn import TransactionReport, Violation
@@ -40,6 +41,12 @@ __all__ = ["RuleRegistry", "BrokenObject"]
 
 def _fail(category: str, message: str) -> RequestError:
     return RequestError([Problem(category, message)])
+
+
+def _refuse(problem: Problem | None) -> None:
+    """Raise ``problem`` (a name no store can hold) as a request error, if there is one."""
+    if problem is not None:
+        raise RequestError([problem])
 
 
 @attrs.frozen
@@ -140,6 +147,12 @@ class RuleRegistry:
         >>> sorted(m.constraints())
         ['done_has_result']
         """
+        if isinstance(name, str) and name:
+            _refuse(name_problem(name, "name", "a constraint name"))
+        if isinstance(text, str):
+            found = stored_text_problem(text, "a constraint")
+            if found is not None:
+                raise RuleError([found], text)
         constraint = UserConstraint.compile(name, text, self.schema)
         if check_existing:
             violations = self._violations_now([constraint])
@@ -192,6 +205,7 @@ class RuleRegistry:
         """
         if not isinstance(name, str) or not name:
             raise _fail("invalid-argument", "a rule set needs a non-empty name")
+        _refuse(name_problem(name, "name", "a rule set name"))
         compiled = compile_rule_file(text, self.schema)
         rule_set = compiled.rule_set
         own = set(self._owned_constraints(name))

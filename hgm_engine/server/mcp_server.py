@@ -47,6 +47,7 @@ from hgm_engine.server.service import MemoryService, ServerLimits, add_llm_argum
 
 __all__ = [
     "TOOLS",
+    "SEARCH_TOOLS",
     "MORE_TOOLS",
     "RESOURCES",
     "PROMPTS",
@@ -134,12 +135,14 @@ TOOLS: tuple[Tool, ...] = (
         "Query the memory",
         "Read the task memory with a path expression; returns the matching nodes (ids and attributes), "
         "a count, a boolean or paths, plus t (the state read; pass it as base_t to transact). "
-        "Starts: root (top-level goals), nodes (all), #ID (one node), focus, $param. "
+        "Starts: root (top-level goals), nodes (all), #ID (one node), focus, $param, search($text) (nodes whose "
+        "text matches, most relevant first; see the search tool). "
         "Steps: .children .parent .subgoals .actions .descendants .ancestors .siblings .next .prev "
         ".following .preceding .related .related_facts .related_entities .results .sources .derived "
         ".out(edge_type) .in(edge_type); repetition {m,n} after a one-hop step; "
         ".where(cond) with = != < <= > >= in contains =~ and or not exists(rel) count(rel) has(attr); "
-        "[i] [a:b] .first() .last() .limit(n) .sort_by(attr, 'desc'); finals .count() .exists() .paths(). "
+        "[i] [a:b] .first() .last() .limit(n) .sort_by(attr, 'desc') .rank($text) (most relevant first); "
+        "finals .count() .exists() .paths(). "
         "Examples: \"root.actions.where(status = 'pending')\", \"#trip.descendants.where(type = 'action').count()\", "
         "\"nodes.where(content =~ $pattern)\" with params {\"pattern\": \"hotel\"}. "
         "Put values in params rather than pasting them into expr. Errors name the category "
@@ -270,6 +273,68 @@ TOOLS: tuple[Tool, ...] = (
     ),
 )
 
+# -- search: the node index (hgm_engine.retrieval) ----------------------------------------------
+
+SEARCH_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "search",
+        "Search the memory by text",
+        "Find the nodes whose text (content, name, title, description, tags) is about something, "
+        "most relevant first, with a score and the words that matched. Use it when you know what "
+        "a node is ABOUT but not where it is or what it is called: 'what do we know about the hotel "
+        "price?' -> text 'hotel price'. Write a path expression with query instead when you can "
+        "name the place (#trip.subgoals, root.actions.where(status = 'pending')) or need exact "
+        "conditions, counts or structure. The two combine: query \"search($q).where(type = 'fact')\" "
+        "or \"(search($q)).ancestors.where(type = 'goal')\" with params {\"q\": \"hotel price\"}, and "
+        "\".rank($q)\" reorders any list by relevance. Words match without case and by stem "
+        "(hotels = hotel); very common words are ignored, so a text made only of them is refused. "
+        "With an embedder set, nodes also match by meaning (then each hit has a similarity).",
+        _schema(
+            {
+                "text": {"type": "string", "minLength": 1, "description": "What to look for, in words."},
+                "type": {
+                    "type": "string",
+                    "description": "Only nodes of this type: goal, action, entity, fact or result.",
+                },
+                "limit": {"type": "integer", "minimum": 0, "maximum": 1000, "description": "How many nodes at most (default 10)."},
+                "as_of": _AS_OF,
+            },
+            ["text"],
+        ),
+        lambda s, a: s.search(a["text"], a.get("type"), a.get("limit", 10), a.get("as_of")),
+    ),
+    Tool(
+        "index_status",
+        "What the search index holds",
+        "The node index behind search: how many nodes have text, its terms, the fields it reads and "
+        "the memory's embedder (none: words only). Use it to see whether search can match by meaning.",
+        _schema({}, []),
+        lambda s, a: s.search_status(),
+    ),
+    Tool(
+        "set_embedder",
+        "Set the memory's embedder",
+        "Choose how search matches by meaning, for this memory: embedder 'minilm' (in this process, when "
+        "installed), 'openai' or 'openai:MODEL' (an OpenAI-compatible endpoint at base_url, else the "
+        "server's OPENAI_BASE_URL), or null for words only. Every node's text is embedded now; an unknown "
+        "embedder or one that fails changes nothing. Then every commit embeds the text it adds, and fails "
+        "whole when the embedder fails: set it only when asked to.",
+        _schema(
+            {
+                "embedder": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}],
+                             "description": "minilm, openai, openai:MODEL, or null for words only."},
+                "base_url": {"type": "string", "description": "The OpenAI-compatible endpoint (http:// or https://)."},
+                "min_similarity": {"type": "number", "minimum": -1, "maximum": 1,
+                                   "description": "The cosine a text needs to match by meaning (default 0.35)."},
+            },
+            ["embedder"],
+        ),
+        lambda s, a: s.configure_search(a["embedder"], a.get("base_url"), a.get("min_similarity")),
+        read_only=False,
+    ),
+)
+
+TOOLS = TOOLS + SEARCH_TOOLS
 
 # -- every other capability (issue 16): history, rules, paths, the LLM -------------------------
 # One tool per MemoryService operation; docs/server.md has the table (Memory method, route, tool).
@@ -746,11 +811,12 @@ def line_error(line: str) -> tuple[int, str, str | int | None] | None:
     import mcp_types
     from pydantic import ValidationError
 
-    unreadable = ""
+    unreadable, validated = "", False
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         if not isinstance(message, mcp_types.JSONRPCNotification) or '"id"' not in line:
             return None
+        validated = True
         # A notification has no id; one that came with an id the SDK could not take (a list,
         # an object) was meant as a request: say so rather than drop it.
     except ValidationError as exc:
@@ -763,7 +829,7 @@ def line_error(line: str) -> tuple[int, str, str | int | None] | None:
         doc = json.loads(line, parse_int=lambda digits: int(digits) if len(digits) <= 4000 else 0)
     except (ValueError, RecursionError):
         return PARSE_ERROR, f"Parse error: the line is not JSON{': ' + unreadable[:200] if unreadable else ''}", None
-    if not unreadable and isinstance(doc, dict) and "id" not in doc and "jsonrpc" in doc and isinstance(doc.get("method"), str):
+    if validated and isinstance(doc, dict) and "id" not in doc:
         return None  # a notification after all (the text "id" was inside a value)
     found = doc.get("id") if isinstance(doc, dict) else None
     usable = isinstance(found, (str, int)) and not isinstance(found, bool) and (isinstance(found, str) or abs(found) < 2**63)

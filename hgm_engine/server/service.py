@@ -121,6 +121,7 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "store": 503,
     "io": 503,
     "embedder": 503,
+    "unknown-embedder": 400,
     "internal": 500,
     "bad-state": 500,
 }
@@ -168,6 +169,7 @@ class ServerLimits:
     quantifiers per regular expression; ``max_work`` nodes produced by one query's steps and
     ``timeout`` seconds per query (see :class:`~hgm_engine.query.executor.Limits`);
     ``max_ops`` operations per transaction; ``max_k`` matches per localization request;
+    ``max_search_hits`` hits per search request;
     ``body_timeout`` seconds for a request's body to arrive once its headers have (None or 0:
     no limit); ``max_concurrency`` requests answered at once by one server process — counted
     from when a request's body is all there, so idle and slow connections do not count (None
@@ -185,6 +187,7 @@ class ServerLimits:
     timeout: float = 5.0
     max_ops: int = 10_000
     max_k: int = 100
+    max_search_hits: int = 1_000
     inline_work: int = 50_000
     inline_timeout: float = 0.01
     body_timeout: float | None = 30.0
@@ -921,6 +924,60 @@ class MemoryService:
         reason = feedback if session_context is None else f"{feedback}\ncontext: {session_context}"
         return self.rewrite_path(path_id, steps, reason)
 
+    # -- search: the node index (hgm_engine.retrieval; docs/language.md §8) --------------------
+
+    def search(
+        self, text: Any, node_type: Any = None, limit: Any = 10, as_of: int | str | None = None
+    ) -> dict[str, Any]:
+        """The nodes whose text matches ``text``, most relevant first, with their scores and
+        the words that matched: ``{"query", "t", "hits": [{"id", "type", "score", "matched",
+        "node"}, ...]}``; at most ``limit`` (0 to ``max_search_hits``), of ``node_type`` only
+        when given, ``as_of`` an earlier state.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "f", "type": "fact", "content": "The museum opens at nine"}]})
+        >>> [(hit["id"], hit["matched"]) for hit in s.search("museums")["hits"]]
+        [('f', ['museums'])]
+        >>> s.search("the")
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.SearchError: invalid-argument: search needs a text with a word to search for; 'the' has none (every word in it is a stop word)
+        """
+        _check_text(text=text, type=node_type)
+        if isinstance(text, str) and len(text) > self.limits.max_query_length:
+            raise _fail(
+                "limit-exceeded",
+                f"'text' is {len(text):,} characters long; this server takes at most {self.limits.max_query_length:,}",
+                "text",
+            )
+        if node_type is not None and not isinstance(node_type, str):
+            raise _fail("invalid-argument", "'type' must be a node type name (a string)", "type")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= self.limits.max_search_hits:
+            raise _fail("invalid-argument", f"'limit' must be an integer from 0 to {self.limits.max_search_hits}", "limit")
+        as_of = _t_or_name(as_of, "as_of")
+        self.fresh()
+        t = self.memory.t if as_of is None else self.resolve(as_of, "as_of")
+        hits = self.memory.search(text, type=node_type, limit=limit, as_of=None if as_of is None else t)
+        return {"query": text, "t": t, "hits": hits}
+
+    def search_status(self) -> dict[str, Any]:
+        """What the node index holds (``Memory.search_status``)."""
+        self.fresh()
+        return self.memory.search_status()
+
+    def configure_search(self, embedder: Any, base_url: Any = None, min_similarity: Any = None) -> dict[str, Any]:
+        """Set the memory's embedder (a name, or None for words only): every node's text is
+        embedded now, and nothing changes when the embedder fails (``embedder``, 503)."""
+        if embedder is not None and not isinstance(embedder, str):
+            raise _fail("invalid-argument", "'embedder' must be minilm, openai, openai:MODEL or null", "embedder")
+        if base_url is not None and not isinstance(base_url, str):
+            raise _fail("invalid-argument", "'base_url' must be a URL (a string)", "base_url")
+        if min_similarity is not None and (isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float))):
+            raise _fail("invalid-argument", "'min_similarity' must be a number from -1 to 1", "min_similarity")
+        _check_text(embedder=embedder, base_url=base_url)
+        self.fresh()
+        return self.memory.configure_search(embedder=embedder, base_url=base_url, min_similarity=min_similarity)
     # -- every other capability of Memory (issue 16): rules, history, paths, loads -----------
     # Each method is one Memory method as JSON in, JSON out, with the same argument checks the
     # routes above make; REST (rest/app.py) and MCP (mcp_server.py) call these and nothing else.

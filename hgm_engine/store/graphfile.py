@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, parse_json
-from hgm_engine.model import strings_ok, text_problem, value_problem, values_ok
+from hgm_engine.model import id_problem, strings_ok, text_problem, value_problem, values_ok
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
 __all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text", "marks_problem"]
@@ -89,7 +89,7 @@ def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, existing: Any = ()
                 first_seen[node_id] = position  # the first occurrence owns the id, valid or not
         node_type = node.get("type") if type(node) is dict else None
         well_typed = type(node_type) is str and node_type in node_types
-        if duplicate or type(node_id) is not str or not node_id or not well_typed:
+        if duplicate or type(node_id) is not str or not node_id or not well_typed or "\x00" in node_id:
             bad_nodes.append(position)
     for position in bad_nodes:
         problems.extend(_node_problems(nodes[position], position, schema, first_seen))
@@ -199,6 +199,8 @@ def _node_problems(node: Any, position: int, schema: Schema, first_seen: dict[st
     node_id, node_type = node.get("id"), node.get("type")
     if not isinstance(node_id, str) or not node_id:
         problems.append(_problem("invalid-document", "a node needs a non-empty string id", where))
+    elif "\x00" in node_id:
+        problems.append(id_problem(node_id, f"{where}.id"))
     if not isinstance(node_type, str):
         problems.append(_problem("invalid-document", "a node needs a string type", where))
     elif node_type not in schema.node_types:
@@ -369,7 +371,7 @@ def _payloads(
     # schema's and the ends are ids, so only ids and attributes need looking at.
     maps = [a for a in chain(node_attributes, attributes) if a]
     keys = set(chain.from_iterable(maps))
-    if not strings_ok(ids) or not values_ok(list(chain.from_iterable(map(dict.values, maps))), keys):
+    if not strings_ok(ids) or "\x00" in "".join(ids) or not values_ok(list(chain.from_iterable(map(dict.values, maps))), keys):
         raise _Malformed
     if not keys.isdisjoint(_MARK_KEYS) and any(
         marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)

@@ -11,7 +11,8 @@ hgm-engine[testing]``; needs hypothesis).
   :func:`engine_apply`/:func:`model_apply` put the engine's answer beside the model's.
 - **:class:`MemoryStateMachine`** — a hypothesis state machine for a schema, rules and a
   store, that writes every step with ``note()``.
-- **:class:`StoreTests`** — the conformance suite a store implementation subclasses.
+- **:class:`StoreTests`** and **:class:`DurableStoreTests`** — the conformance suites a store
+  implementation subclasses (the second for a store that keeps its contents when closed).
 - **Profiles** — ``HYPOTHESIS_PROFILE=ci|long`` (:func:`load_profile`, :func:`examples`).
 
 docs/testing.md shows how to test an agent's own rules with them; ``hgm check`` runs the same
@@ -31,7 +32,7 @@ from hgm_engine.testing.model import ModelError, ModelMemory, ModelRefusal, Mode
 from hgm_engine.testing.strategies import QueryCase, graphs, ops, queries, rule_files, schemas, transactions
 from hgm_engine.testing.differential import engine_answer, engine_apply, engine_revert, model_answer, model_apply, model_revert
 from hgm_engine.testing.machine import MemoryStateMachine
-from hgm_engine.testing.stores import StoreTests
+from hgm_engine.testing.stores import DurableStoreTests, StoreTests
 from hgm_engine.testing.profiles import examples, load_profile, register_profiles
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "model_revert",
     "MemoryStateMachine",
     "StoreTests",
+    "DurableStoreTests",
     "examples",
     "load_profile",
     "register_profiles",

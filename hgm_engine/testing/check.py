@@ -27,7 +27,7 @@ import random
 from typing import Any, Callable
 
 import attrs
-from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import HealthCheck, Phase, assume, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
@@ -37,7 +37,8 @@ from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.query import parse_rule_file
 from hgm_engine.query import syntax as S
 from hgm_engine.rules import parse_rules
-from hgm_engine.testing.strategies import graphs, transactions
+from hgm_engine.testing.jsonvalues import matching
+from hgm_engine.testing.strategies import ATTRIBUTES, graphs, transactions
 
 __all__ = ["check_rules", "CheckResult", "Finding", "KINDS"]
 
@@ -73,26 +74,35 @@ class _Scenario:
     transaction: dict
 
 
-def _vocabulary(rule_file: S.RuleFile) -> dict[str, st.SearchStrategy]:
-    """The attributes a rule file reads or sets, each with the values it names (and null):
-    random transactions that use them reach the rules' conditions far more often."""
-    values: dict[str, list] = {}
+def _vocabulary(rule_file: S.RuleFile, schema: Schema = DEFAULT_SCHEMA) -> dict[str, st.SearchStrategy]:
+    """The attributes a rule file reads or sets, each with the values it names, numbers either
+    side of and between the numbers it compares with, and the values the attribute takes
+    anyway (the strategies' own, and those the schema's attribute schemas allow): random
+    transactions that use them reach the rules' conditions far more often.
 
-    def literal(node: Any) -> Any:
-        return [literal(i) for i in node.items] if isinstance(node, S.ListLiteral) else node.value
+    >>> from hgm_engine.query import parse_rule_file
+    >>> from hypothesis import find
+    >>> words = _vocabulary(parse_rule_file("constraint c: each fact must weight > 0.3 and weight < 0.6"))
+    >>> round(find(words["weight"], lambda v: 0.3 < v < 0.6), 2)  # between the two
+    0.45
+    """
+    values: dict[str, list] = {}
 
     def visit(node: Any) -> None:
         if isinstance(node, S.Compare) and isinstance(node.left, S.AttrRef):
             found = values.setdefault(node.left.name, [])
             if isinstance(node.right, (S.Literal, S.ListLiteral)):
-                value = literal(node.right)
+                value = _literal(node.right)
                 found.extend(value if node.op in ("in", "not in") and isinstance(value, list) else [value])
-        elif isinstance(node, S.AttrRef):
-            values.setdefault(node.name, [True])
+            visit(node.right)
+            return
+        if isinstance(node, S.AttrRef):  # a bare attribute as a condition: truthy
+            values.setdefault(node.name, []).append(True)
         elif isinstance(node, S.FuncCall) and node.name == "has" and node.path is not None:
-            values.setdefault(node.path.steps[0].name, []).append(1)
+            values.setdefault(node.path.steps[0].name, [])
+            return
         elif isinstance(node, S.Assignment):
-            values.setdefault(node.name, []).append(literal(node.value))
+            values.setdefault(node.name, []).append(_literal(node.value))
         if attrs.has(type(node)):
             for field in attrs.fields(type(node)):
                 visit(getattr(node, field.name))
@@ -101,11 +111,24 @@ def _vocabulary(rule_file: S.RuleFile) -> dict[str, st.SearchStrategy]:
                 visit(item)
 
     visit(rule_file.statements)
+    for found in values.values():  # numbers either side of each number compared, and between two
+        numbers = [v for v in found if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        for value in numbers:
+            found.extend([value - 1, value + 1, value / 2, (value + 1) / 2])
+        found.extend((a + b) / 2 for i, a in enumerate(numbers) for b in numbers[i + 1:])
     json_ok = lambda v: v is None or isinstance(v, (bool, int, float, str, list))  # noqa: E731
-    return {
-        name: st.sampled_from([v for v in dict.fromkeys(map(json.dumps, found)) if json_ok(json.loads(v))] or ["null"]).map(json.loads)
-        for name, found in values.items() if name not in ("id", "type", "dirty", "dirty_marks")
-    }
+    vocabulary = {}
+    for name, found in values.items():
+        if name in ("id", "type", "dirty", "dirty_marks"):
+            continue
+        named = [json.loads(v) for v in dict.fromkeys(map(json.dumps, found)) if json_ok(json.loads(v))]
+        usual = [ATTRIBUTES[name]] if name in ATTRIBUTES else []
+        usual += [matching(properties[name]) for properties in
+                  (s.get("properties", {}) for s in schema.attribute_schemas.values()) if isinstance(properties.get(name), dict)]
+        # the named values at least as often as all the usual ones together
+        choices = ([st.sampled_from(named)] * max(1, len(usual)) if named else []) + usual
+        vocabulary[name] = st.one_of(*choices) if choices else st.sampled_from([1, "x", True])
+    return vocabulary
 
 
 def _applies(schema: Schema, doc: dict, transaction: dict) -> bool:
@@ -120,17 +143,156 @@ def _applies(schema: Schema, doc: dict, transaction: dict) -> bool:
     return True
 
 
-def _scenarios(schema: Schema, constraints_hold: Callable[[dict], bool], vocabulary: dict, prefer: list[str]) -> st.SearchStrategy:
+def _meeting(condition: Any) -> list[dict[str, Any]]:
+    """Attribute values that make a trigger's condition hold, as alternatives (a heuristic
+    over ``attr OP literal``, ``has(attr)``, a bare ``attr``, ``and`` and ``or``; whatever
+    else the condition says is left to chance).
+
+    >>> from hgm_engine.query import parse_rule_file
+    >>> trigger = parse_rule_file("rule r: on update action where status = 'failed' and priority > 1 then mark self as blocked").statements[0]
+    >>> _meeting(trigger.condition)
+    [{'status': 'failed', 'priority': 2}, {'status': 'failed', 'priority': 1.0}]
+    """
+    if condition is None:
+        return [{}]
+    if isinstance(condition, S.And):
+        merged = [{}]
+        for operand in condition.operands:
+            merged = [{**a, **b} for a in merged for b in _meeting(operand)][:8]
+        return merged
+    if isinstance(condition, S.Or):
+        return [m for operand in condition.operands for m in _meeting(operand)][:8]
+    if isinstance(condition, S.AttrRef):
+        return [{condition.name: True}]
+    if isinstance(condition, S.FuncCall) and condition.name == "has" and condition.path is not None and len(condition.path.steps) == 1:
+        return [{condition.path.steps[0].name: 1}]
+    if isinstance(condition, S.Compare) and isinstance(condition.left, S.AttrRef) and isinstance(condition.right, (S.Literal, S.ListLiteral)):
+        value = _literal(condition.right)
+        name, op = condition.left.name, condition.op
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if op in ("=", "<=", ">=", "=~"):
+            return [{name: value}]
+        if op == "contains":
+            return [{name: [value]}]
+        if op == "in" and isinstance(value, list) and value:
+            return [{name: value[0]}]
+        if op == "<" and number:
+            return [{name: value - 1}, {name: value / 2}]
+        if op == ">" and number:
+            return [{name: value + 1}, {name: (value + 1) / 2}]
+    return [{}]
+
+
+def _literal(node: Any) -> Any:
+    return [_literal(i) for i in node.items] if isinstance(node, S.ListLiteral) else node.value
+
+
+def _directed_op(draw, aim: Any, doc: dict, vocabulary: dict) -> dict[str, Any] | None:
+    """An op aimed at a statement of the rule file: for a trigger, one that makes its event
+    happen on a node its condition (probably) holds on; for a constraint, a new node of its
+    type with values of the attributes it names. The random ops alone seldom hit a rule's
+    exact event, type and condition together."""
+    if isinstance(aim, S.ConstraintStatement):
+        definition = aim.definition
+        names = [n for n in sorted(vocabulary) if n in definition.text]
+        values = {n: draw(vocabulary[n]) for n in names if draw(st.integers(0, 3))}
+        trigger = S.TriggerStatement(aim.name, aim.name_span, "add", definition.node_type, definition.type_span,
+                                     None, (), aim.span)
+    else:
+        trigger, values = aim, None
+    of_type = [n["id"] for n in doc["nodes"] if n["type"] == trigger.node_type]
+    values = dict(draw(st.sampled_from(_meeting(trigger.condition)))) if values is None else values
+    if not values and vocabulary:
+        name = draw(st.sampled_from(sorted(vocabulary)))
+        values = {name: draw(vocabulary[name])}
+    if trigger.event == "update":
+        if not of_type:
+            return None
+        op = {"op": "update_node", "id": draw(st.sampled_from(of_type)), "set": values or {"note": "x"}}
+        others = sorted(set(vocabulary) - set(values))
+        if others and draw(st.booleans()):  # and drop an attribute the file speaks of
+            op["unset"] = [draw(st.sampled_from(others))]
+        return op
+    if trigger.event == "delete":
+        if not of_type:
+            return None
+        return {"op": "delete_node", "id": draw(st.sampled_from(of_type)), "cascade": draw(st.booleans())}
+    op = {"op": "add_node", "type": trigger.node_type, **values}
+    parents = [n["id"] for n in doc["nodes"] if n["type"] in ("goal", "action")]
+    if parents and (trigger.node_type == "action" or draw(st.booleans())):
+        op["parent"] = draw(st.sampled_from(parents))
+    return op
+
+
+def _scenarios(schema: Schema, constraints_hold: Callable[[dict], bool], vocabulary: dict, prefer: list[str],
+               aims: tuple[Any, ...] = (), always: bool = False) -> st.SearchStrategy:
+    """Scenarios: a graph the file's constraints hold on and a transaction whose ops apply to
+    it. Half the time (``always``: every time) one or two of the ops are aimed at statements of
+    the file (``aims``, see :func:`_directed_op`), with a node of the statement's type added to the graph when it
+    has none to aim at."""
+
     @st.composite
     def scenario(draw) -> _Scenario:
-        doc = draw(st.one_of(st.just({"format": "hgm-graph/1", "nodes": [], "edges": []}),
+        empty = {"format": "hgm-graph/1", "nodes": [], "edges": []}
+        doc = draw(st.one_of(st.just(empty), graphs(schema, attributes=vocabulary, prefer=prefer),
                              graphs(schema, attributes=vocabulary, prefer=prefer)).filter(constraints_hold))
-        ids = [n["id"] for n in doc["nodes"]]
+        aimed = draw(st.lists(st.sampled_from(aims), min_size=1, max_size=2)) if aims and (always or draw(st.booleans())) else []
+        for aim in aimed:
+            bigger = _with_a_node_for(draw, aim, doc, schema, vocabulary)
+            if bigger is not doc and constraints_hold(bigger):
+                doc = bigger
+        # the nodes of the types the rule file is about are the ops' targets three times as often
+        ids = [n["id"] for n in doc["nodes"] for _ in range(3 if n["type"] in prefer else 1)]
         edges = [(e["from"], e["to"], e["type"]) for e in doc["edges"]]
-        transaction = transactions(schema, ids=ids, edges=edges, attributes=vocabulary, max_ops=3)
-        return _Scenario(doc, draw(transaction.filter(lambda tx: _applies(schema, doc, tx))))
+        tx = draw(transactions(schema, ids=ids, edges=edges, attributes=vocabulary, max_ops=3, prefer=prefer))
+        ops = list(tx["ops"])
+        for aim in aimed:
+            op = _directed_op(draw, aim, doc, vocabulary)
+            if op is not None:
+                ops[draw(st.integers(0, len(ops) - 1))] = op
+        tx = {**tx, "ops": ops}
+        assume(_applies(schema, doc, tx))
+        return _Scenario(doc, tx)
 
     return scenario()
+
+
+def _with_a_node_for(draw, aim: Any, doc: dict, schema: Schema, vocabulary: dict) -> dict:
+    """``doc`` with a node of the type a trigger on updates or deletions is about (under a new
+    goal when it is an action), when it has none; otherwise ``doc`` itself."""
+    if not isinstance(aim, S.TriggerStatement) or aim.event == "add" or aim.node_type not in schema.node_types:
+        return doc
+    if any(n["type"] == aim.node_type for n in doc["nodes"]) or aim.node_type == "result":
+        return doc
+    taken = {n["id"] for n in doc["nodes"]}
+    node_id = next(f"t{i}" for i in range(len(taken) + 1) if f"t{i}" not in taken)
+    names = sorted(vocabulary)
+    chosen = draw(st.lists(st.sampled_from(names), unique=True, max_size=2)) if names else []
+    node = {"id": node_id, "type": aim.node_type, **{n: draw(vocabulary[n]) for n in chosen}}
+    nodes, edges = [*doc["nodes"], node], list(doc["edges"])
+    if aim.node_type == "action":
+        parent = {"id": node_id + "g", "type": "goal"}
+        nodes.insert(len(nodes) - 1, parent)
+        edges.append({"from": parent["id"], "to": node_id, "type": "parent_of"})
+    return {**doc, "nodes": nodes, "edges": edges}
+
+
+def _simpler(value: Any) -> list[Any]:
+    """Shorter values of the same kind to try in a counterexample.
+
+    >>> _simpler(0.28370114621978587)
+    [0, 1, 0.3, 0.28]
+    >>> _simpler(2), _simpler(True)
+    ([0, 1], [])
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []
+    size = lambda v: (len(json.dumps(v)), abs(v))  # noqa: E731
+    found = []
+    for candidate in (0, 1, round(value), round(value, 1), round(value, 2)):
+        if size(candidate) < size(value) and candidate not in found:
+            found.append(candidate)
+    return found
 
 
 class _Checker:
@@ -143,7 +305,8 @@ class _Checker:
         self.seed = seed
         constraints = [s for s in self.file.statements if isinstance(s, S.ConstraintStatement)]
         self.constraints_only = "\n".join(self.file.source(s) for s in constraints)
-        self.vocabulary = _vocabulary(self.file)
+        self.vocabulary = _vocabulary(self.file, schema)
+        self.aims = tuple(s for s in self.file.statements if isinstance(s, (S.TriggerStatement, S.ConstraintStatement)))
         self.prefer = list(dict.fromkeys(
             s.node_type if not isinstance(s, (S.PropagateStatement, S.ConstraintStatement)) else
             s.definition.node_type if isinstance(s, S.ConstraintStatement) else (s.from_type or s.to_type)
@@ -164,12 +327,15 @@ class _Checker:
     def holds(self, doc: dict) -> bool:
         return self.memory(doc, self.constraints_only) is not None
 
-    def search(self, predicate: Callable[[_Scenario], bool], *, shrink: bool = True) -> _Scenario | None:
+    def search(self, predicate: Callable[[_Scenario], bool], *, shrink: bool = True, aims: tuple | None = None) -> _Scenario | None:
         """The first scenario of ``examples`` random ones that meets ``predicate``, made
-        minimal by :meth:`shrink`; None when none does."""
+        minimal by :meth:`shrink`; None when none does. ``aims``: aim every scenario at these
+        statements instead of half of them at the file's."""
+        scenarios = (_scenarios(self.schema, self.holds, self.vocabulary, self.prefer, self.aims) if aims is None
+                     else _scenarios(self.schema, self.holds, self.vocabulary, self.prefer, aims, always=True))
         try:
             found = find(
-                _scenarios(self.schema, self.holds, self.vocabulary, self.prefer), predicate,
+                scenarios, predicate,
                 settings=settings(max_examples=self.examples, database=None, deadline=None,
                                   suppress_health_check=list(HealthCheck), phases=[Phase.generate]),
                 random=random.Random(self.seed),
@@ -203,6 +369,26 @@ class _Checker:
                 for key in [k for k in op if k not in fixed]:
                     smaller = {k: v for k, v in op.items() if k != key}
                     yield _Scenario(s.graph, {**s.transaction, "ops": ops[:i] + [smaller] + ops[i + 1:]})
+                for key in ("set", "unset"):  # one attribute fewer in an update
+                    if isinstance(op.get(key), (dict, list)) and len(op[key]) > 1:
+                        for name in list(op[key]):
+                            less = {k: v for k, v in op[key].items() if k != name} if key == "set" else [n for n in op[key] if n != name]
+                            yield _Scenario(s.graph, {**s.transaction, "ops": ops[:i] + [{**op, key: less}] + ops[i + 1:]})
+
+            for i, node in enumerate(nodes):  # simpler values: 0.28370114621978587 -> 0.3
+                for key, value in node.items():
+                    for simpler in _simpler(value):
+                        yield _Scenario({**s.graph, "nodes": nodes[:i] + [{**node, key: simpler}] + nodes[i + 1:]}, s.transaction)
+            for i, op in enumerate(ops):
+                for key, value in op.items():
+                    if key in ("op", "id", "type", "from", "to", "parent", "with"):
+                        continue
+                    if key == "set" and isinstance(value, dict):
+                        for name, inner in value.items():
+                            for simpler in _simpler(inner):
+                                yield _Scenario(s.graph, {**s.transaction, "ops": ops[:i] + [{**op, "set": {**value, name: simpler}}] + ops[i + 1:]})
+                    for simpler in _simpler(value):
+                        yield _Scenario(s.graph, {**s.transaction, "ops": ops[:i] + [{**op, key: simpler}] + ops[i + 1:]})
 
         changed = True
         while changed:
@@ -292,54 +478,61 @@ class _Checker:
                        f"it is refused: {broken}", found.graph, found.transaction)
 
     def unsatisfiable(self) -> Finding | None:
+        """A constraint of the file and another constraint on the same node type (of the file,
+        built in, or the type's attribute schema) that new nodes of the type met one at a time
+        but never together."""
         by_type: dict[str, list[str]] = {}
         for c in self.rule_set.constraints:
             by_type.setdefault(_constraint_type(c.text), []).append(c.name)
-        pairs = [(t, a, b) for t, names in by_type.items() for i, a in enumerate(names) for b in names[i + 1:]]
-        if not pairs:
+        if not by_type:
             return None
-        seen: dict[tuple[str, str], set[str]] = {}
+        observed: dict[str, list[frozenset[str]]] = {}  # node type -> the constraints each new node broke
 
-        def new_nodes(s: _Scenario, report: Any) -> dict[str, str]:
-            return {c["id"]: c["node"]["type"] for c in report.to_json()["changes"] if c["kind"] == "node_added"}
-
-        def met(s: _Scenario) -> tuple[Any, dict[str, set[str]]] | None:
+        def broken_by_new_nodes(s: _Scenario) -> list[tuple[str, str, frozenset[str], int]] | None:
             report = self.dry_run(s, self.constraints_only)
             if report is None or isinstance(report, HGMError):
                 return None
             broken: dict[str, set[str]] = {}
             for v in report.violations:
                 broken.setdefault(v.node, set()).add(v.constraint)
-            return report, broken
+            added = [(c["id"], c["node"]["type"]) for c in report.to_json()["changes"] if c["kind"] == "node_added"]
+            return [(n, t, frozenset(broken.get(n, ())), len(report.violations)) for n, t in added if t in by_type]
 
         def record(s: _Scenario) -> bool:
-            outcome = met(s)
-            if outcome is not None:
-                report, broken = outcome
-                for node, node_type in new_nodes(s, report).items():
-                    for t, a, b in pairs:
-                        if node_type == t:
-                            holding = {a, b} - broken.get(node, set())
-                            seen.setdefault((a, b), set()).update({"a"} if holding == {a} else {"b"} if holding == {b} else {"both"} if holding == {a, b} else set())
+            for _, node_type, broken, _ in broken_by_new_nodes(s) or ():
+                observed.setdefault(node_type, []).append(broken)
             return False
 
         self.search(record, shrink=False)
-        for t, a, b in pairs:
-            kinds = seen.get((a, b), set())
-            if {"a", "b"} <= kinds and "both" not in kinds:
-                def one_not_other(s: _Scenario, t=t, a=a, b=b) -> bool:
-                    outcome = met(s)
-                    if outcome is None:
-                        return False
-                    report, broken = outcome
-                    return any(nt == t and a not in broken.get(n, set()) and b in broken.get(n, set())
-                               for n, nt in new_nodes(s, report).items())
+        for node_type, names in by_type.items():
+            seen = observed.get(node_type, [])
+            others = list(dict.fromkeys([*names, *sorted({c for broken in seen for c in broken})]))
+            for a in names:
+                for b in others:
+                    if b == a:
+                        continue
+                    only_a = any(broken == {b} for broken in seen)
+                    only_b = any(broken == {a} for broken in seen)
+                    both = any(a not in broken and b not in broken for broken in seen)
+                    if not (only_a and only_b) or both:
+                        continue
 
-                found = self.search(one_not_other)
-                if found is not None:
-                    return Finding("unsatisfiable", f"constraints {a} and {b} were each met by new {t} nodes, never both "
-                                   f"by one in {self.examples} examples; here {a} holds and {b} breaks",
-                                   found.graph, found.transaction)
+                    def both_hold(s: _Scenario, t=node_type, a=a, b=b) -> bool:
+                        return any(nt == t and a not in broken and b not in broken for _, nt, broken, _ in broken_by_new_nodes(s) or ())
+
+                    # a second search, every scenario adding nodes aimed at the two constraints
+                    aims = tuple(st_ for st_ in self.aims if isinstance(st_, S.ConstraintStatement) and st_.name in (a, b))
+                    if self.search(both_hold, shrink=False, aims=aims) is not None:
+                        continue
+
+                    def a_holds_b_breaks(s: _Scenario, t=node_type, b=b) -> bool:
+                        return any(nt == t and broken == {b} and count == 1 for _, nt, broken, count in broken_by_new_nodes(s) or ())
+
+                    found = self.search(a_holds_b_breaks)
+                    if found is not None:
+                        return Finding("unsatisfiable", f"constraints {a} and {b} were each met by new {node_type} nodes, "
+                                       f"never both by one in {self.examples} examples; here {a} holds and {b} breaks",
+                                       found.graph, found.transaction)
         return None
 
 

@@ -197,15 +197,17 @@ class _Run:
             found += state.in_neighbours(node, edge)
         if declaration.direction in ("forward", "both"):
             found += state.out_neighbours(node, edge)
-        return found
+        # The walk goes through the nodes that are still there: a deleted node is a starting
+        # point only (along its edges as they were), never a node passed through.
+        return [other for other in found if other in self.graph.nodes]
 
     def propagate(self) -> None:
         added = {node for node in self.graph.nodes if not self.before.same(self.graph, node)}
         starts = [n for n in dict.fromkeys(self.starts) if n not in added]
-        for declaration in self.rules.propagations:
-            depth = declaration.depth if declaration.depth is not None else DEFAULT_DEPTH
-            for start in starts:
-                state = self.graph if start in self.graph.nodes else self.before
+        for start in starts:  # from every starting point, along each declaration in file order
+            state = self.graph if start in self.graph.nodes else self.before
+            for declaration in self.rules.propagations:
+                depth = declaration.depth if declaration.depth is not None else DEFAULT_DEPTH
                 if declaration.from_type is not None and state.type_of(start) != declaration.from_type:
                     continue
                 seen, level = {start}, [start]

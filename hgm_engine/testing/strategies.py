@@ -258,6 +258,9 @@ _LITERALS = st.one_of(
     st.sampled_from([None, True, False, 0, 1, 2, 3, 1.5, 1.0, -1, "pending", "done", "hotel", "Mon", "", "a"]),
     st.lists(st.sampled_from(["hotel", "pending", 1, None, "x"]), max_size=3),
 )
+# Literal spellings _literal_text does not write: number forms, escapes, double quotes, nesting.
+_SPELLINGS = ("-0.5", ".5", "1e3", "1E-1", "-3", "1.50", "'a\\nb'", "'\\u0068otel'", "'tab\\there'", '"hotel"',
+              "'\\/'", "'it\\'s'", '"say \\"x\\""', "[1, 'a', [true]]", "[]", "null", "false", "[null, 1.0]")
 _REGEXES = ("^Visit", "hotel$", "o.*l", "(?i)VISIT", "[ab]", "Mon|Tue", "", "\\d", "^$", "a+")
 _COMPARISONS = ("=", "==", "!=", "<", "<=", ">", ">=")
 
@@ -296,13 +299,17 @@ class _Writer:
         return " | ".join(self.path(depth - 1, False) for _ in range(branches))
 
     def path(self, depth: int, final: bool) -> str:
-        text = self.start(depth) + self.steps(depth, self.draw(st.sampled_from([0, 1, 1, 2, 2, 3, 4])))
+        text = self.start(depth)
+        if self.draw(st.integers(0, 9)) == 9:  # a comment runs to the end of the line
+            text += " // a note\n  "
+        text += self.steps(depth, self.draw(st.sampled_from([0, 1, 1, 2, 2, 3, 4])))
         if final and self.draw(st.integers(0, 2)) == 0:
             text += "." + self.draw(st.sampled_from(["count", "exists", "paths"])) + "()"
         return text
 
     def start(self, depth: int) -> str:
-        choices = ["root", "nodes", "nodes", "scan", "focus", "current_goal", "id", "id", "typed id", "quoted id", "id param", "ids param"]
+        choices = ["root", "nodes", "nodes", "scan", "focus", "current_goal", "id", "id", "typed id", "quoted id", "id param", "ids param",
+                   "typed quoted id", "typed id param"]
         if depth > 0:
             choices.append("subquery")
         choice = self.draw(st.sampled_from(choices))
@@ -323,6 +330,10 @@ class _Writer:
             return self.draw(st.sampled_from(self.schema.node_types[:5])) + "#" + self.draw(st.sampled_from([i for i in self.ids if " " not in i] or ["nope"]))
         if choice == "quoted id":
             return '#"' + self.an_id() + '"'
+        if choice == "typed quoted id":
+            return self.draw(st.sampled_from(self.schema.node_types)) + '#"' + self.an_id() + '"'
+        if choice == "typed id param":
+            return self.draw(st.sampled_from(self.schema.node_types[:5])) + "#" + self.param(self.an_id())
         if choice == "id param":
             return "#" + self.param(3 if self.bad() else self.an_id())
         if choice == "ids param":
@@ -423,17 +434,20 @@ class _Writer:
         return st.sampled_from([None, True, 1, 1.0, "pending", "done", "hotel", "x", "Mon"])
 
     def value(self) -> str:
-        if self.draw(st.integers(0, 4)) == 0:
+        choice = self.draw(st.integers(0, 9))
+        if choice <= 1:
             return self.param(self.draw(json_values()))
+        if choice == 9:  # the other spellings of literals (language.md §10)
+            return self.draw(st.sampled_from(_SPELLINGS))
         return _literal_text(self.draw(_LITERALS))
 
 
 @st.composite
 def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids, depth: int = 2, allow_bad: bool = True) -> QueryCase:
     """A well-formed query of ``schema`` with its parameters and focus: every start (named,
-    by id, quoted, by parameter, a parenthesised union), relations of the schema, generic
+    by id, quoted, by parameter, typed, a parenthesised union), relations of the schema, generic
     steps, repetitions, ``where`` with every operator and function, indexes, slices, list
-    steps and finals. With ``allow_bad`` a few parameters have the wrong kind for their place
+    steps and finals, comments, and every spelling of a literal. With ``allow_bad`` a few parameters have the wrong kind for their place
     and a few queries use the focus without one (the errors of language.md §11).
 
     >>> from hypothesis import find
@@ -453,18 +467,21 @@ def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_
 
 @st.composite
 def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
-        fresh: Iterable[str] = ("m0", "m1", "m2"), attributes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        fresh: Iterable[str] = ("m0", "m1", "m2"), attributes: Mapping[str, Any] | None = None,
+        prefer: Iterable[str] = ()) -> dict[str, Any]:
     """One op in transaction-file form, mostly one that can apply to a memory holding ``ids``
     (and the ``edges``, as ``(from, to, type)``), now and then one that cannot: a missing
     node, a duplicate id, an unknown type, an op that does not exist. ``attributes`` maps
     more attribute names to strategies for their values (those of a rule file, say), drawn
-    as often as the built-in ones (:data:`ATTRIBUTES`).
+    as often as the built-in ones (:data:`ATTRIBUTES`); ``prefer`` names node types an
+    ``add_node`` draws more often (those a rule file is about, say).
 
     >>> from hypothesis import find
     >>> find(ops(), lambda op: op["op"] == "replace_branch")["op"]
     'replace_branch'
     """
     ids, edges, fresh = list(ids), list(edges), list(fresh)
+    preferred = [t for t in prefer if t in schema.node_types]
     known = ids or ["nope"]
     pool = {**ATTRIBUTES, **(attributes or {})}
     names = sorted(attributes or ()) or sorted(ATTRIBUTES)
@@ -479,7 +496,8 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
          "delete_edge", "replace_branch", "confirm", "confirm", "bad"]
     ))
     if kind == "add_node":
-        node_type = draw(st.sampled_from(schema.node_types[:5] if draw(st.integers(0, 3)) else schema.node_types))
+        choices = preferred if preferred and draw(st.booleans()) else schema.node_types[:5] if draw(st.integers(0, 3)) else schema.node_types
+        node_type = draw(st.sampled_from(choices))
         op: dict[str, Any] = {"op": "add_node", "type": node_type}
         if draw(st.integers(0, 5)):
             op["id"] = draw(st.sampled_from(fresh + known[:1]))
@@ -525,16 +543,18 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
 
 @st.composite
 def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
-                 max_ops: int = 4, attributes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 max_ops: int = 4, attributes: Mapping[str, Any] | None = None, prefer: Iterable[str] = ()) -> dict[str, Any]:
     """A transaction document (``author``, ``reason``, ``ops``) of 1 to ``max_ops`` ops for
-    a memory holding ``ids`` and ``edges`` (see :func:`ops`).
+    a memory holding ``ids`` and ``edges`` (see :func:`ops`; an id listed more than once is
+    drawn more often).
 
     >>> from hypothesis import find
     >>> len(find(transactions(), lambda doc: len(doc["ops"]) == 3)["ops"])
     3
     """
     ids, edges = list(ids), list(edges)
-    drawn = [draw(ops(schema, ids=ids, edges=edges, attributes=attributes)) for _ in range(draw(st.integers(1, max_ops)))]
+    prefer = list(prefer)
+    drawn = [draw(ops(schema, ids=ids, edges=edges, attributes=attributes, prefer=prefer)) for _ in range(draw(st.integers(1, max_ops)))]
     return {"author": "hypothesis", "reason": "a random transaction", "ops": drawn}
 
 

@@ -240,11 +240,11 @@ class CommitPipeline:
                 [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in violations]
             )
         commit = Commit(1, author, reason or "load", None, time.time(), (), genesis=True, kind="load")
-        report("writing to the store", 0, None)
         # Inside load()'s store transaction (state.alone): the store hooks' rows commit with the
         # genesis, and one that raises leaves nothing, as above.
         for hook in getattr(self.memory, "store_hooks", ()):
             hook(commit, graph)
+        report("writing to the store", 0, None)
         self.state.replace(commit, graph)
         report("writing to the store", 1, 1)
         return TransactionReport(True, 1, None, author, commit.reason)

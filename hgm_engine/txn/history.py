@@ -19,13 +19,12 @@ changes since ``t``). A snapshot is only a name for a ``t``.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 
 from hgm_engine.errors import Problem, RequestError
-from hgm_engine.model import GraphView, MemoryGraph, Node, same_json, text_problem
+from hgm_engine.model import GraphView, MemoryGraph, Node, name_problem, same_json
 from hgm_engine.model import Change, Commit, GraphOverlay, apply_changes
 from hgm_engine.txn.report import change_to_json
 
@@ -321,14 +320,7 @@ class MemoryHistory:
         """
         if not isinstance(name, str) or not name or name.lstrip("-").isdigit():
             raise _fail("invalid-argument", "a snapshot name is a non-empty string that is not a number")
-        problem = text_problem(name, "name", "a snapshot name")
-        control = _CONTROL.search(name)
-        if problem is None and control is not None:
-            problem = Problem(
-                "invalid-value",
-                f"a snapshot name may not hold a control character ({control.group()!r} at character {control.start() + 1})",
-                where="name",
-            )
+        problem = name_problem(name, "name", "a snapshot name")
         if problem is not None:
             raise RequestError([problem])
         t = self.state.t if t is None else self.resolve_t(t)
@@ -339,8 +331,6 @@ class MemoryHistory:
         """Snapshot name → ``t``."""
         return self.store.snapshots()
 
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def _fail(category: str, message: str) -> RequestError:

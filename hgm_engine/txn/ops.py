@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import attrs
 
 from hgm_engine.errors import Problem, TransactionError
-from hgm_engine.model import GraphOverlay, Schema, closest, text_problem, value_problem
+from hgm_engine.model import GraphOverlay, Schema, closest, id_problem, text_problem, value_problem
 from hgm_engine.txn.report import Violation
 
 __all__ = [
@@ -398,6 +398,9 @@ class OpContext:
         # node deleted without cascade -> its children then; checked on the final state
         self.deleted_children: dict[str, tuple[str, ...]] = {}
         self.confirmed_ids: dict[str, None] = {}
+        # nodes an update or a confirm touched, in the order of the first such op: the order
+        # of the report's ``cleared``
+        self.clearing_ids: dict[str, None] = {}
         self.cleared: list[dict[str, Any]] = []
         self._counter = itertools.count(1)
         self.id_prefix = id_prefix
@@ -449,7 +452,7 @@ def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
     _check_values(attributes, where)
     if node_id is not None and (not isinstance(node_id, str) or not node_id):
         raise _fail("'id' must be a non-empty string", where)
-    _raise_if(text_problem(node_id, f"{where}.id") if node_id is not None else None)
+    _raise_if(id_problem(node_id, f"{where}.id") if node_id is not None else None)
     if node_id is None:
         node_id = ctx.new_id(overlay, node_type)
     elif node_id in overlay:
@@ -559,10 +562,12 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         attributes.update(op.set)
         overlay.set_node_attrs(op.node_id, attributes)
         ctx.updated_ids[op.node_id] = None
+        ctx.clearing_ids[op.node_id] = None
         return []
     if isinstance(op, Confirm):
         _need_node(overlay, op.node_id, where, ctx)
         ctx.confirmed_ids[op.node_id] = None
+        ctx.clearing_ids[op.node_id] = None
         return []
     if isinstance(op, DeleteNode):
         _need_node(overlay, op.node_id, where, ctx)

@@ -3,7 +3,7 @@
 A :class:`PathIndex` holds :class:`PathRecord` s (trajectories with versions), updated one
 commit at a time, and answers :meth:`PathIndex.locate` with :class:`Match` es whose
 ``breakdown`` names every part of their score (:mod:`.scoring`). Embedders are pluggable
-(:class:`Embedder`): the dependency-free :class:`HashedTfidfEmbedder` (default), a local
+(:class:`Embedder`): the model-free :class:`HashedTfidfEmbedder` (default), a local
 sentence-transformers model, or any OpenAI-compatible endpoint. :mod:`.taskplan` reads the
 GNN4TaskPlan data sets used to evaluate all this (``bench/localize``).
 
@@ -25,7 +25,7 @@ from hgm_engine.paths.localize.embedders import (
     SentenceTransformerEmbedder,
     embedder_from_name,
 )
-from hgm_engine.paths.localize.index import INDEX_STATE_FORMAT, Expander, LocateResult, Match, PathIndex
+from hgm_engine.paths.localize.index import INDEX_BYTES_FORMAT, INDEX_STATE_FORMAT, Expander, LocateResult, Match, PathIndex
 from hgm_engine.paths.localize.records import PATH_RESULTS, PATH_STATUSES, PathRecord, Step
 from hgm_engine.paths.localize.scoring import COMPONENTS, DENSE_SCORE_CONFIG, ScoreConfig, StepOrder, order_agreement
 from hgm_engine.paths.localize.taskplan import request_to_trajectory
@@ -50,5 +50,6 @@ __all__ = [
     "PATH_STATUSES",
     "PATH_RESULTS",
     "INDEX_STATE_FORMAT",
+    "INDEX_BYTES_FORMAT",
     "request_to_trajectory",
 ]

@@ -2,9 +2,9 @@
 
 Three kinds ship:
 
-- :class:`HashedTfidfEmbedder` — the default. No dependency, no model: normalised words
+- :class:`HashedTfidfEmbedder` — the default. No model, nothing to fit: normalised words
   (lower case, identifiers split, numbers/dates/times/months collapsed, stop words dropped,
-  light suffix stripping) and optionally word bigrams, hashed to stable integer features. It
+  Snowball English stems) and optionally word bigrams, hashed to stable integer features. It
   returns *sparse* vectors of log term frequencies; the index learns the IDF from the paths
   it holds (document frequencies are the lengths of its posting lists), so nothing here has to
   be fitted or refitted when paths come and go.
@@ -28,11 +28,14 @@ index state so a state is never restored under a different model.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
 import zlib
 from typing import Any, Protocol, Sequence, runtime_checkable
+
+import snowballstemmer
 
 from hgm_engine.errors import LocalizationError
 
@@ -87,27 +90,18 @@ _DATE = re.compile(r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?", re.I)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"<date>|<time>|[A-Za-z]+|\d+(?:\.\d+)?|[^\W\d_]", re.UNICODE)
-# Longest first; a suffix is stripped only when a stem of three letters or more remains.
-_SUFFIXES = (
-    "ational", "ations", "ation", "ements", "ement", "ments", "ment", "ingly", "ings", "ing",
-    "edly", "ies", "ied", "ed", "es", "ly", "s",
-)
+_SNOWBALL = snowballstemmer.stemmer("english")
 
 
+@functools.lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    """A light suffix stripper: close enough to conflate inflections, cheap enough to run per word.
+    """The Snowball English (Porter2) stem of a lower-case word, from the ``snowballstemmer``
+    library; cached, since a memory repeats its words far more than it adds new ones.
 
-    >>> [stem(w) for w in ["booking", "booked", "books", "cancellation", "queries", "bus"]]
-    ['book', 'book', 'book', 'cancell', 'quer', 'bus']
+    >>> [stem(w) for w in ["booking", "booked", "books", "cancellation", "queries", "query", "bus"]]
+    ['book', 'book', 'book', 'cancel', 'queri', 'queri', 'bus']
     """
-    if len(word) <= 4:
-        return word[:-1] if len(word) == 4 and word.endswith("s") and not word.endswith("ss") else word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
-                return word
-            return word[: -len(suffix)]
-    return word
+    return _SNOWBALL.stemWord(word)
 
 
 def normalize_words(text: str) -> list[str | None]:
@@ -117,7 +111,7 @@ def normalize_words(text: str) -> list[str | None]:
     honest: a bigram never spans a dropped word.
 
     >>> normalize_words("Book 2 tickets on 2023-08-14 via GetMovieCredit")
-    ['book', '<num>', 'ticket', None, '<date>', None, 'get', 'movie', 'credit']
+    ['book', '<num>', 'ticket', None, '<date>', None, 'get', 'movi', 'credit']
     """
     text = _DATE.sub(" <date> ", text)
     text = _TIME.sub(" <time> ", text)
@@ -151,7 +145,7 @@ def feature_id(token: str) -> int:
 
 
 class HashedTfidfEmbedder:
-    """The dependency-free default: hashed words (and bigrams) with log term frequencies.
+    """The model-free default: hashed words (and bigrams) with log term frequencies.
 
     Vectors are sparse and unweighted by IDF; the index applies the IDF it learns from its
     own paths (SMART ``lnc.ltc``: documents by log tf and cosine normalisation, queries by
@@ -168,7 +162,7 @@ class HashedTfidfEmbedder:
 
     def __init__(self, *, bigram_weight: float = 0.0):
         self.bigram_weight = float(bigram_weight)
-        self.name = f"hashed-tfidf/1(bigrams={self.bigram_weight:g})"
+        self.name = f"hashed-tfidf/2(bigrams={self.bigram_weight:g})"
 
     def tokens(self, text: str) -> list[str | None]:
         """The normalised words of ``text`` (None for a stop word), see :func:`normalize_words`."""

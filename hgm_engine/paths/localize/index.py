@@ -24,14 +24,17 @@ replacements. It never touches the network unless the embedder does (the default
 >>> best.steps, best.supporting
 (('query_order', 'notify_user'), ('o1', 'o2'))
 >>> sorted(best.breakdown)
-['completeness', 'freshness', 'reward', 'steps', 'structure', 'support', 'tags', 'text', 'version']
+['completeness', 'freshness', 'order', 'reward', 'steps', 'structure', 'support', 'tags', 'text', 'version', 'vote']
 """
 
 from __future__ import annotations
 
 import heapq
+import importlib.metadata
+import json
 import math
 import operator
+import zlib
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -39,6 +42,7 @@ import attrs
 
 from hgm_engine.paths.localize.embedders import Embedder, HashedTfidfEmbedder, feature_id
 from hgm_engine.errors import LocalizationError
+from hgm_engine.paths.localize.packing import pack, unpack
 from hgm_engine.paths.localize.records import PathRecord
 from hgm_engine.paths.localize.scoring import (
     ScoreConfig,
@@ -46,14 +50,18 @@ from hgm_engine.paths.localize.scoring import (
     freshness,
     StepOrder,
     jaccard,
+    name_votes,
     reward_component,
     sequence_similarity,
     support,
+    vote_overlap,
 )
 
-__all__ = ["PathIndex", "Match", "LocateResult", "Expander", "INDEX_STATE_FORMAT"]
+__all__ = ["PathIndex", "Match", "LocateResult", "Expander", "INDEX_STATE_FORMAT", "INDEX_BYTES_FORMAT"]
 
-INDEX_STATE_FORMAT = "hgm-path-index/1"
+INDEX_STATE_FORMAT = "hgm-path-index/1"     # to_state: JSON, the records only
+INDEX_BYTES_FORMAT = "hgm-path-index/2"     # to_bytes: everything, columnar, loaded lazily
+_RECORDS_PER_CHUNK = 64                     # records compressed together in a saved state
 
 # expand(entry path ids) -> more candidate path ids (e.g. a walk through the memory graph).
 Expander = Callable[[Sequence[str]], Iterable[str]]
@@ -122,12 +130,13 @@ class _Signature(tuple):
 
     _hash: int
 
+    def __new__(cls, items: Iterable[Any] = ()) -> "_Signature":
+        made = tuple.__new__(cls, items)
+        made._hash = tuple.__hash__(made)
+        return made
+
     def __hash__(self) -> int:
-        try:
-            return self._hash
-        except AttributeError:
-            self._hash = tuple.__hash__(self)
-            return self._hash
+        return self._hash
 
 
 @attrs.frozen(slots=True)
@@ -176,9 +185,37 @@ class _SparsePostings:
         self.vectors: dict[int, dict[int, float]] = {}
         self.free: list[int] = []
         self.size = 0                               # one past the largest doc id ever used
+        self.count = 0                              # docs held
+        # Docs restored from a saved state keep their words in arrays, not in ``vectors``:
+        # (offsets by doc id, word ids, alive by doc id).
+        self.frozen: tuple[Any, Any, Any] | None = None
 
     def __len__(self) -> int:
-        return len(self.vectors)
+        return self.count
+
+    def _frozen_words(self, doc: int) -> Any:
+        """The word ids of a restored doc still held (None for any other doc)."""
+        if self.frozen is None:
+            return None
+        offsets, words, alive = self.frozen
+        if doc >= alive.shape[0] or not alive[doc]:
+            return None
+        return words[offsets[doc]:offsets[doc + 1]]
+
+    def vector(self, doc: int) -> dict[int, float]:
+        """A doc's normalised vector ({} when it is not held)."""
+        vector = self.vectors.get(doc)
+        if vector is not None:
+            return vector
+        words = self._frozen_words(doc)
+        if words is None:
+            return {}
+        np = self.np
+        found = {}
+        for fid in words.tolist():
+            ids, weights, n = self.postings[fid]
+            found[fid] = float(weights[int(np.flatnonzero(ids[:n] == doc)[0])])
+        return found
 
     def new_doc_id(self) -> int:
         if self.free:
@@ -190,6 +227,7 @@ class _SparsePostings:
         norm = math.sqrt(sum(w * w for w in raw.values()))
         vector = {f: w / norm for f, w in raw.items()} if norm > 0 else {}
         self.vectors[doc] = vector
+        self.count += 1
         self.size = max(self.size, doc + 1)
         np = self.np
         for fid, weight in vector.items():
@@ -214,7 +252,17 @@ class _SparsePostings:
 
     def remove(self, doc: int) -> None:
         np = self.np
-        for fid in self.vectors.pop(doc, {}):
+        vector = self.vectors.pop(doc, None)
+        if vector is not None:
+            words: Iterable[int] = vector
+        else:
+            frozen = self._frozen_words(doc)
+            if frozen is None:
+                return
+            words = frozen.tolist()
+            self.frozen[2][doc] = False  # type: ignore[index]
+        self.count -= 1
+        for fid in words:
             entry = self.postings[fid]
             ids, weights, n = entry
             at = ids.index(doc) if np is None else int(np.flatnonzero(ids[:n] == doc)[0])
@@ -236,7 +284,7 @@ class _SparsePostings:
 
     def query_vector(self, raw: Mapping[int, float]) -> dict[int, float]:
         """The query's ``ltc`` weights: log tf × IDF, normalised; unknown words drop out."""
-        n = len(self.vectors)
+        n = self.count
         common = max(_MIN_COMMON_DOCS, n * _MAX_DF_RATIO)
         weighted = {}
         for fid, tf in raw.items():
@@ -284,12 +332,70 @@ class _SparsePostings:
         return chosen[:limit], lambda doc: max(0.0, float(dense[doc])) if doc < dense.shape[0] else 0.0
 
     def similarity(self, query: Mapping[int, float], doc: int) -> float:
-        vector = self.vectors.get(doc)
+        vector = self.vector(doc)
         if not vector:
             return 0.0
         small, large = (vector, query) if len(vector) < len(query) else (query, vector)
         get = large.get
         return sum(w * get(f, 0.0) for f, w in small.items() if f in large)
+
+    def export(self, prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Scalars and arrays that :meth:`restore` makes the same postings from (needs numpy)."""
+        np = self.np
+        fids = list(self.postings)
+        lengths = np.array([self.postings[f][2] for f in fids], dtype=np.int64)
+        offsets = np.zeros(len(fids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        docs = [self.postings[f][0][: self.postings[f][2]] for f in fids]
+        weights = [self.postings[f][1][: self.postings[f][2]] for f in fids]
+        by_doc = []
+        counts = np.zeros(self.size, dtype=np.int64)
+        for doc in range(self.size):
+            vector = self.vectors.get(doc)
+            words = np.fromiter(vector, dtype=np.int32, count=len(vector)) if vector is not None else (
+                self._frozen_words(doc))
+            if words is not None and words.shape[0]:
+                by_doc.append(words)
+                counts[doc] = words.shape[0]
+        alive = np.zeros(self.size, dtype=bool)
+        for doc in self.vectors:
+            alive[doc] = True
+        if self.frozen is not None:
+            old = self.frozen[2]
+            alive[: old.shape[0]] |= old
+        doc_offsets = np.zeros(self.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=doc_offsets[1:])
+        empty_i = np.zeros(0, dtype=np.int32)
+        arrays = {
+            f"{prefix}.fids": np.array(fids, dtype=np.int32),
+            f"{prefix}.offsets": offsets,
+            f"{prefix}.docs": np.concatenate(docs).astype(np.int32) if docs else empty_i,
+            f"{prefix}.weights": np.concatenate(weights).astype(np.float32) if weights else np.zeros(0, np.float32),
+            f"{prefix}.doc_offsets": doc_offsets,
+            f"{prefix}.doc_words": np.concatenate(by_doc).astype(np.int32) if by_doc else empty_i,
+            f"{prefix}.alive": alive,
+        }
+        return {"size": self.size, "count": self.count, "free": list(self.free)}, arrays
+
+    @classmethod
+    def restore(cls, prefix: str, scalars: Mapping[str, Any], arrays: Mapping[str, Any]) -> "_SparsePostings":
+        """The postings :meth:`export` described; their arrays are views of ``arrays``."""
+        postings = cls()
+        offsets = arrays[f"{prefix}.offsets"].tolist()
+        docs, weights = arrays[f"{prefix}.docs"], arrays[f"{prefix}.weights"]
+        postings.postings = {
+            fid: [docs[a:b], weights[a:b], b - a]
+            for fid, a, b in zip(arrays[f"{prefix}.fids"].tolist(), offsets, offsets[1:])
+        }
+        postings.size = int(scalars["size"])
+        postings.count = int(scalars["count"])
+        postings.free = [int(d) for d in scalars["free"]]
+        alive = arrays[f"{prefix}.alive"]
+        doc_offsets = arrays[f"{prefix}.doc_offsets"]
+        if alive.shape[0] != postings.size or doc_offsets.shape[0] != postings.size + 1:
+            raise LocalizationError.single("bad-state", "saved path index: postings of the wrong size")
+        postings.frozen = (doc_offsets, arrays[f"{prefix}.doc_words"], alive)
+        return postings
 
 
 class _DenseRows:
@@ -343,7 +449,7 @@ class _DenseRows:
         if not self.rows:
             return {}
         if self.np is None:
-            sims = {d: sum(a * b for a, b in zip(query, row)) for d, row in self.rows.items()}
+            sims = {d: sum(a * b for a, b in zip(query, row)) for d, row in self.rows.items()}  # never restored
             return dict(heapq.nlargest(n, sims.items(), key=lambda kv: kv[1]))
         np = self.np
         sims = self.matrix @ np.asarray(query, dtype=np.float32)
@@ -353,15 +459,139 @@ class _DenseRows:
         return {int(d): float(sims[d]) for d in best if np.isfinite(sims[d])}
 
     def similarity(self, query: Sequence[float], doc: int) -> float:
-        row = self.rows.get(doc)
-        return 0.0 if row is None else sum(a * b for a, b in zip(query, row))
+        if doc not in self.rows:
+            return 0.0
+        return sum(a * b for a, b in zip(query, self.vector(doc)))
 
     def vector(self, doc: int) -> list[float]:
-        return list(self.rows[doc])
+        row = self.rows[doc]   # None: restored, the row lives in the matrix only
+        return list(row) if row is not None else [float(x) for x in self.matrix[doc]]
+
+    def export(self, prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Scalars and arrays :meth:`restore` makes the same rows from (needs numpy)."""
+        np = self.np
+        docs = np.array(sorted(self.rows), dtype=np.int64)
+        if self.matrix is None or not docs.shape[0]:
+            return {"dims": 0}, {f"{prefix}.docs": docs, f"{prefix}.matrix": np.zeros(0, np.float32)}
+        return ({"dims": int(self.matrix.shape[1])},
+                {f"{prefix}.docs": docs, f"{prefix}.matrix": self.matrix[docs].reshape(-1)})
+
+    @classmethod
+    def restore(cls, prefix: str, scalars: Mapping[str, Any], arrays: Mapping[str, Any]) -> "_DenseRows":
+        rows = cls()
+        np = rows.np
+        docs = arrays[f"{prefix}.docs"]
+        dims = int(scalars["dims"])
+        if not docs.shape[0]:
+            return rows
+        flat = arrays[f"{prefix}.matrix"]
+        if dims <= 0 or flat.shape[0] != docs.shape[0] * dims:
+            raise LocalizationError.single("bad-state", "saved path index: vectors of the wrong size")
+        size = max(64, int(docs.max()) + 1)
+        rows.matrix = np.zeros((size, dims), dtype=np.float32)
+        rows.matrix[docs] = flat.reshape(-1, dims)
+        rows.live = np.zeros(size, dtype=bool)
+        rows.live[docs] = True
+        rows.rows = dict.fromkeys(docs.tolist())
+        return rows
+
+
+def _stemmer_version() -> str:
+    try:
+        return importlib.metadata.version("snowballstemmer")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - vendored copies
+        return "unknown"
+
+
+def _name_set(signature: tuple) -> tuple[str, ...]:
+    """The sorted step names of a structural signature (names alone, or names and edges)."""
+    names = signature[0] if signature and isinstance(signature[0], tuple) else signature
+    return tuple(sorted(names))
+
+
+def _vote_items(names: Sequence[str], pairs: bool) -> list:
+    """What a path votes for: its step names, and with ``pairs`` each step followed by the next."""
+    return list(names) + list(zip(names, names[1:])) if pairs else list(names)
+
+
+def _flatnonzero(mask: Any) -> list[int]:
+    return _numpy().flatnonzero(mask).tolist()
+
+
+def _signature_json(signature: tuple) -> list:
+    """A structural signature as JSON: ``["chain", names]`` or ``["graph", names, edges]``."""
+    if signature and isinstance(signature[0], str):
+        return ["chain", list(signature)]
+    if not signature:
+        return ["chain", []]
+    names, edges = signature
+    return ["graph", list(names), [list(e) for e in edges]]
+
+
+def _signature_from_json(doc: Sequence[Any]) -> tuple:
+    if doc[0] == "chain":
+        return tuple(doc[1])
+    if doc[0] == "graph":
+        return (tuple(doc[1]), tuple((int(i), int(j)) for i, j in doc[2]))
+    raise ValueError(f"unknown signature kind {doc[0]!r}")
+
+
+class _Lazy(dict):
+    """A dict some of whose values are made only when first read: ``pending`` maps those keys
+    to what ``make`` needs (a row of a saved state). Present values read at dict speed."""
+
+    def __init__(self, make: Callable[[Any], Any] | None = None, pending: dict | None = None):
+        super().__init__()
+        self.make = make
+        self.pending: dict = pending if pending is not None else {}
+
+    def __missing__(self, key: Any) -> Any:
+        row = self.pending.pop(key)   # a KeyError here: the key is not held at all
+        value = self.make(row)        # type: ignore[misc]
+        dict.__setitem__(self, key, value)
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if dict.__contains__(self, key) or key in self.pending:
+            return self[key]
+        return default
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self.pending:
+            self[key]
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key in self.pending:
+            return self[key]
+        return dict.setdefault(self, key, default)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.pending.pop(key, None)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        if key in self.pending:
+            del self.pending[key]
+        else:
+            dict.__delitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self.pending
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self.pending)
+
+    def __iter__(self):  # type: ignore[override]
+        yield from dict.__iter__(self)
+        yield from self.pending
+
+    def items(self):  # type: ignore[override]
+        return [(key, self[key]) for key in list(self)]
 
 
 class PathIndex:
-    """The path index. ``PathIndex()`` uses the dependency-free default embedder.
+    """The path index. ``PathIndex()`` uses the model-free default embedder.
 
     Paths are held by id; :meth:`add` refuses an id it already has (use :meth:`update`),
     :meth:`remove` and :meth:`update` refuse one it does not (category ``unknown-path``).
@@ -371,26 +601,29 @@ class PathIndex:
         self.embedder: Embedder = embedder if embedder is not None else HashedTfidfEmbedder()
         self.config = config if config is not None else ScoreConfig()
         self._lexical = HashedTfidfEmbedder()
-        self._records: dict[str, PathRecord] = {}
         self._slot_of: dict[str, int] = {}
-        self._record_at: dict[int, PathRecord] = {}
+        # Records and shapes by slot; restored from a saved state they are made when first read.
+        self._record_at: _Lazy = _Lazy()
         self._free_slots: list[int] = []
         self._next_slot = 0
         self._seq_at: dict[int, int] = {}
         self._next_seq = 0
-        self._shape_at: dict[int, _Shape] = {}
+        self._shape_at: _Lazy = _Lazy(self._shape_of_slot)
         self._text: _SparsePostings | _DenseRows = (
             _SparsePostings() if self.embedder.sparse else _DenseRows()
         )
         self._steps = _SparsePostings()            # one lexical vector per stored step
-        self._step_owner: dict[int, tuple[int, str]] = {}   # step doc -> (path slot, step name)
-        self._step_docs_at: dict[int, list[int]] = {}
+        self._step_owner: _Lazy = _Lazy()          # step doc -> (path slot, step name)
+        self._step_docs_at: _Lazy = _Lazy()        # path slot -> its step docs
         self._tag_slots: dict[str, set[int]] = {}
         self._group_slots: dict[tuple, set[int]] = {}
         self._name_groups: dict[str, dict[tuple, None]] = {}   # ordered sets, oldest first
+        # sorted step names -> structures with them; made when the order component first needs it
+        self._set_groups: dict[tuple, set[tuple]] | None = None
         self._replaced_by: dict[str, set[str]] = {}
         # Step-name profiles for placing steps in a request: word counts per name and overall.
-        self._name_word: dict[str, Counter] = {}
+        self._name_word: _Lazy = _Lazy()           # step name -> Counter of word ids
+        self._raw_record: Callable[[int], str] | None = None   # a restored record's saved JSON
         self._name_total: Counter = Counter()
         self._word_total: Counter = Counter()
         self._grand_total = 0
@@ -417,7 +650,7 @@ class PathIndex:
         >>> PathIndex.from_state(index.to_state()).ids()
         ['p']
         """
-        slots = sorted(self._record_at, key=lambda s: self._seq_at[s])
+        slots = self._slots_in_order()
         state: dict[str, Any] = {
             "format": INDEX_STATE_FORMAT,
             "embedder": self.embedder.name,
@@ -450,25 +683,233 @@ class PathIndex:
             index.add_many(records)
         return index
 
+    def to_bytes(self) -> bytes:
+        """Everything the index computed, as one ``bytes`` (:data:`INDEX_BYTES_FORMAT`) that
+        :meth:`from_bytes` restores without embedding or normalising any text again: the
+        postings of the text and step vectors, the step-name word profiles, tags, structures
+        and versions as arrays, and the records as compressed JSON read only when a path is
+        first looked at. Needs numpy (``bad-state`` without it).
+
+        >>> index = PathIndex.from_records([PathRecord.create("p", "book a flight", ["search", "book"])])
+        >>> again = PathIndex.from_bytes(index.to_bytes())
+        >>> again.ids(), again.locate("flight booking").paths
+        (['p'], ['p'])
+        """
+        np = _numpy()
+        if np is None:
+            raise LocalizationError.single("bad-state", "saving the path index in binary form needs numpy")
+        slots = self._slots_in_order()
+        # Records: JSON lines, compressed in chunks; a record never read since a load keeps its line.
+        raw = self._raw_record
+        pending = self._record_at.pending
+        lines = [raw(pending[s]) if s in pending and raw is not None
+                 else json.dumps(dict.__getitem__(self._record_at, s).to_json(), ensure_ascii=False,
+                                 separators=(",", ":"))
+                 for s in slots]
+        chunks = [zlib.compress("\n".join(lines[at:at + _RECORDS_PER_CHUNK]).encode("utf-8"), 1)
+                  for at in range(0, len(lines), _RECORDS_PER_CHUNK)]
+        chunk_offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in chunks], out=chunk_offsets[1:])
+        # Step docs per path (by row) and the owner of every step doc.
+        step_docs = [self._step_docs_at[s] for s in slots]
+        step_offsets = np.zeros(len(slots) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in step_docs], out=step_offsets[1:])
+        names = sorted(set(self._name_total) | set(self._name_word) | {
+            name for s in slots for name in self._shape_at[s].names})
+        name_index = {name: i for i, name in enumerate(names)}
+        owner_slot = np.full(self._steps.size, -1, dtype=np.int32)
+        owner_name = np.full(self._steps.size, -1, dtype=np.int32)
+        for s, docs in zip(slots, step_docs):
+            for doc in docs:
+                slot, name = self._step_owner[doc]
+                owner_slot[doc] = slot
+                owner_name[doc] = name_index[name]
+        # Structures: groups in their order, which slots hold each, each name's groups in order.
+        groups = list(self._group_slots)
+        group_index = {g: i for i, g in enumerate(groups)}
+        group_members = [sorted(self._group_slots[g]) for g in groups]
+        group_offsets = np.zeros(len(groups) + 1, dtype=np.int64)
+        np.cumsum([len(m) for m in group_members], out=group_offsets[1:])
+        tags = sorted(self._tag_slots)
+        tag_members = [sorted(self._tag_slots[t]) for t in tags]
+        tag_offsets = np.zeros(len(tags) + 1, dtype=np.int64)
+        np.cumsum([len(m) for m in tag_members], out=tag_offsets[1:])
+        # Step-name profiles.
+        profile_names = [n for n in names if n in self._name_word]
+        profiles = [self._name_word[n] for n in profile_names]
+        profile_offsets = np.zeros(len(profiles) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in profiles], out=profile_offsets[1:])
+        text_scalars, text_arrays = self._text.export("text")
+        step_scalars, step_arrays = self._steps.export("steps")
+        ints = lambda values, dtype=np.int32: np.array(values, dtype=dtype)  # noqa: E731
+        header = {
+            "format": INDEX_BYTES_FORMAT,
+            "embedder": self.embedder.name,
+            "lexical": self._lexical.name,
+            "stemmer": _stemmer_version(),
+            "text_kind": "sparse" if self.embedder.sparse else "dense",
+            "config": self.config.to_json(),
+            "names": names,
+            "tags": tags,
+            "groups": [_signature_json(g) for g in groups],
+            "name_groups": {n: [group_index[g] for g in gs] for n, gs in self._name_groups.items()},
+            "profile_names": [name_index[n] for n in profile_names],
+            "name_totals": {n: int(v) for n, v in self._name_total.items()},
+            "replaced_by": sorted([old, sorted(new)] for old, new in self._replaced_by.items()),
+            "grand_total": int(self._grand_total),
+            "free_slots": list(self._free_slots),
+            "next_slot": self._next_slot,
+            "next_seq": self._next_seq,
+            "text": text_scalars,
+            "steps": step_scalars,
+        }
+        id_of = {slot: path_id for path_id, slot in self._slot_of.items()}
+        header["ids"] = [id_of[s] for s in slots]
+        arrays = {
+            "slots": ints(slots), "seqs": ints([self._seq_at[s] for s in slots], np.int64),
+            "records": np.frombuffer(b"".join(chunks), dtype=np.uint8), "record_chunks": chunk_offsets,
+            "step_offsets": step_offsets,
+            "step_docs": ints([d for docs in step_docs for d in docs]),
+            "owner_slot": owner_slot, "owner_name": owner_name,
+            "group_offsets": group_offsets, "group_slots": ints([s for m in group_members for s in m]),
+            "tag_offsets": tag_offsets, "tag_slots": ints([s for m in tag_members for s in m]),
+            "profile_offsets": profile_offsets,
+            "profile_words": ints([w for c in profiles for w in c]),
+            "profile_counts": ints([v for c in profiles for v in c.values()], np.int64),
+            "word_ids": ints(list(self._word_total)),
+            "word_counts": ints(list(self._word_total.values()), np.int64),
+            **text_arrays, **step_arrays,
+        }
+        return pack(header, arrays)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, embedder: Embedder | None = None,
+                   config: ScoreConfig | None = None) -> "PathIndex":
+        """The index :meth:`to_bytes` saved, ready at once: arrays become the postings as they
+        are, and a path's record (and what scoring reads of it) is made the first time it is
+        looked at. Refused (``bad-state``) when the bytes are not such a state, or when they
+        were made with another embedder, word normaliser or stemmer version than this index
+        would use — the caller then builds the index from its records instead."""
+        np = _numpy()
+        if np is None:
+            raise LocalizationError.single("bad-state", "reading a binary path index needs numpy")
+        header, arrays = unpack(data)
+        if header.get("format") != INDEX_BYTES_FORMAT:
+            raise LocalizationError.single("bad-state", f"not a {INDEX_BYTES_FORMAT} state")
+        try:
+            if config is None:
+                config = ScoreConfig.from_json(header["config"])
+            index = cls(embedder, config)
+            made_with = (header["embedder"], header["lexical"], header["stemmer"], header["text_kind"])
+            wanted = (index.embedder.name, index._lexical.name, _stemmer_version(),
+                      "sparse" if index.embedder.sparse else "dense")
+            if made_with != wanted:
+                raise LocalizationError.single(
+                    "bad-state", f"saved path index was made with {made_with}, this index uses {wanted}")
+            index._restore(header, arrays)
+        except (KeyError, TypeError, ValueError, IndexError, zlib.error) as exc:
+            raise LocalizationError.single("bad-state", f"malformed saved path index: {exc!r}") from None
+        return index
+
+    def _restore(self, header: Mapping[str, Any], arrays: Mapping[str, Any]) -> None:
+        slots = arrays["slots"].tolist()
+        ids = header["ids"]
+        if len(ids) != len(slots) or len(set(ids)) != len(ids):
+            raise ValueError("ids and slots disagree")
+        rows = range(len(slots))
+        self._slot_of = dict(zip(ids, slots))
+        self._seq_at = dict(zip(slots, arrays["seqs"].tolist()))
+        blob, chunk_offsets = arrays["records"], arrays["record_chunks"].tolist()
+        decoded: dict[int, list[str]] = {}
+
+        def raw(row: int) -> str:
+            chunk = row // _RECORDS_PER_CHUNK
+            lines = decoded.get(chunk)
+            if lines is None:
+                text = zlib.decompress(blob[chunk_offsets[chunk]:chunk_offsets[chunk + 1]].tobytes())
+                lines = decoded[chunk] = text.decode("utf-8").split("\n")
+            return lines[row % _RECORDS_PER_CHUNK]
+
+        def record(row: int) -> PathRecord:
+            try:
+                made = PathRecord.from_json(json.loads(raw(row)))
+            except (ValueError, LocalizationError, zlib.error) as exc:
+                raise LocalizationError.single("bad-state", f"saved path index: record {row}: {exc}") from None
+            if made.id != ids[row]:
+                raise LocalizationError.single("bad-state", f"saved path index: record {row} is not {ids[row]!r}")
+            return made
+
+        if slots:   # the first and the last record must read back: a truncated state fails here
+            record(0), record(len(slots) - 1)
+        self._raw_record = raw
+        self._record_at = _Lazy(record, dict(zip(slots, rows)))
+        self._shape_at = _Lazy(self._shape_of_slot, dict(zip(slots, slots)))
+        names = header["names"]
+        owner_slot, owner_name = arrays["owner_slot"], arrays["owner_name"]
+        self._step_owner = _Lazy(lambda doc: (int(owner_slot[doc]), names[int(owner_name[doc])]),
+                                 {doc: doc for doc in _flatnonzero(owner_name >= 0)})
+        step_offsets, step_docs = arrays["step_offsets"].tolist(), arrays["step_docs"]
+        self._step_docs_at = _Lazy(lambda row: step_docs[step_offsets[row]:step_offsets[row + 1]].tolist(),
+                                   dict(zip(slots, rows)))
+        tag_offsets, tag_slots = arrays["tag_offsets"].tolist(), arrays["tag_slots"]
+        self._tag_slots = {tag: set(tag_slots[tag_offsets[i]:tag_offsets[i + 1]].tolist())
+                           for i, tag in enumerate(header["tags"])}
+        group_offsets, group_slots = arrays["group_offsets"].tolist(), arrays["group_slots"]
+        groups = [_Signature(_signature_from_json(doc)) for doc in header["groups"]]
+        self._group_slots = {g: set(group_slots[group_offsets[i]:group_offsets[i + 1]].tolist())
+                             for i, g in enumerate(groups)}
+        self._name_groups = {name: dict.fromkeys(groups[i] for i in members)
+                             for name, members in header["name_groups"].items()}
+        self._set_groups = None
+        self._replaced_by = {old: set(new) for old, new in header["replaced_by"]}
+        profile_offsets = arrays["profile_offsets"].tolist()
+        words, counts = arrays["profile_words"], arrays["profile_counts"]
+        profile_names = [names[i] for i in header["profile_names"]]
+        self._name_word = _Lazy(
+            lambda i: Counter(dict(zip(words[profile_offsets[i]:profile_offsets[i + 1]].tolist(),
+                                       counts[profile_offsets[i]:profile_offsets[i + 1]].tolist()))),
+            {name: i for i, name in enumerate(profile_names)})
+        self._name_total = Counter(header["name_totals"])
+        self._word_total = Counter(dict(zip(arrays["word_ids"].tolist(), arrays["word_counts"].tolist())))
+        self._grand_total = int(header["grand_total"])
+        self._free_slots = [int(s) for s in header["free_slots"]]
+        self._next_slot = int(header["next_slot"])
+        self._next_seq = int(header["next_seq"])
+        kind = _SparsePostings if self.embedder.sparse else _DenseRows
+        self._text = kind.restore("text", header["text"], arrays)
+        self._steps = _SparsePostings.restore("steps", header["steps"], arrays)
+        if len(self._text) != len(slots):
+            raise ValueError("text vectors and paths disagree")
+
+    def _shape_of_slot(self, slot: int) -> _Shape:
+        record = self._record_at[slot]
+        names = record.step_names
+        return _Shape(names, _Signature(record.signature), StepOrder.of(len(names), record.edges),
+                      record.is_template, record.completeness())
+
     # -- incremental updates -------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._slot_of)
 
     def __contains__(self, path_id: object) -> bool:
-        return path_id in self._records
+        return path_id in self._slot_of
 
     def get(self, path_id: str) -> PathRecord | None:
         """The record with this id, or None."""
-        return self._records.get(path_id)
+        slot = self._slot_of.get(path_id)
+        return None if slot is None else self._record_at[slot]
+
+    def _slots_in_order(self) -> list[int]:
+        return sorted(self._seq_at, key=self._seq_at.__getitem__)
 
     def ids(self) -> list[str]:
         """Path ids in creation order."""
-        return [self._record_at[s].id for s in sorted(self._record_at, key=lambda s: self._seq_at[s])]
+        return [self._record_at[s].id for s in self._slots_in_order()]
 
     def records(self) -> list[PathRecord]:
         """Records in creation order."""
-        return [self._records[i] for i in self.ids()]
+        return [self._record_at[s] for s in self._slots_in_order()]
 
     def add(self, record: PathRecord) -> None:
         """Index one path (refuses an id the index already holds: category ``duplicate-path``)."""
@@ -481,7 +922,7 @@ class PathIndex:
         for record in batch:
             if not isinstance(record, PathRecord):
                 raise LocalizationError.single("bad-path", f"not a PathRecord: {type(record).__name__}")
-            if record.id in self._records or record.id in seen:
+            if record.id in self._slot_of or record.id in seen:
                 raise LocalizationError.single(
                     "duplicate-path", f"path {record.id!r} is already indexed (use update)", where=record.id
                 )
@@ -496,10 +937,10 @@ class PathIndex:
         slot = self._slot_of.get(path_id)
         if slot is None:
             raise LocalizationError.single("unknown-path", f"no path {path_id!r} in the index", where=path_id)
+        shape = self._shape_at[slot]   # first: a restored shape is made from the record
         record = self._record_at.pop(slot)
-        shape = self._shape_at[slot]
         signature = shape.signature
-        del self._records[path_id], self._slot_of[path_id]
+        del self._slot_of[path_id]
         del self._seq_at[slot], self._shape_at[slot]
         self._text.remove(slot)
         for doc in self._step_docs_at.pop(slot):
@@ -512,6 +953,8 @@ class PathIndex:
         group.discard(slot)
         if not group:
             del self._group_slots[signature]
+            if self._set_groups is not None:
+                self._discard(self._set_groups, _name_set(signature), signature)
             for name in set(shape.names):
                 groups = self._name_groups[name]
                 del groups[signature]
@@ -525,7 +968,7 @@ class PathIndex:
 
     def update(self, record: PathRecord) -> None:
         """Replace the stored path with the same id (its creation order is kept)."""
-        if record.id not in self._records:
+        if record.id not in self._slot_of:
             raise LocalizationError.single("unknown-path", f"no path {record.id!r} in the index", where=record.id)
         vector = self.embedder.embed_documents([self._embed_text(record)])[0]
         seq = self._seq_at[self._slot_of[record.id]]
@@ -547,7 +990,6 @@ class PathIndex:
                 self._next_seq += 1
             else:
                 seq = seqs[position]
-            self._records[record.id] = record
             self._slot_of[record.id] = slot
             self._record_at[slot] = record
             self._seq_at[slot] = seq
@@ -555,6 +997,10 @@ class PathIndex:
             signature = _Signature(record.signature)
             self._shape_at[slot] = _Shape(names, signature, StepOrder.of(len(names), record.edges),
                                           record.is_template, record.completeness())
+            if signature not in self._group_slots:
+                if self._set_groups is not None:
+                    self._set_groups.setdefault(_name_set(signature), set()).add(signature)
+            self._group_slots.setdefault(signature, set()).add(slot)
             self._text.add(slot, vector)
             docs = []
             for step in record.steps:
@@ -565,7 +1011,6 @@ class PathIndex:
             self._step_docs_at[slot] = docs
             for tag in record.tags:
                 self._tag_slots.setdefault(tag, set()).add(slot)
-            self._group_slots.setdefault(signature, set()).add(slot)
             for name in set(names):
                 self._name_groups.setdefault(name, {})[signature] = None
             if record.replaces is not None:
@@ -607,7 +1052,9 @@ class PathIndex:
     def effective_status(self, path_id: str) -> str:
         """The record's status, except that an active path another indexed path ``replaces``
         counts as superseded (a rewrite that forgot to mark the old version still wins)."""
-        record = self._records[path_id]
+        record = self.get(path_id)
+        if record is None:
+            raise LocalizationError.single("unknown-path", f"no path {path_id!r} in the index", where=path_id)
         if record.status == "active" and self._replaced_by.get(path_id):
             return "superseded"
         return record.status
@@ -637,7 +1084,7 @@ class PathIndex:
         """
 
         def expand(entry_ids: Sequence[str]) -> list[str]:
-            frontier = [i for i in entry_ids[:entries] if i in self._records]
+            frontier = [i for i in entry_ids[:entries] if i in self._slot_of]
             seen_groups = {self._shape_at[self._slot_of[i]].signature for i in frontier}
             found: list[str] = []
             for _ in range(max(0, hops) // 2):
@@ -760,7 +1207,7 @@ class PathIndex:
                         similarity[slot] = exact(slot)
                         recalled["from_tags"] += 1
 
-        if expand is not None and similarity:
+        if expand is not None and similarity and cfg.expand_limit > 0:
             entry_ids = [self._record_at[s].id for s in sorted(similarity, key=lambda s: -similarity[s])]
             added = 0
             for path_id in expand(entry_ids):
@@ -812,7 +1259,16 @@ class PathIndex:
             return []
         weights = cfg.weights()
         total_weight = sum(weights.values()) or 1.0
-        rest_weight = total_weight - weights["text"] - weights["support"] - weights["steps"]
+        rest_weight = (total_weight - weights["text"] - weights["support"] - weights["steps"]
+                       - weights["vote"])
+        # The vote is cheap, so it joins the first pass (and the bound that prunes groups).
+        votes: dict[str, float] = {}
+        if weights["vote"] > 0:
+            neighbours = heapq.nlargest(cfg.vote_top, ((v, s) for s, v in similarity.items()
+                                                       if v > 0 and not shape_at[s].is_template))
+            votes = name_votes(((v, _vote_items(shape_at[s].names, cfg.vote_pairs)) for v, s in neighbours),
+                               cfg.vote_power)
+        vote_total = sum(votes.values())
         replaced = self._replaced_by
         status_of: dict[int, str] = {}
         version_of: dict[int, float] = {}
@@ -832,9 +1288,11 @@ class PathIndex:
             support_value = support([similarity[s] * version_of[s] for s in slots],
                                     cfg.support_top, cfg.support_power)
             steps_value = min(step_evidence.get(n, 0.0) for n in shape_at[head].names)
+            vote_value = (vote_overlap(_vote_items(shape_at[head].names, cfg.vote_pairs), votes, vote_total)
+                          if votes else 0.0)
             partial = (weights["text"] * text_value + weights["support"] * support_value
-                       + weights["steps"] * steps_value)
-            first_pass.append((partial, head, slots, text_value, support_value, steps_value))
+                       + weights["steps"] * steps_value + weights["vote"] * vote_value)
+            first_pass.append((partial, head, slots, text_value, support_value, steps_value, vote_value))
         first_pass.sort(key=lambda item: (-item[0], record_at[item[1]].id))
 
         newest_seq = self._next_seq - 1
@@ -844,7 +1302,7 @@ class PathIndex:
         scored: list[_Scored] = []
         best_scores: list[float] = []   # min-heap of the best full scores so far
         demoted = 0
-        for partial, head, slots, text_value, support_value, steps_value in first_pass:
+        for partial, head, slots, text_value, support_value, steps_value, vote_value in first_pass:
             if (len(best_scores) >= k + demoted
                     and (partial + rest_weight) / total_weight < best_scores[0]):
                 break
@@ -868,6 +1326,8 @@ class PathIndex:
                 "steps": steps_value,
                 "structure": structure,
                 "tags": max(tag_score.get(s, 0.0) for s in slots),
+                "vote": vote_value,
+                "order": self._order_share(shape.signature) if weights["order"] > 0 else 0.0,
                 "completeness": shape.completeness,
                 "reward": reward_component(record.reward, record.result),
                 "freshness": freshness(newest_seq - max(self._seq_at[s] for s in slots),
@@ -887,6 +1347,16 @@ class PathIndex:
                 heapq.heappop(best_scores)
         scored.sort(key=lambda m: (-m.score, m.path))
         return scored
+
+    def _order_share(self, signature: tuple) -> float:
+        """The share of the paths with this structure's multiset of step names that follow it."""
+        if self._set_groups is None:
+            self._set_groups = {}
+            for group in self._group_slots:
+                self._set_groups.setdefault(_name_set(group), set()).add(group)
+        same = self._set_groups.get(_name_set(signature), ())
+        total = sum(len(self._group_slots[g]) for g in same)
+        return len(self._group_slots.get(signature, ())) / total if total else 0.0
 
     def _match(self, scored: "_Scored") -> Match:
         head = scored.slots[0]

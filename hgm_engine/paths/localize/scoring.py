@@ -27,6 +27,17 @@ over these components, every one returned in ``breakdown``:
     the steps it expects, it is instead their sequence similarity ``2·LCS/(|a|+|b|)``.
 ``tags``
     Jaccard overlap of the query tags and the path's tags (0 when the query has none).
+``vote``
+    how well the path's step names match the steps the most similar stored requests took: each
+    of the ``vote_top`` paths most similar by text votes for its step names with weight
+    ``s^vote_power``, ``v(n)`` is the weighted share of the votes that include name ``n``, and
+    the component is the weighted Jaccard overlap of the path's name set ``S`` with ``v``:
+    ``Σ_{n∈S} v(n) / (|S| + Σ_{n∉S} v(n))``. Unlike ``support`` it credits a structure that no
+    single neighbour followed but whose steps the neighbours took, and it penalises a path
+    that leaves out a step most neighbours needed (the ``steps`` minimum cannot).
+``order``
+    how usual this order of these steps is: the share of the stored paths with the same
+    multiset of step names that follow this structure.
 ``completeness``
     the path's own shape: a goal, steps whose edges join them into one acyclic sequence from
     one entry to one exit, and a known result; the fraction of those checks that hold.
@@ -42,9 +53,9 @@ only when nothing else is.
 
 >>> cfg = ScoreConfig()
 >>> components = {"text": 0.8, "support": 0.5, "steps": 0.6, "structure": 1.0, "tags": 0.0,
-...               "completeness": 1.0, "reward": 1.0, "freshness": 1.0}
+...               "vote": 0.7, "order": 0.0, "completeness": 1.0, "reward": 1.0, "freshness": 1.0}
 >>> round(combine(components, "active", cfg), 3)
-0.64
+0.666
 >>> combine(components, "superseded", cfg) < combine(components, "active", cfg)
 True
 """
@@ -68,41 +79,50 @@ __all__ = [
     "jaccard",
     "freshness",
     "reward_component",
+    "name_votes",
+    "vote_overlap",
 ]
 
-COMPONENTS = ("text", "support", "steps", "structure", "tags", "completeness", "reward", "freshness")
+COMPONENTS = ("text", "support", "steps", "structure", "tags", "vote", "order", "completeness", "reward",
+              "freshness")
 
 
 @attrs.frozen
 class ScoreConfig:
     """Weights and knobs of the score and of candidate recall.
 
-    The defaults were tuned by leave-one-out on the *memory* side of the UltraTool split
-    (600 stored requests, each located against the others) with the default embedder, one
-    knob at a time, never on held-out requests (``bench/localize/run.py --tune hashed``
-    reruns the grid). ``DENSE_SCORE_CONFIG`` differs only in how supporters aggregate: the
+    The defaults are the configuration ``bench/localize/tune.py`` froze: coordinate ascent on a
+    development split of 1,000 requests of UltraTool's *memory* side (each located against the
+    rest of it), one knob at a time, never on a test request; every configuration it tried is
+    in ``bench/results/localize-tuning.json``. Graph expansion (``expand_limit``) is off: it
+    never raised a development score. ``DENSE_SCORE_CONFIG`` differs only in how supporters aggregate: the
     cosines of sentence-embedding models are bunched closer to 1, so a higher power and more
     supporters separate them (chosen the same way, in the exploratory memory-side runs).
     Versions multiply the score; ``use_*`` and ``merge`` switch parts off (the ablations).
     """
 
-    w_text: float = 2.0
+    w_text: float = 3.0
     w_support: float = 2.0
     w_steps: float = 2.0
     w_structure: float = 0.3
     w_tags: float = 0.2
+    w_vote: float = 1.0
+    w_order: float = 0.0
     w_completeness: float = 0.05
     w_reward: float = 0.1
     w_freshness: float = 0.02
-    support_top: int = 3          # m: how many supporting paths count
+    support_top: int = 8          # m: how many supporting paths count
     support_power: float = 2.0    # γ: how much a close supporter outweighs a loose one
+    vote_top: int = 20            # how many of the most similar paths vote for step names
+    vote_power: float = 1.0       # a vote's weight: similarity ** vote_power
+    vote_pairs: bool = False      # paths vote for consecutive step pairs too (order)
     freshness_half_life: float = 100_000.0   # in paths added since
     version_active: float = 1.0
     version_superseded: float = 0.5
     version_failed: float = 0.4
     recall_paths: int = 200       # text recall: best paths kept as candidates
     recall_steps: int = 300       # entry-step recall: best stored steps kept
-    expand_limit: int = 200       # at most this many paths added by expansion
+    expand_limit: int = 0         # at most this many paths added by expansion (0: off)
     merge: bool = True            # paths with the same step structure become one result
     use_tags: bool = True
     use_structure: bool = True
@@ -117,6 +137,8 @@ class ScoreConfig:
             "steps": self.w_steps if self.use_steps else 0.0,
             "structure": self.w_structure if self.use_structure else 0.0,
             "tags": self.w_tags if self.use_tags else 0.0,
+            "vote": self.w_vote,
+            "order": self.w_order,
             "completeness": self.w_completeness,
             "reward": self.w_reward,
             "freshness": self.w_freshness,
@@ -129,6 +151,14 @@ class ScoreConfig:
         if status == "failed":
             return self.version_failed
         return self.version_active
+
+    def with_expansion(self, limit: int = 200) -> "ScoreConfig":
+        """This config with graph expansion on (``expand_limit``: ``limit`` when it is off).
+
+        >>> ScoreConfig(expand_limit=0).with_expansion().expand_limit, ScoreConfig(expand_limit=50).with_expansion().expand_limit
+        (200, 50)
+        """
+        return self if self.expand_limit > 0 else attrs.evolve(self, expand_limit=limit)
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -147,7 +177,7 @@ def combine(components: Mapping[str, float], status: str, config: ScoreConfig) -
     """The score: version factor × weighted mean of the components.
 
     >>> combine({"text": 1.0}, "active", ScoreConfig(w_support=0, w_steps=0, w_structure=0,
-    ...         w_tags=0, w_completeness=0, w_reward=0, w_freshness=0))
+    ...         w_tags=0, w_vote=0, w_completeness=0, w_reward=0, w_freshness=0))
     1.0
     """
     weights = config.weights()
@@ -389,3 +419,40 @@ def reward_component(reward: float | None, result: str | None) -> float:
     if reward is not None:
         return min(1.0, max(0.0, float(reward)))
     return {"success": 1.0, "failure": 0.0}.get(result or "", 0.5)
+
+
+def name_votes(neighbours: Iterable[tuple[float, Iterable[str]]], power: float = 1.0) -> dict[str, float]:
+    """Per step name, the weighted share of the neighbours whose path has it: each neighbour
+    ``(similarity, step names)`` votes once for each of its names with weight ``similarity ** power``.
+
+    >>> sorted(name_votes([(1.0, ["a", "b"]), (1.0, ["a"])]).items())
+    [('a', 1.0), ('b', 0.5)]
+    """
+    totals: dict[str, float] = {}
+    weight_sum = 0.0
+    for similarity, names in neighbours:
+        if similarity <= 0:
+            continue
+        weight = similarity ** power
+        weight_sum += weight
+        for name in set(names):
+            totals[name] = totals.get(name, 0.0) + weight
+    if weight_sum <= 0:
+        return {}
+    return {name: value / weight_sum for name, value in totals.items()}
+
+
+def vote_overlap(names: Iterable[str], votes: Mapping[str, float], vote_total: float | None = None) -> float:
+    """The weighted Jaccard overlap of a name set with :func:`name_votes`:
+    ``Σ_{n∈S} v(n) / (|S| + Σ_{n∉S} v(n))`` (``vote_total``: ``Σ_n v(n)``, when known).
+
+    >>> votes = {"a": 1.0, "b": 0.5}
+    >>> vote_overlap(["a"], votes), vote_overlap(["a", "b"], votes), vote_overlap(["c"], votes)
+    (0.6666666666666666, 0.75, 0.0)
+    """
+    chosen = set(names)
+    if not chosen:
+        return 0.0
+    total = sum(votes.values()) if vote_total is None else vote_total
+    inside = sum(votes.get(n, 0.0) for n in chosen)
+    return inside / (len(chosen) + total - inside)

@@ -64,6 +64,7 @@ from hgm_engine.server.rest.models import (
     TransactionRequest,
     error_responses,
 )
+from hgm_engine.server.rest.models import IndexConfigRequest, IndexStatusModel, SearchModel, SearchRequest  # the node index's routes
 from hgm_engine.server.rest.responses import (
     NodeJsonCache,
     error_response,
@@ -369,6 +370,41 @@ def create_app(
     )
     def memory_path_rewrite(body: PathRewriteRequest) -> Response:
         return json_response(service.rewrite_path_from_feedback(body.path_id, body.feedback, body.steps, body.session_context))
+
+    # -- search: the node index (hgm_engine.retrieval; docs/search.md) -------------------------
+
+    @app.post(
+        "/api/v1/search",
+        tags=["read"],
+        summary="Nodes whose text matches, most relevant first",
+        response_model=SearchModel,
+        responses=error_responses(400, 401, 404),
+    )
+    def search(body: SearchRequest) -> Response:
+        """search(TEXT) with each node's score and the words of `text` it contains (with an
+        embedder set, also `similarity` and `lexical`), at most `limit` hits, of `type` only
+        when given. A `text` with no word to search for (empty, or only stop words such as
+        'the') is a 400 naming `text`; an unknown snapshot name in `as_of` is a 404."""
+        return json_response(service.search(body.text, body.type, body.limit, body.as_of))
+
+    @app.get("/api/v1/index", tags=["read"], summary="What the node index holds", response_model=IndexStatusModel)
+    def index_status() -> Response:
+        """The node index behind search: nodes with text, terms, how it was read, its embedder."""
+        return json_response(service.search_status())
+
+    @app.put(
+        "/api/v1/index/embedder",
+        tags=["write"],
+        summary="Set the memory's embedder",
+        response_model=IndexStatusModel,
+        responses=error_responses(400, 401, 503),
+    )
+    def set_embedder(body: IndexConfigRequest) -> Response:
+        """Every node's text is embedded now, in one store transaction with the setting; an
+        embedder that is unknown (400) or fails (503, category `embedder`) changes nothing.
+        From then on every commit embeds the texts it adds and fails whole when the embedder
+        does. `embedder: null` is words only again."""
+        return json_response(service.configure_search(body.embedder, body.base_url, body.min_similarity))
 
     async def query_direct(scope, receive, send) -> None:
         # The same operation as the documented route above, answered by the guard without the

@@ -35,6 +35,12 @@ __all__ = [
     "ReportModel",
     "RefusedReportModel",
     "error_responses",
+    "SearchRequest",
+    "SearchHitModel",
+    "SearchModel",
+    "EmbedderModel",
+    "IndexStatusModel",
+    "IndexConfigRequest",
     "int_in",
     "AddNodeOp",
     "UpdateNodeOp",
@@ -815,10 +821,87 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         429: "The path was rewritten too often (rewrite-cap)",
         501: "Not built into this engine, or the package offering it is not installed",
         502: "The model answered, but no answer was usable (invalid-model-answer; every attempt listed)",
-        503: "No model reached (model-unavailable: none configured, connection, timeout), or overloaded",
+        503: "No model or embedder reached (model-unavailable, embedder: none configured, connection, timeout), or overloaded; nothing was changed",
     }
     out: dict[int | str, dict[str, Any]] = {}
     for code in codes:
         model = RefusedReportModel if code == 422 else ErrorBody
         out[code] = {"model": model, "description": descriptions[code]}
     return out
+
+
+# -- search: the node index (hgm_engine.retrieval; docs/search.md) ----------------------------
+
+
+class SearchRequest(BaseModel):
+    """Nodes whose text matches, most relevant first (search(TEXT), docs/search.md)."""
+
+    model_config = _STRICT
+    text: NonBlank = Field(description="What to look for, in words: 'hotel price', 'closed on Monday'.")
+    type: str | None = Field(None, description="Only nodes of this type (goal, action, entity, fact, result).")
+    limit: int_in(0, None) = Field(10, description="How many nodes at most (up to the server's max_search_hits, 1,000 by default).")
+    as_of: AsOf | None = Field(None, description="Search the state at this t, or at a snapshot name.")
+
+
+class SearchHitModel(BaseModel):
+    """One node found: its score (the fused one with an embedder), the words of the text it
+    contains, and with an embedder its cosine ``similarity`` and BM25 ``lexical`` score (None
+    when it did not match that way)."""
+
+    model_config = _OPEN
+    id: str
+    type: str
+    score: float
+    matched: list[str] = Field(description="The words of the text the node contains (by stem), in the text's order.")
+    similarity: float | None = None
+    lexical: float | None = None
+    node: NodeModel
+
+
+class SearchModel(BaseModel):
+    """The hits of a search, most relevant first, and the state read."""
+
+    query: str
+    t: int
+    hits: list[SearchHitModel]
+
+
+class EmbedderModel(BaseModel):
+    """The memory's embedder: its name and model, the size of its vectors, the similarity a
+    text needs, how many vectors are kept (None: not read yet)."""
+
+    model_config = _OPEN
+    name: str
+    model: str
+    dimensions: int | None
+    min_similarity: float
+    vectors: int | None
+    base_url: str | None = None
+
+
+class IndexStatusModel(BaseModel):
+    """What the node index holds: the t it is at, nodes with text, terms, how it was read
+    (``stored``: from the store, ``built``: from the state), the fields it reads, the embedder."""
+
+    model_config = _OPEN
+    t: int
+    nodes: int
+    terms: int
+    changed_entries: int
+    kept_in_store: bool
+    source: str
+    open_seconds: float | None
+    fields: list[str]
+    embedder: EmbedderModel | None
+    score: str
+    last_problem: str | None
+
+
+class IndexConfigRequest(BaseModel):
+    """The memory's embedder for the node index: every node's text is embedded at once, in one
+    transaction with the setting (an embedder that fails changes nothing)."""
+
+    model_config = _STRICT
+    embedder: str | None = Field(description="minilm, openai, openai:MODEL, or null for words only.")
+    base_url: str | None = Field(None, description="An OpenAI-compatible endpoint (default: the server's OPENAI_BASE_URL).")
+    min_similarity: float | None = Field(None, ge=-1, le=1, description="Cosine a text needs to match by meaning (default 0.35).")
