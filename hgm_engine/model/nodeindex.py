@@ -871,6 +871,15 @@ def _best(seg: Segment, found, terms, wanted: int, top: int | None) -> list[Sear
     return hits
 
 
+def _holds(posting, position: int) -> bool:
+    """Whether the segment node at ``position`` is in ``posting`` (one node: see _held_terms for many)."""
+    if posting is None:
+        return False
+    ords = posting[0]
+    at = int(np.searchsorted(ords, position))
+    return at < len(ords) and int(ords[at]) == position
+
+
 def _held_terms(seg: Segment, terms: tuple[str, ...], positions: np.ndarray) -> list[tuple[str, ...]]:
     """For each of ``positions`` (segment ordinals), the ``terms`` its node holds: one
     membership test per term over all positions in columns, and one tuple per distinct
