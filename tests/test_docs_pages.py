@@ -40,6 +40,7 @@ AT_LEAST = {
     "llm.md": 10,
     "paths.md": 50,
     "planners.md": 20,
+    "retrieval.md": 6,
     "rules.md": 100,
     "transactions.md": 25,
     "tutorial.md": 20,

@@ -863,23 +863,43 @@ def _best(seg: Segment, found, terms, wanted: int, top: int | None) -> list[Sear
             if left <= 0:
                 break
     hits = []
-    postings = {term: seg.postings(term) for term in terms}
+    all_terms = tuple(terms)
     for group_positions, group_scores, complete in chosen:
-        for position, score in zip(group_positions.tolist(), group_scores.tolist()):
-            if complete:
-                held = tuple(terms)
-            else:
-                held = tuple(t for t in terms if _holds(postings[t], position))
+        held_of = [all_terms] * len(group_positions) if complete else _held_terms(seg, all_terms, group_positions)
+        for position, score, held in zip(group_positions.tolist(), group_scores.tolist(), held_of):
             hits.append(SearchHit(seg.ids[position], score, held, complete))
     return hits
 
 
 def _holds(posting, position: int) -> bool:
+    """Whether the segment node at ``position`` is in ``posting`` (one node: see _held_terms for many)."""
     if posting is None:
         return False
     ords = posting[0]
     at = int(np.searchsorted(ords, position))
     return at < len(ords) and int(ords[at]) == position
+
+
+def _held_terms(seg: Segment, terms: tuple[str, ...], positions: np.ndarray) -> list[tuple[str, ...]]:
+    """For each of ``positions`` (segment ordinals), the ``terms`` its node holds: one
+    membership test per term over all positions in columns, and one tuple per distinct
+    combination (a long query's partial hits share few)."""
+    if not len(positions):
+        return []
+    mask = np.zeros((len(positions), len(terms)), bool)
+    for column, term in enumerate(terms):
+        posting = seg.postings(term)
+        if posting is not None and len(posting[0]):
+            mask[:, column] = np.isin(positions, posting[0], assume_unique=True)
+    keys = np.packbits(mask, axis=1)
+    combos: dict[bytes, tuple[str, ...]] = {}
+    out = []
+    for row, key in enumerate(map(bytes, keys)):
+        held = combos.get(key)
+        if held is None:
+            held = combos[key] = tuple(term for term, holds in zip(terms, mask[row].tolist()) if holds)
+        out.append(held)
+    return out
 
 
 def _merge(first: list[SearchHit], second: list[SearchHit], seq_of: Callable[[SearchHit], int]) -> list[SearchHit]:

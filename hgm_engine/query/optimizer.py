@@ -184,12 +184,17 @@ def _first_needed(op) -> int | None:
 
 
 def search_top(path: PathPlan) -> PathPlan | None:
-    """``search(TEXT).limit(n)`` (or ``.first()``, ``[i]``, ``[a:b]``) → the search selects
-    the best n instead of ordering every match (the list step still runs after it)."""
+    """``search(TEXT).limit(n)`` (or ``.limit($k)``, ``.first()``, ``[i]``, ``[a:b]``) → the
+    search selects the best n instead of ordering every match (the list step still runs
+    after it)."""
     source = path.source
-    if not isinstance(source, SearchNodes) or source.top is not None or not path.ops:
+    if not isinstance(source, SearchNodes) or source.top is not None or source.top_param is not None or not path.ops:
         return None
-    needed = _first_needed(path.ops[0])
+    first = path.ops[0]
+    if isinstance(first, Limit) and first.param is not None:
+        # .limit($k): the parameter is checked (an integer >= 0) before the query runs
+        return PathPlan(attrs.evolve(source, top_param=first.param), path.ops)
+    needed = _first_needed(first)
     if needed is None:
         return None
     return PathPlan(attrs.evolve(source, top=needed), path.ops)

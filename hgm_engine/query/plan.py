@@ -123,12 +123,15 @@ class SubPlan:
 class SearchNodes:
     """``search(TEXT)``: the nodes whose text matches, most relevant first, from the node
     index. ``text`` or ``param`` holds TEXT; ``top`` (set by the optimizer) says only the
-    first ``top`` are needed, ``node_type`` that only nodes of that type are."""
+    first ``top`` are needed — or the first as many as parameter ``top_param`` holds (a
+    ``.limit($k)``, checked like every limit parameter before the query runs) —
+    ``node_type`` that only nodes of that type are."""
 
     text: str | None
     param: str | None
     top: int | None = None
     node_type: str | None = None
+    top_param: str | None = None
 
 
 Source = Union[AllNodes, TypeScan, ValueScan, Roots, FocusNode, CurrentGoal, IdLookup, ParamNodes, SubPlan, SearchNodes]
@@ -512,6 +515,8 @@ def _describe_source(source: Source) -> str:
         text = f"${source.param}" if source.param is not None else repr(source.text)
         scope = f" of type {source.node_type!r}" if source.node_type is not None else ""
         first = f", the first {source.top} only" if source.top is not None else ""
+        if source.top_param is not None:
+            first = f", the first ${source.top_param} only"
         return f"search the node index for {text}{scope}, most relevant first{first}"
     raise TypeError(source)
 

@@ -324,9 +324,10 @@ class _Writer:
                 text += f", {self.draw(st.sampled_from(['status', 'ok', 'priority']))} = {self.value()}"
             return text + ")"
         if choice == "id":
-            return "#" + self.draw(st.sampled_from([i for i in self.ids[:4] + self.ids if " " not in i] or ["n0"]))
+            # ids that need quoting cannot follow a bare # (none may: then an id nothing has)
+            return "#" + self.draw(st.sampled_from([i for i in self.ids[:4] + self.ids if " " not in i] or ["nope"]))
         if choice == "typed id":
-            return self.draw(st.sampled_from(self.schema.node_types[:5])) + "#" + self.draw(st.sampled_from([i for i in self.ids if " " not in i] or ["n0"]))
+            return self.draw(st.sampled_from(self.schema.node_types[:5])) + "#" + self.draw(st.sampled_from([i for i in self.ids if " " not in i] or ["nope"]))
         if choice == "quoted id":
             return '#"' + self.an_id() + '"'
         if choice == "typed quoted id":

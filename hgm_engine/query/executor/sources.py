@@ -117,12 +117,14 @@ def search_source(plan_source: SearchNodes) -> Callable[[Any], list]:
     ['a']
     """
     fixed, param, top, node_type = plan_source.text, plan_source.param, plan_source.top, plan_source.node_type
+    top_param = plan_source.top_param
     fixed_terms = query_terms(fixed) if fixed is not None else None
 
     def search(ctx):
         text = fixed if param is None else ctx.params[param]
         terms = fixed_terms if param is None else query_terms(text)
-        hits = searcher_for(ctx.view).hits(ctx.view, text, terms, top=top, node_type=node_type, charge=ctx.charge)
+        first = top if top_param is None else ctx.params[top_param]
+        hits = searcher_for(ctx.view).hits(ctx.view, text, terms, top=first, node_type=node_type, charge=ctx.charge)
         return [hit.id for hit in hits]
 
     return search
