@@ -243,6 +243,7 @@ def run_size(
     started = time.perf_counter()
     floor = baselines.RxFloor(doc)
     floor_build = time.perf_counter() - started
+    memo = baselines.RxMemo(doc)
     started = time.perf_counter()
     nxb = baselines.NxBaseline(doc)
     nx_build = time.perf_counter() - started
@@ -259,22 +260,24 @@ def run_size(
         hgm_first = time.perf_counter() - started
         hgm_answer = first.value
         floor_answer, touched = getattr(floor, name)(anchors)
+        memo_answer, _ = getattr(memo, name)(anchors)  # untimed warm-up: fills its memos, as hgm's
         nx_answer, nx_touched = getattr(nxb, name)(anchors)
-        if not (hgm_answer == floor_answer == nx_answer):
+        if not (hgm_answer == floor_answer == nx_answer == memo_answer):
             raise AssertionError(
                 f"{nodes} nodes, query {name} ({expr}): answers differ: hgm {_short(hgm_answer)}, "
-                f"rustworkx floor {_short(floor_answer)}, networkx {_short(nx_answer)}"
+                f"rustworkx floor {_short(floor_answer)}, memo floor {_short(memo_answer)}, networkx {_short(nx_answer)}"
             )
         assert touched == nx_touched, (name, touched, nx_touched)
 
-        floor_fn, nx_fn = getattr(floor, name), getattr(nxb, name)
+        floor_fn, nx_fn, memo_fn = getattr(floor, name), getattr(nxb, name), getattr(memo, name)
         timings = measure(
-            {"hgm": lambda: memory.query(expr), "floor": lambda: floor_fn(anchors), "networkx": lambda: nx_fn(anchors)},
+            {"hgm": lambda: memory.query(expr), "memo": lambda: memo_fn(anchors), "floor": lambda: floor_fn(anchors),
+             "networkx": lambda: nx_fn(anchors)},
             repeat,
             min_batch,
         )
         # (a CPU clock that did not tick during a batch would read 0: keep ratios finite)
-        hgm_s, floor_s, nx_s = (max(timings[k]["cpu"], 1e-9) for k in ("hgm", "floor", "networkx"))
+        hgm_s, floor_s, nx_s, memo_s = (max(timings[k]["cpu"], 1e-9) for k in ("hgm", "floor", "networkx", "memo"))
         large = touched >= LARGE
         row = {
             "name": name,
@@ -285,23 +288,27 @@ def run_size(
             "large": large,
             "hgm_us": hgm_s * 1e6,
             "floor_us": floor_s * 1e6,
+            "memo_us": memo_s * 1e6,
             "networkx_us": nx_s * 1e6,
             "hgm_first_ms": hgm_first * 1e3,
             "wall_us": {k: v["wall"] * 1e6 for k, v in timings.items()},
             "calls_per_batch": {k: v["calls_per_batch"] for k, v in timings.items()},
             "hgm_over_floor": hgm_s / floor_s,
             "hgm_minus_floor_us": (hgm_s - floor_s) * 1e6,
+            "hgm_over_memo": hgm_s / memo_s,
+            "hgm_minus_memo_us": (hgm_s - memo_s) * 1e6,
             "networkx_over_hgm": nx_s / hgm_s,
         }
+        # the floor targets are held against the fair (memo) floor; the naive one is kept beside it
         if large:
-            row["meets_floor_target"] = row["hgm_over_floor"] <= TARGETS["hgm_over_floor_max"]
+            row["meets_floor_target"] = row["hgm_over_memo"] <= TARGETS["hgm_over_floor_max"]
             row["meets_networkx_target"] = row["networkx_over_hgm"] >= TARGETS["nx_over_hgm_min"]
         else:
-            row["meets_floor_target"] = row["hgm_minus_floor_us"] <= TARGETS["small_excess_us_max"]
+            row["meets_floor_target"] = row["hgm_minus_memo_us"] <= TARGETS["small_excess_us_max"]
         results.append(row)
         log(
             f"[{nodes}] {name:16s} touches {touched:8d}  hgm {row['hgm_us']:10.1f}us  floor {row['floor_us']:10.1f}us"
-            f"  nx {row['networkx_us']:10.1f}us  hgm/floor {row['hgm_over_floor']:5.2f}  nx/hgm {row['networkx_over_hgm']:5.2f}"
+            f"  memo {row['memo_us']:10.1f}us  nx {row['networkx_us']:10.1f}us  hgm/memo {row['hgm_over_memo']:5.2f}  hgm/floor {row['hgm_over_floor']:5.2f}  nx/hgm {row['networkx_over_hgm']:5.2f}"
         )
 
     # compile: uncached five-step query, cached lookup through the memory's cache
@@ -386,15 +393,17 @@ def markdown(report: dict[str, Any]) -> str:
     for size in report["sizes"]:
         lines.append(f"#### {size['nodes']:,} nodes, {size['edges']:,} edges")
         lines.append("")
-        lines.append("| query | touches | result | hgm | rustworkx floor | networkx | hgm / floor | hgm − floor | networkx / hgm |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        lines.append("| query | touches | result | hgm | memo floor | naive floor | networkx | hgm / memo floor | "
+                     "hgm − memo floor | hgm / naive floor | networkx / hgm |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for q in size["queries"]:
             mark = "" if q["meets_floor_target"] else " ✗"
             nx_mark = "" if q.get("meets_networkx_target", True) else " ✗"
             lines.append(
-                f"| `{q['name']}` | {q['touches']:,} | {q['result_size']:,} | {_us(q['hgm_us'])} | {_us(q['floor_us'])} | "
-                f"{_us(q['networkx_us'])} | {q['hgm_over_floor']:.2f}{mark if q['large'] else ''} | "
-                f"{q['hgm_minus_floor_us']:+,.1f} µs{'' if q['large'] else mark} | {q['networkx_over_hgm']:.2f}{nx_mark} |"
+                f"| `{q['name']}` | {q['touches']:,} | {q['result_size']:,} | {_us(q['hgm_us'])} | {_us(q['memo_us'])} | "
+                f"{_us(q['floor_us'])} | {_us(q['networkx_us'])} | {q['hgm_over_memo']:.2f}{mark if q['large'] else ''} | "
+                f"{q['hgm_minus_memo_us']:+,.1f} µs{'' if q['large'] else mark} | {q['hgm_over_floor']:.2f} | "
+                f"{q['networkx_over_hgm']:.2f}{nx_mark} |"
             )
         lines.append("")
         c = size["compile"]

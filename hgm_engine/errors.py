@@ -270,7 +270,10 @@ class TransactionError(HGMError, ValueError):
     Categories include ``invalid-transaction`` (its shape, a reserved name), ``invalid-value``
     (a value the engine does not store, ``where`` going down to it: ``ops[3].set.tags[1]``),
     ``limit-exceeded`` (more ops than the memory's ``max_ops``), ``unknown-node``,
-    ``unknown-edge``, ``unknown-name``, ``duplicate-id`` and ``duplicate-edge``."""
+    ``unknown-edge``, ``unknown-name``, ``duplicate-id``, ``duplicate-edge`` and
+    ``already-invalidated`` (``invalidate`` of a fact whose valid time is already closed).
+    A ``valid_from``/``valid_to`` that is not ISO 8601, or a ``valid_to`` not after the
+    ``valid_from``, is ``invalid-value``."""
 
     stage = "transaction"
 
@@ -304,7 +307,8 @@ class RuleError(HGMError, ValueError):
 
 class RequestError(HGMError, ValueError):
     """A request the memory cannot serve (unknown snapshot, ``t`` out of range, a transaction
-    that has already ended, an unknown constraint or rule set)."""
+    that has already ended, an unknown constraint or rule set; ``empty-subtree`` when there
+    is nothing under a node to summarize, ``limit-exceeded`` when there is too much)."""
 
     stage = "memory"
 

@@ -29,9 +29,11 @@ import contextlib
 import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
+from attrs import evolve as attrs_evolve
+
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem, QueryExecutionError, SearchError
-from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation
+from hgm_engine.errors import GraphFileError, Problem, QueryExecutionError, RequestError, SearchError
+from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation, release_kept
 from hgm_engine.model.nodeindex import query_terms, searcher_for, word_forms
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.query.analyze import search_text_problem
@@ -47,15 +49,24 @@ from hgm_engine.txn import (
     MemoryState,
     OpContext,
     Transaction,
+    MAX_ITEMS,
+    MAX_SUMMARIZED,
     TransactionReport,
+    extract,
+    facts_about,
     ops_builder,
     parse_transaction,
+    summary_id,
+    write_summary,
 )
 
 if TYPE_CHECKING:
     from hgm_engine.paths import PathGuards, PathMemory
 
-__all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY"]
+__all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY", "MAX_PROMPT_EVENTS"]
+
+MAX_PROMPT_EVENTS = 200
+"""How many of a summary's events ``Memory.summarize`` shows a ``content`` writer (a model)."""
 
 builtins_type = type  # Memory.search has an argument called ``type``
 
@@ -126,9 +137,11 @@ class Memory:
         except OSError as exc:
             raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
         memory = cls(schema)
-        with bulk_allocation():  # parsing and building allocate millions of objects that stay
+        with bulk_allocation() as bulk:  # parsing and building allocate millions of objects that stay
             doc = parse_graph_text(text, str(path))
             memory.load(doc, reason=f"load {path.name}")
+            del doc, text
+            bulk.keep()
         return memory
 
     @classmethod
@@ -144,6 +157,7 @@ class Memory:
         if found is not None:
             found.close()
         self._store.close()
+        release_kept()  # what loading moved out of the collector's reach can be freed again
 
     def __enter__(self) -> "Memory":
         return self
@@ -400,9 +414,102 @@ class Memory:
                 "edges": [e.to_json() for e in edges],
             }
 
+    def facts(self, entity: str, *, at: str | None = None, as_of: int | str | None = None) -> dict[str, Any]:
+        """What holds about ``entity`` at the valid time ``at`` (ISO 8601; None: now), as
+        memory knew it ``as_of`` (a t, snapshot or ISO 8601 time; None: now): every fact
+        about it with its valid time, whether it holds, and what superseded what
+        (docs/time.md).
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "e", "type": "entity"},
+        ...     {"op": "add_node", "id": "f1", "type": "fact", "content": "780 CNY", "valid_from": "2026-01-01"},
+        ...     {"op": "add_edge", "from": "e", "to": "f1", "type": "related_to"}]})
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "f2", "type": "fact", "content": "820 CNY"},
+        ...     {"op": "add_edge", "from": "e", "to": "f2", "type": "related_to"},
+        ...     {"op": "invalidate", "id": "f1", "at": "2026-06-01", "by": "f2", "reason": "new season"}]})
+        >>> m.facts("e", at="2026-03-01")["holding"], m.facts("e", at="2026-07-01")["holding"]
+        (['f1'], ['f2'])
+        """
+        with self._view(as_of) as view:
+            return facts_about(view, entity, at)
+
+    def summarize(
+        self,
+        node_id: str,
+        *,
+        author: str | None = None,
+        reason: str | None = None,
+        max_nodes: int = MAX_SUMMARIZED,
+        max_items: int = MAX_ITEMS,
+        content: Callable[[dict[str, Any]], str] | None = None,
+        dry_run: bool = False,
+    ) -> TransactionReport:
+        """Roll the events under ``node_id`` (a scenario, or any subtree) up into one summary
+        node (``kind: 'summary'``) linked to each node it covers by ``summarizes``; a second
+        call refreshes the same summary. The summary is extractive and deterministic unless
+        ``content(draft)`` writes its text (``hgm_engine.llm.summarize_with_model`` asks a
+        model); ``draft`` is the extractive summary's attributes with ``events``: the
+        summarized node then the first ``MAX_PROMPT_EVENTS`` members (id, type, content,
+        status). An exception from ``content`` changes nothing. Any edit of a covered node
+        marks the summary ``needs_review`` (docs/time.md).
+
+        Errors (nothing changes): ``unknown-node``, ``empty-subtree``, ``invalid-argument`` (a
+        summary given), ``limit-exceeded`` (more than ``max_nodes`` events).
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "goal", "kind": "scenario", "content": "Refund"},
+        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "s", "content": "Look up the order", "status": "done"}]})
+        >>> m.summarize("s").created, m.query("#s.summaries").ids, m.node("summary-s")["covers"]
+        (('summary-s',), ['summary-s'], 1)
+        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "failed"}}]})
+        >>> m.node("summary-s")["dirty"]
+        'needs_review'
+        """
+        for name, value in (("max_nodes", max_nodes), ("max_items", max_items)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RequestError([Problem("invalid-argument", f"{name} is a positive integer, not {value!r}", where=name)])
+        with self._view(None) as view:
+            draft = extract(view, node_id, max_nodes=max_nodes, max_items=max_items)
+            if content is not None:
+                nodes = view.node_map()
+                events = [
+                    {k: v for k, v in (("id", m), ("type", nodes[m].type), ("content", nodes[m].attrs.get("content")),
+                                       ("status", nodes[m].attrs.get("status"))) if v is not None}
+                    for m in (node_id, *draft.members[:MAX_PROMPT_EVENTS])
+                ]
+        written = None if content is None else content(dict(draft.attributes, events=events))
+        if written is not None and (not isinstance(written, str) or not written.strip()):
+            raise RequestError([Problem("invalid-argument", "a summary's text is a non-empty string", where="content")])
+
+        def build(overlay: GraphOverlay, ctx: OpContext) -> list[str]:
+            fresh = extract(overlay, node_id, max_nodes=max_nodes, max_items=max_items)
+            if written is not None:
+                fresh = attrs_evolve(fresh, attributes=dict(fresh.attributes, content=written, method="model"))
+            existed = summary_id(overlay, node_id)[1]
+            made = write_summary(overlay, ctx, fresh)
+            return [] if existed else [made]
+
+        return self.commit_built(
+            build, author=author, reason=reason or f"summarize {node_id}", kind="transaction", dry_run=dry_run
+        )
+
+    def summary_of(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
+        """The summary node of ``node_id`` (made by :meth:`summarize`) as JSON, or None.
+
+        >>> Memory().summary_of("trip") is None
+        True
+        """
+        with self._view(as_of) as view:
+            if not isinstance(node_id, str) or view.node(node_id) is None:
+                return None
+            found, exists = summary_id(view, node_id)
+            return view.node(found).to_json() if exists else None
+
     # -- history (hgm_engine.txn.MemoryHistory) ------------------------------------------------
 
     resolve_t = forward("_history", MemoryHistory.resolve_t)
+    t_at = forward("_history", MemoryHistory.t_at)
+    commit_time = forward("_history", MemoryHistory.commit_time)
     diff = forward("_history", MemoryHistory.diff)
     commits = forward("_history", MemoryHistory.commits)
     history = forward("_history", MemoryHistory.history)

@@ -61,3 +61,32 @@ def test_benchmark_answers_agree(tmp_path: pathlib.Path) -> None:
     report = {"sizes": [result]}
     assert "| `card` |" in query_bench.markdown(report)
     assert query_bench.check_targets(report["sizes"]) == {}
+
+
+@pytest.mark.parametrize("peer", ["sqlite", "duckdb", "kuzu"])
+def test_every_peer_gives_hgms_answer_set_to_every_query(tmp_path: pathlib.Path, peer: str) -> None:
+    from bench import peer_bench, peers
+
+    if peer != "sqlite":
+        pytest.importorskip(peer)  # the bench extra
+    doc, meta = generate.generate(SIZE, seed=0)
+    anchors = meta["anchors"]
+    memory = hgm_engine.Memory.from_document(doc)
+    store = tmp_path / f"{peer}.db"
+    peers.PEERS[peer].build(doc, store)
+    instance = peers.PEERS[peer]()
+    instance.open(store)
+    try:
+        for name, (template, _) in baselines.QUERIES.items():
+            expected = memory.query(template.format(**anchors)).value
+            assert peer_bench.digest(instance.run(name, anchors)) == peer_bench.digest(expected), name
+    finally:
+        instance.close()
+
+
+def test_the_memo_floor_gives_the_naive_floors_answers() -> None:
+    doc, meta = generate.generate(SIZE, seed=0)
+    naive, memo = baselines.RxFloor(doc), baselines.RxMemo(doc)
+    for name in baselines.QUERIES:
+        first = getattr(memo, name)(meta["anchors"])[0]
+        assert first == getattr(naive, name)(meta["anchors"])[0] == getattr(memo, name)(meta["anchors"])[0], name

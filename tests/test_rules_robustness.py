@@ -348,3 +348,17 @@ def test_a_round_cap_that_is_not_a_positive_integer_is_refused(bad):
     with pytest.raises(HGMError) as caught:
         Memory(max_rule_rounds=bad)
     assert caught.value.category == "invalid-argument" and isinstance(caught.value, ValueError)
+
+
+def test_a_rule_set_name_with_a_lone_surrogate_is_an_invalid_value_not_a_store_error(tmp_path):
+    from hgm_engine import HGMError, Memory
+
+    with Memory.open(tmp_path / "m.db") as memory:
+        memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        try:
+            memory.load_rules("propagate derived_from backward", name="\ud800")
+        except HGMError as err:
+            assert err.category == "invalid-value", err
+        else:
+            raise AssertionError("loaded under a name that cannot be stored")
+        assert memory.t == 1 and memory.broken() == []

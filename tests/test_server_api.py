@@ -90,7 +90,7 @@ def test_ops_are_a_union_discriminated_by_op(memory):
     union = schemas["Op"]
     assert union["discriminator"]["propertyName"] == "op"
     assert set(union["discriminator"]["mapping"]) == {
-        "add_node", "update_node", "delete_node", "add_edge", "update_edge", "delete_edge", "replace_branch", "confirm"
+        "add_node", "update_node", "delete_node", "add_edge", "update_edge", "delete_edge", "replace_branch", "confirm", "invalidate"
     }
     assert schemas["UpdateNodeOp"]["required"] == ["op", "id"] and schemas["UpdateNodeOp"]["additionalProperties"] is False
 

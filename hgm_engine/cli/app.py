@@ -15,7 +15,7 @@ import sys
 from typing import Sequence
 
 from hgm_engine import __version__
-from hgm_engine.cli import check, constraints, demo, llm, paths, query, rules, search, servers, show, store
+from hgm_engine.cli import check, constraints, demo, levels, llm, paths, query, rules, search, servers, show, store
 from hgm_engine.cli.arguments import FORMATTER, ArgumentParser, examples, wrap
 from hgm_engine.cli.common import EXIT_FAILURE, Output
 from hgm_engine.cli.demo import sample_document  # noqa: F401 - still importable from here, as before
@@ -23,7 +23,7 @@ from hgm_engine.cli.demo import sample_document  # noqa: F401 - still importable
 __all__ = ["main", "build_parser", "COMMAND_GROUPS"]
 
 # The modules that add commands, in the order `hgm --help` lists their commands.
-COMMAND_GROUPS = (query, search, show, store, constraints, demo, rules, check, paths, llm, servers)
+COMMAND_GROUPS = (query, search, show, store, constraints, demo, rules, levels, check, paths, llm, servers)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -76,7 +76,10 @@ exit codes:
 # A --db is a SQLite file or a PostgreSQL URL (docs/postgres.md); open_memory tells them apart.
 DB_HELP = "the memory: a SQLite file (hgm load / hgm apply create it) or a postgresql:// URL"
 NEW_DB_HELP = "the memory: a SQLite file (created if missing) or a postgresql:// URL"
-T_HELP = "a commit number t (0 is the empty memory) or a snapshot name"
+T_HELP = (
+    "a commit number t (0 is the empty memory), a snapshot name, or an ISO 8601 time "
+    "(2026-03-01T09:30:00Z: the last commit at or before it)"
+)
 
 
 def wrap(text: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, TextIO
 
 from hgm_engine.errors import GraphFileError, HGMError, Problem, QueryAnalysisError, StoreError, caret_excerpt
 from hgm_engine.memory import Memory
-from hgm_engine.model import parse_json, text_problem, value_problem
+from hgm_engine.model import parse_instant, parse_json, text_problem, value_problem
 from hgm_engine.render.text import Glyphs, change_lines, glyphs_for, json_terminal_safe, plural, terminal_safe
 from hgm_engine.store import open_store
 from hgm_engine.store.graphfile import parse_graph_text  # not (yet) exported by hgm_engine.store
@@ -425,16 +425,22 @@ def parse_params(text: str | None) -> dict[str, Any] | None:
 
 
 def resolve_t(memory: Memory, text: str) -> int | str:
-    """``text`` (an ``--as-of``, ``--since`` or T argument) as a ``t``: a number, or the ``t`` a
-    snapshot names (unknown names are left for the memory to refuse, with the known ones).
+    """``text`` (an ``--as-of``, ``--since`` or T argument) as a ``t``: a number, the ``t`` a
+    snapshot names, or for an ISO 8601 time the last commit at or before it (unknown names
+    are left for the memory to refuse, with the known ones).
 
-    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before"), resolve_t(Memory(), "²")
-    (3, 'before', '²')
+    >>> resolve_t(Memory(), "3"), resolve_t(Memory(), "before"), resolve_t(Memory(), "²"), resolve_t(Memory(), "2026-03-01T09:30:00Z")
+    (3, 'before', '²', 0)
     """
     digits = text.lstrip("-")
     if digits.isascii() and digits.isdigit() and len(digits) <= 18:  # a longer one: the memory says why not
         return int(text)
-    return memory.snapshots().get(text, text)
+    snapshots = memory.snapshots()
+    if text in snapshots:
+        return snapshots[text]
+    if parse_instant(text) is not None:
+        return memory.resolve_t(text)
+    return text
 
 
 # -- transaction reports -------------------------------------------------------------------------

@@ -128,12 +128,19 @@ def _locate(args: argparse.Namespace, out: Output) -> int:
             result = memory.locate(
                 args.text, _split(args.tags), args.k, scenario=args.scenario,
                 cross_scenario=args.cross_scenario, steps=_split(args.steps), hops=args.hops,
+                **({"coarse": True, "scenarios": args.scenarios} if args.coarse else {}),
             )
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
         if out.as_json:
             out.document(result.to_json())
             return EXIT_OK
+        if result.coarse is not None:
+            coarse = result.coarse
+            chosen = ", ".join(f"{c['scenario']} ({c['score']:.3f}{', needs review' if c['needs_review'] else ''})" for c in coarse["chosen"])
+            out.line(f"coarse: {coarse['summaries']} scenario summaries read; " + (chosen and f"chose {chosen}" or coarse.get("fallback", "")))
+            fine = coarse["fine"]
+            out.line(f"fine: ranked {fine['paths']} paths ({fine['excluded']} in other scenarios left out)")
         if not result.matches:
             out.line("(no path matches)")
         ellipsis = "…" if out.unicode else "..."
@@ -373,6 +380,9 @@ def register(commands: Commands) -> None:
     locate.add_argument("--k", type=int, default=5, metavar="K", help="how many results (default 5)")
     locate.add_argument("--scenario", metavar="NAME", help="keep to this scenario's paths (and paths without one)")
     locate.add_argument("--cross-scenario", action="store_true", help="let graph expansion cross scenario boundaries")
+    locate.add_argument("--coarse", action="store_true",
+                        help="coarse-to-fine: read the scenario summaries first (hgm summarize), then rank only their paths")
+    locate.add_argument("--scenarios", type=int, default=3, metavar="N", help="with --coarse: how many scenarios to keep (default 3)")
     locate.add_argument("--steps", metavar="a,b", help="the step names you expect (decides 'structure')")
     locate.add_argument("--hops", type=int, metavar="N", help="walk the memory graph N hops from the best entry paths for more candidates (off by default)")
     add_json_flag(locate, 'print {"matches": [{"path", "score", "goal", "steps", "breakdown", ...}]} (formats.md)')

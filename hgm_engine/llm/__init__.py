@@ -27,6 +27,14 @@ from hgm_engine.llm.chat import (
     strip_fence,
     transport_failure,
 )
+from hgm_engine.llm.summarize import (
+    SUMMARY_ANSWER_SCHEMA,
+    MAX_SUMMARY_LENGTH,
+    build_summary_prompt,
+    check_summary_answer,
+    summary_from_model,
+    summarize_with_model,
+)
 from hgm_engine.llm.rewrite import (
     EXAMPLE_ANSWER,
     REWRITE_ANSWER_SCHEMA,
@@ -41,6 +49,13 @@ from hgm_engine.llm.rewrite import (
 )
 
 __all__ = [
+    # a summary written by a model
+    "SUMMARY_ANSWER_SCHEMA",
+    "MAX_SUMMARY_LENGTH",
+    "build_summary_prompt",
+    "check_summary_answer",
+    "summary_from_model",
+    "summarize_with_model",
     # the path rewrite
     "REWRITE_ANSWER_SCHEMA",
     "EXAMPLE_ANSWER",

@@ -17,6 +17,7 @@ from hgm_engine.model.graph import (
     edge_order_key,
     EMPTY_ATTRS,
     bulk_allocation,
+    release_kept,
     MAX_VALUE_DEPTH,
     MAX_INT_DIGITS,
     text_problem,
@@ -62,8 +63,26 @@ from hgm_engine.model.generated import (
 from hgm_engine.model.view import (
     GraphView,
 )
+from hgm_engine.model.validtime import (
+    INSTANTS,
+    InstantCache,
+    VALID_FROM,
+    VALID_TO,
+    parse_instant,
+    format_instant,
+    holds_at,
+    valid_time_problem,
+)
 
 __all__ = [
+    "INSTANTS",
+    "InstantCache",
+    "VALID_FROM",
+    "VALID_TO",
+    "parse_instant",
+    "format_instant",
+    "holds_at",
+    "valid_time_problem",
     "FrozenDict",
     "Node",
     "Edge",
@@ -75,6 +94,7 @@ __all__ = [
     "edge_order_key",
     "EMPTY_ATTRS",
     "bulk_allocation",
+    "release_kept",
     "MAX_VALUE_DEPTH",
     "MAX_INT_DIGITS",
     "text_problem",

@@ -27,8 +27,10 @@ False
 
 from __future__ import annotations
 
+import gc
 import itertools
 import linecache
+import sys
 import weakref
 from typing import Any, Callable, Mapping
 
@@ -44,9 +46,47 @@ _serial = itertools.count(1)
 _registered: dict[weakref.ref, str] = {}
 
 
-def _forget(reference: weakref.ref, registered=_registered, cache=linecache.cache) -> None:
+# The cyclic collector can free a function in the middle of anything that allocates, such as
+# ``linecache.checkcache`` looping over a copy of the cache's keys (which then fails with a
+# KeyError for the entry that went). A function freed by the collector therefore only queues
+# its entry; the queue is emptied when the collection ends, unless that collection ran inside
+# ``checkcache`` (then at the next collection or compile). Freed any other way (its last
+# reference dropped), the entry goes at once.
+_collecting = [False]
+_queued: list[str] = []
+
+
+def _inside_checkcache(code=linecache.checkcache.__code__, getframe=sys._getframe) -> bool:
+    frame = getframe(0)  # (a collection can run with almost nothing on the stack)
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_collection(phase: str, info: dict, collecting=_collecting, queued=_queued) -> None:
+    collecting[0] = phase == "start"
+    if phase == "stop" and queued and not _inside_checkcache():
+        _drop_queued()
+
+
+gc.callbacks.append(_on_collection)
+
+
+def _forget(reference: weakref.ref, registered=_registered, cache=linecache.cache, collecting=_collecting,
+            queued=_queued) -> None:
     # (bound as defaults: a function freed while the interpreter shuts down still finds them)
-    cache.pop(registered.pop(reference), None)
+    filename = registered.pop(reference)
+    if collecting[0]:
+        queued.append(filename)
+    else:
+        cache.pop(filename, None)
+
+
+def _drop_queued(cache=linecache.cache, queued=_queued) -> None:
+    while queued:
+        cache.pop(queued.pop(), None)
 
 
 def compile_function(source: str, name: str, namespace: Mapping[str, Any], *, kind: str) -> Callable:
@@ -60,6 +100,7 @@ def compile_function(source: str, name: str, namespace: Mapping[str, Any], *, ki
     >>> double(21)
     42
     """
+    _drop_queued()
     filename = f"<hgm {kind} {next(_serial)}>"
     scope = dict(namespace)
     exec(compile(source, filename, "exec"), scope)  # noqa: S102 - source the engine wrote

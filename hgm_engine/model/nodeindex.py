@@ -955,8 +955,10 @@ class LexicalSearcher:
 
 # overlay -> (its version, the index's identity and version, the view)
 _VIEWS: "weakref.WeakKeyDictionary[Any, tuple[int, int, int, IndexView]]" = weakref.WeakKeyDictionary()
-# graph -> the searcher a memory keeps for it
-_KEPT: "weakref.WeakKeyDictionary[MemoryGraph, Any]" = weakref.WeakKeyDictionary()
+# graph -> the searcher a memory keeps for it, held weakly: the searcher (a memory's index
+# keeper) refers to its graph, and a value of a weak-keyed dictionary that refers to its key
+# keeps both alive for ever (a closed memory's graph was never freed).
+_KEPT: "weakref.WeakKeyDictionary[MemoryGraph, weakref.ref]" = weakref.WeakKeyDictionary()
 # graph -> a searcher that builds the index on first use (graphs nobody keeps an index for)
 _BUILT: "weakref.WeakKeyDictionary[MemoryGraph, LexicalSearcher]" = weakref.WeakKeyDictionary()
 _registry_lock = threading.RLock()
@@ -991,15 +993,17 @@ def _overlay_view(index: LexicalIndex, base: MemoryGraph, view) -> IndexView:
 
 def register(graph: MemoryGraph, searcher: Any) -> None:
     """Say that ``searcher`` (a :class:`LexicalSearcher`, or one with the same methods)
-    answers searches on ``graph`` and on every overlay over it.
+    answers searches on ``graph`` and on every overlay over it. The registry holds it weakly:
+    it answers for as long as its owner keeps it.
 
     >>> g = MemoryGraph(); kept = LexicalIndex.build(g)
-    >>> register(g, LexicalSearcher(lambda: kept)); index_for(g).index is kept
+    >>> searcher = LexicalSearcher(lambda: kept)
+    >>> register(g, searcher); index_for(g).index is kept
     True
     >>> unregister(g)
     """
     with _registry_lock:
-        _KEPT[graph] = searcher
+        _KEPT[graph] = weakref.ref(searcher)
         _BUILT.pop(graph, None)
 
 
@@ -1015,7 +1019,8 @@ def searcher_for(view) -> Any:
     if not isinstance(graph, MemoryGraph):
         return LexicalSearcher()
     with _registry_lock:
-        found = _KEPT.get(graph)
+        kept = _KEPT.get(graph)
+        found = kept() if kept is not None else None
         if found is None:
             found = _BUILT.get(graph)
             if found is None:

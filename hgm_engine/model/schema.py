@@ -48,7 +48,7 @@ __all__ = [
 SCHEMA_FORMAT = "hgm-schema/1"
 
 NODE_TYPES = ("goal", "action", "entity", "fact", "result")
-EDGE_TYPES = ("parent_of", "before", "related_to", "derived_from", "produces", "replaces", "causes")
+EDGE_TYPES = ("parent_of", "before", "related_to", "derived_from", "produces", "replaces", "causes", "summarizes")
 STATUSES = (
     "pending",
     "active",
@@ -92,6 +92,7 @@ DEFAULT_EDGE_RULES = {
     "produces": EdgeRule(frozenset({"action"}), frozenset({"result", "fact"})),
     "replaces": EdgeRule(None, None, same_type=True),
     "causes": EdgeRule(),
+    "summarizes": EdgeRule(frozenset({"fact"}), None),  # a summary node (docs/time.md) -> what it covers
 }
 
 ACYCLIC_EDGE_TYPES = ("parent_of", "before", "replaces")
@@ -184,6 +185,8 @@ def _default_relations() -> dict[str, Relation]:
         "replaced_by": Hop("in", ("replaces",)),
         "latest": Latest(),
         "versions": Versions(),
+        "summaries": Hop("in", ("summarizes",)),
+        "summarized": Hop("out", ("summarizes",)),
     }
 
 

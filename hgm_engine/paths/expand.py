@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from hgm_engine.paths.records import is_path, is_scenario, scenario_of
+from hgm_engine.txn import SUMMARIZES
 
 __all__ = ["expander"]
 
@@ -51,8 +52,8 @@ def expander(memory: Any, *, cross_scenario: bool, hops: int, max_visits: int = 
                         if not at_boundary:  # never climb above a scenario unless asked
                             pairs += graph.in_adjacency(current).pairs
                         for edge_type, other in pairs:
-                            if other in visited:
-                                continue
+                            if other in visited or edge_type == SUMMARIZES:
+                                continue  # a summary is an index over a scenario, not a link between paths
                             budget -= 1
                             if budget <= 0:
                                 break

@@ -43,13 +43,17 @@ from __future__ import annotations
 import os
 import pathlib
 from collections import Counter
+
+import attrs
 from typing import Any, Callable, Iterable, Sequence
 
 from hgm_engine.errors import LocalizationError, PathError, Problem
+from hgm_engine.paths.coarse import DEFAULT_SCENARIOS, SummaryVectors, rank_texts
 from hgm_engine.paths.documents import lineage_metrics, path_document, path_summaries
 from hgm_engine.paths.expand import expander
 from hgm_engine.paths.ingest import IngestReport, ingest_taskplan, ingest_trajectories, read_jsonl
 from hgm_engine.paths.keeper import IndexKeeper
+from hgm_engine.paths.records import is_scenario
 from hgm_engine.paths.localize import Embedder, LocateResult, PathIndex, ScoreConfig
 from hgm_engine.paths.versions import (
     Build,
@@ -89,6 +93,7 @@ class PathMemory:
         self.max_visits = 5000          # nodes one expansion may look at
         self.max_entries = 10           # entry paths one expansion starts from
         self.refusals: Counter = Counter()
+        self._summary_vectors = SummaryVectors()  # the coarse step's summary embeddings
 
     # -- the index (kept by the IndexKeeper) --------------------------------------------------
 
@@ -202,7 +207,7 @@ class PathMemory:
 
     def locate(self, text: str, tags: Iterable[str] | str | None = None, k: int = 5, *,
                scenario: str | None = None, cross_scenario: bool = False, steps: Sequence[str] | None = None,
-               hops: int | None = None) -> LocateResult:
+               hops: int | None = None, coarse: bool = False, scenarios: int = DEFAULT_SCENARIOS) -> LocateResult:
         """The ``k`` stored paths that best fit ``text``, best first, each with the score's
         ``breakdown`` (hgm_engine.paths.localize). Candidates are recalled by text, entry steps and
         ``tags``; they are expanded through the graph from the entry paths when the index's config
@@ -210,6 +215,11 @@ class PathMemory:
         (default 4), never into another scenario unless ``cross_scenario``; ``scenario``
         keeps to one scenario's paths (and paths without one). No network call with the
         default embedder.
+
+        With ``coarse``, the scenario summaries (``Memory.summarize``) are read first: the
+        ``scenarios`` best of them for ``text`` choose the scenarios whose paths the fine step
+        ranks (paths of no scenario stay in); the result's ``coarse`` says what each step did
+        (docs/time.md). Without a matching summary the fine step is the flat locate.
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -219,17 +229,57 @@ class PathMemory:
         """
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",") if t.strip()]
+        if coarse and scenario is not None:
+            raise PathError.single("bad-query", "coarse chooses the scenarios from their summaries; give scenario or coarse, not both")
+        if isinstance(scenarios, bool) or not isinstance(scenarios, int) or scenarios < 1:
+            raise PathError.single("bad-query", f"scenarios must be a positive integer, not {scenarios!r}")
         index = self.index
         expand = expander(self.memory, cross_scenario=cross_scenario, hops=self.hops if hops is None else hops,
                           max_visits=self.max_visits, max_entries=self.max_entries)
         # Expansion is off by default (config.expand_limit 0); asking for hops turns it on for this call.
         config = index.config.with_expansion() if hops is not None and hops > 0 else None
         with self.keeper.lock:
+            exclude: list[str] = []
+            explanation = self._coarse_step(index, text, scenarios, exclude) if coarse else None
             try:
-                return index.locate(text, tags or (), k, steps=steps, scenario=scenario,
-                                    cross_scenario=cross_scenario, expand=expand, config=config)
+                result = index.locate(text, tags or (), k, steps=steps, scenario=scenario,
+                                      cross_scenario=cross_scenario, expand=expand, exclude=exclude, config=config)
             except LocalizationError as err:
                 raise PathError(err.problems) from None
+        if explanation is not None:
+            explanation["fine"] = {"paths": len(index) - len(exclude), "excluded": len(exclude),
+                                   "matches": [m.path for m in result.matches]}
+            result = attrs.evolve(result, coarse=explanation)
+        return result
+
+    def _coarse_step(self, index: Any, text: str, scenarios: int, exclude: list[str]) -> dict[str, Any]:
+        """Rank the scenario summaries for ``text``; fill ``exclude`` with the paths of the
+        scenarios not chosen; return what was done."""
+        with self.memory.reading():
+            graph = self.memory.graph
+            texts, covers, stale = [], {}, set()
+            for node in graph.nodes_with("fact", "kind", "summary"):
+                root = node.attrs.get("summary_of")
+                if not is_scenario(graph.node(root)) or not isinstance(node.attrs.get("content"), str):
+                    continue
+                texts.append((node.id, node.attrs["content"]))
+                covers[node.id] = root
+                if node.attrs.get("dirty"):
+                    stale.add(node.id)
+        embedder = index.embedder
+        ranked = rank_texts(embedder, text or "", texts, self._summary_vectors.vectors(embedder, texts)) if texts else []
+        chosen = [(sid, score) for sid, score in ranked[:scenarios] if score > 0]
+        explanation: dict[str, Any] = {
+            "summaries": len(texts),
+            "chosen": [{"summary": sid, "scenario": covers[sid], "score": round(score, 6), "needs_review": sid in stale}
+                       for sid, score in chosen],
+        }
+        if not chosen:
+            explanation["fallback"] = "no scenario summary matches the request: every path was ranked (flat)"
+            return explanation
+        keep = {covers[sid] for sid, _ in chosen}
+        exclude.extend(record.id for record in index.records() if record.scenario is not None and record.scenario not in keep)
+        return explanation
 
     # -- reading paths -----------------------------------------------------------------------
 

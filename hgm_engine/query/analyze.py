@@ -27,7 +27,7 @@ import attrs
 
 from hgm_engine.query import syntax as S
 from hgm_engine.errors import Problem, QueryAnalysisError, line_column
-from hgm_engine.model import Hop, Schema, closest
+from hgm_engine.model import Hop, Schema, closest, parse_instant
 from hgm_engine.model.nodeindex import query_terms
 from hgm_engine.query.limits import DEFAULT_LIMITS, Limits
 from hgm_engine.query.regexcheck import regex_problem, regex_size
@@ -53,7 +53,7 @@ START_FUNCTIONS = ("search",)
 GENERIC_STEPS = ("out", "in", "both")
 LIST_STEPS = ("first", "last", "limit", "sort_by", "rank")
 FINALS = ("count", "exists", "paths")
-CONDITION_FUNCTIONS = ("exists", "count", "has")
+CONDITION_FUNCTIONS = ("exists", "count", "has", "valid_at")
 SORT_DIRECTIONS = ("asc", "desc")
 MAX_REGEX_LENGTH = DEFAULT_LIMITS.max_regex_length  # the default; Limits.max_regex_length sets it
 # What a rule's ``set`` may not change: a node's identity, and the marks the rule engine keeps
@@ -69,7 +69,8 @@ class Analysis:
     ``focus_offset`` is the offset of the first ``focus``/``current_goal``, or None.
     ``param_roles`` maps each parameter to how it is used: ``value`` (in a condition),
     ``id`` (after ``#``), ``ids`` (a start), ``regex`` (right of ``=~``), ``count`` (``limit``),
-    ``text`` (``search`` and ``rank``); values are checked against their roles when bound.
+    ``text`` (``search`` and ``rank``), ``time`` (``valid_at``); values are checked against
+    their roles when bound.
     """
 
     query: S.Query
@@ -486,6 +487,25 @@ class _Checker:
         elif isinstance(expr, S.FuncCall):
             self.function(expr)
 
+    def valid_at(self, call: S.FuncCall) -> None:
+        """``valid_at(T)``: T is an ISO 8601 string literal or a parameter (spec §8.2)."""
+        value = call.value
+        example = "e.g. valid_at('2026-03-01') or valid_at($now)"
+        if isinstance(value, S.ParamRef):
+            self.use_param(value.name, value.span.start, "time")
+        elif isinstance(value, S.Literal) and isinstance(value.value, str):
+            if parse_instant(value.value) is None:
+                self.report(
+                    "invalid-argument",
+                    f"valid_at() needs an ISO 8601 date or date-time, not {value.value[:60]!r}; {example}",
+                    value.span.start,
+                )
+        elif value is None:
+            where = call.name_span.start if call.path is None else call.path.span.start
+            self.report("invalid-argument", f"valid_at() takes one time, a string or a parameter; {example}", where)
+        else:
+            self.report("invalid-argument", f"valid_at() needs a time as a string, not a {_value_kind(value)}; {example}", _start(value))
+
     def regex_operand(self, operand: S.Expr) -> None:
         if isinstance(operand, S.Literal) and isinstance(operand.value, str):
             problem = regex_problem(operand.value, self.limits, size_left=self.regex_left)
@@ -503,6 +523,13 @@ class _Checker:
         offset = call.name_span.start
         if call.name not in CONDITION_FUNCTIONS:
             self.unknown("function", call.name, offset, CONDITION_FUNCTIONS)
+            return
+        if call.name == "valid_at":
+            self.valid_at(call)
+            return
+        if call.value is not None:
+            what = "an attribute name" if call.name == "has" else "a relative path"
+            self.report("invalid-argument", f"{call.name}() takes {what}, not a value", _start(call.value))
             return
         path = call.path
         if call.name == "has":
@@ -612,3 +639,14 @@ def _kind_of(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+def _value_kind(expr: S.Expr) -> str:
+    if isinstance(expr, S.ListLiteral):
+        return "list"
+    value = getattr(expr, "value", None)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number" if isinstance(value, (int, float)) else type(value).__name__

@@ -174,7 +174,7 @@ def _build(text: str, start: str, what: str, max_length: int, limits: Limits):
 # their depth bounds how deep those stages go. Parentheses around a condition make no node.
 _NESTING = frozenset(
     (
-        "subquery_start", "where_step", "func_call", "not_", "or_expr", "and_expr",
+        "subquery_start", "where_step", "func_call", "func_value_call", "not_", "or_expr", "and_expr",
         "compare", "in_", "not_in", "contains", "regex_match", "list_literal",
     )
 )
@@ -513,6 +513,10 @@ class _ToAst(Transformer_NonRecursive):
     def func_call(self, meta, children):
         name, path = children
         return S.FuncCall(str(name), path, _span(meta), _tspan(name))
+
+    def func_value_call(self, meta, children):
+        name, value = children
+        return S.FuncCall(str(name), None, _span(meta), _tspan(name), value)
 
     # literals
     def string(self, meta, children):

@@ -31,7 +31,7 @@ from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, 
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
 from hgm_engine.query.limits import limit_exceeded
 from hgm_engine.query.regexcheck import regex_problem
-from hgm_engine.model import freeze, value_problem
+from hgm_engine.model import freeze, parse_instant, value_problem
 from hgm_engine.query.optimizer import optimize
 from hgm_engine.query.parser import parse
 from hgm_engine.query.plan import QueryPlan, describe, plan
@@ -230,6 +230,9 @@ def _check_role(value: Any, roles: frozenset[str], limits: Limits) -> tuple[str,
         return "invalid-argument", f"a start must be an id or a list of ids, not {_json(value)}"
     if "count" in roles and not (type(value) is int and value >= 0):
         return "invalid-argument", f"limit needs an integer >= 0, not {_json(value)}"
+    if "time" in roles and parse_instant(value) is None:
+        shown = repr(value[:60]) if isinstance(value, str) else _kind(value)
+        return "invalid-argument", f"valid_at() needs an ISO 8601 date or date-time (e.g. '2026-03-01'), not {shown}"
     if "text" in roles:
         problem = search_text_problem(value if not isinstance(value, tuple) else list(value), limits)
         if problem is not None:

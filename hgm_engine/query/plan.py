@@ -56,6 +56,7 @@ __all__ = [
     "PathCount",
     "PathExists",
     "HasAttr",
+    "ValidAt",
     "Cmp",
     "AllOf",
     "AnyOf",
@@ -164,6 +165,14 @@ class PathExists:
 @attrs.frozen
 class HasAttr:
     name: str
+
+
+@attrs.frozen
+class ValidAt:
+    """``valid_at(T)`` (spec §8.2): ``at`` is a ``Const`` holding the ISO 8601 text or a
+    ``Param`` bound to one; true when the node's valid time contains that instant."""
+
+    at: Any
 
 
 @attrs.frozen
@@ -417,6 +426,8 @@ def _operand(expr: S.Expr, schema: Schema):
     if isinstance(expr, S.FuncCall):
         if expr.name == "has":
             return HasAttr(expr.path.steps[0].name)
+        if expr.name == "valid_at":
+            return ValidAt(_operand(expr.value, schema))
         relative = plan_path(None, expr.path.steps, schema)
         return PathCount(relative) if expr.name == "count" else PathExists(relative)
     # a parenthesised boolean expression used as an operand
@@ -611,6 +622,8 @@ def describe_condition(cond) -> str:
         return "$" + cond.name
     if isinstance(cond, HasAttr):
         return f"has({cond.name})"
+    if isinstance(cond, ValidAt):
+        return f"valid_at({describe_condition(cond.at)})"
     if isinstance(cond, (PathCount, PathExists)):
         word = "count" if isinstance(cond, PathCount) else "exists"
         inner = "; ".join(" ".join(line.strip() for line in _describe_op(op, "")) for op in cond.path.ops)

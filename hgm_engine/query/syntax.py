@@ -211,12 +211,15 @@ class AttrRef:
 
 @attrs.frozen
 class FuncCall:
-    """``exists(path)``, ``count(path)``, ``has(attr)``; ``path`` holds the relative path."""
+    """``exists(path)``, ``count(path)``, ``has(attr)``; ``path`` holds the relative path.
+    A function of a value (``valid_at('2026-03-01')``, ``valid_at($now)``) holds it in
+    ``value`` (a literal or a parameter) and has no path."""
 
     name: str
     path: "Path | None"
     span: Span
     name_span: Span
+    value: "Literal | ListLiteral | ParamRef | None" = None
 
 
 @attrs.frozen

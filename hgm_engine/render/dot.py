@@ -124,6 +124,10 @@ def to_dot(
             attributes.append("penwidth=3" if mark == "result" else 'penwidth=2, style="rounded,filled,dashed"')
         elif dirty is not None:
             attributes.append('penwidth=2.5, style="rounded,filled,dashed"' if dirty == "needs_review" else "penwidth=3")
+        elif node.get("kind") == "summary":
+            attributes.append("peripheries=2")  # a summary: a double border
+        elif node.get("valid_to") is not None:
+            attributes.append('style="rounded,filled,dotted", fontcolor="#64748b"')  # a closed fact
         return f"{_dot_string(node.id)} [{', '.join(attributes)}];"
 
     loose = [n for n in p.nodes if n.id not in p.hierarchy]

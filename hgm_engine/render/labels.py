@@ -27,6 +27,7 @@ __all__ = [
     "plural",
     "short",
     "caption",
+    "time_mark",
     "hidden_note",
     "css_name",
     "highlight_summary",
@@ -79,6 +80,21 @@ def short(text: Any, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def time_mark(node: Any) -> str | None:
+    """How a picture tells a summary or a closed fact (docs/time.md) from the rest: ``summary
+    of ID``, ``closed VALID_TO``, or None. ``node`` is a payload or its JSON form.
+
+    >>> time_mark({"kind": "summary", "summary_of": "refund"}), time_mark({"valid_to": "2026-06-01"}), time_mark({})
+    ('summary of refund', 'closed 2026-06-01', None)
+    """
+    get = node.get
+    if get("kind") == "summary":
+        return f"summary of {get('summary_of')}"
+    if get("valid_to") is not None:
+        return f"closed {get('valid_to')}"
+    return None
+
+
 def caption(node: Node, width: int) -> tuple[str, str]:
     """(``id [type]``, ``status: content``) with the content cut to ``width`` characters.
 
@@ -91,7 +107,9 @@ def caption(node: Node, width: int) -> tuple[str, str]:
     detail = "" if status is None else str(status)
     if content is not None:
         detail = f"{detail}: {content}" if detail else str(content)
-    return f"{node.id} [{node.type}]", short(detail, width) if detail else ""
+    mark = time_mark(node)
+    kind = node.type if mark is None else f"{node.type}, {mark}"
+    return f"{node.id} [{kind}]", short(detail, width) if detail else ""
 
 
 def hidden_note(count: int) -> str:

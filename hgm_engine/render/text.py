@@ -18,7 +18,7 @@ import attrs
 
 from hgm_engine.model import MemoryGraph, Node
 from hgm_engine.query import QueryResult
-from hgm_engine.render.labels import dirty_note
+from hgm_engine.render.labels import dirty_note, time_mark
 
 __all__ = [
     "Glyphs",
@@ -147,7 +147,8 @@ def node_label(node: Node, glyphs: Glyphs = UNICODE) -> str:
     >>> node_label(m.graph.node("trip"))
     'trip [goal] active: Three days in Beijing'
     """
-    label = f"{_cell(node.id)} [{_cell(node.type)}]"
+    mark = time_mark(node)  # a summary, a closed fact (docs/time.md)
+    label = f"{_cell(node.id)} [{_cell(node.type)}{'' if mark is None else ', ' + _cell(mark)}]"
     status = node.get("status")
     if status is not None:
         label += f" {_cell(status)}"
@@ -163,7 +164,8 @@ def document_label(node: Mapping[str, Any], glyphs: Glyphs = UNICODE) -> str:
     >>> document_label({"id": "e1", "type": "entity", "content": "Wangfujing"})
     'e1 [entity]: Wangfujing'
     """
-    label = f"{_cell(node.get('id'))} [{_cell(node.get('type'))}]"
+    mark = time_mark(node)
+    label = f"{_cell(node.get('id'))} [{_cell(node.get('type'))}{'' if mark is None else ', ' + _cell(mark)}]"
     if node.get("status") is not None:
         label += f" {_cell(node['status'])}"
     if node.get("content") is not None:

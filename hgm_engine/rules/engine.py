@@ -29,14 +29,15 @@ from hgm_engine.model import same_json, thaw
 from hgm_engine.model import GraphOverlay
 from hgm_engine.rules.compile import CompiledTrigger, Propagation, RuleSet, compile_rules
 from hgm_engine.model import Schema
-from hgm_engine.txn import OpContext
+from hgm_engine.txn import SUMMARIZES, SUMMARY_KIND, OpContext
 from hgm_engine.errors import TransactionError
 
-__all__ = ["RuleEngine", "MAX_ROUNDS", "MARK_ATTRIBUTES", "STATE_RANK", "checked_rounds"]
+__all__ = ["RuleEngine", "MAX_ROUNDS", "MARK_ATTRIBUTES", "STATE_RANK", "SUMMARY_RULE", "checked_rounds"]
 
 MAX_ROUNDS = 32  # the default cap on trigger rounds per transaction (Memory(max_rule_rounds=...))
 MARK_ATTRIBUTES = ("dirty", "dirty_marks")
 STATE_RANK = {None: 0, "needs_review": 1, "blocked": 2}
+SUMMARY_RULE = "summary_stale"  # the built-in rule that marks a summary when what it covers changes
 
 
 def checked_rounds(value: Any) -> int:
@@ -138,6 +139,8 @@ class _Run:
                 raise TransactionError([self._cap_reached(cap, events)])
         if self.engine._propagations:
             self._propagate()
+        if SUMMARIZES in self.engine.schema.edge_types:
+            self._summaries_stale()
         return list(dict.fromkeys(self.fired)), list(self.dirtied.values())
 
     def _cap_reached(self, cap: int, pending: list[tuple[str, Any]]) -> Problem:
@@ -254,6 +257,35 @@ class _Run:
         if rule not in entry["rules"]:
             entry["rules"].append(rule)
         self.origins[node_id] = None
+
+    # -- summaries (docs/time.md) ---------------------------------------------------------------
+
+    def _summaries_stale(self) -> None:
+        """The built-in rule ``summary_stale``: a summary is marked ``needs_review`` when a
+        node it summarizes is updated or deleted, or gains or loses an edge (a new child under
+        a summarized scenario, say) — marks alone are no change."""
+        if not self.base.nodes_with("fact", "kind", SUMMARY_KIND):
+            return  # no summary yet (a summary is a fact: the summarizes edge starts at one)
+        touched: dict[str, None] = {}
+        for change in self.overlay.changes():
+            if change.kind in ("node_updated", "node_removed"):
+                before, after = change.before.attrs, (change.after.attrs if change.after is not None else {})
+                if change.kind == "node_updated" and not {
+                    k for k in set(before) | set(after) if before.get(k) != after.get(k)
+                } - set(MARK_ATTRIBUTES):
+                    continue
+                touched[change.before.id] = None
+            elif change.kind.startswith("edge"):
+                edge = change.after if change.after is not None else change.before
+                if edge.type != SUMMARIZES:
+                    touched[edge.source] = None
+                    touched[edge.target] = None
+        for node_id in touched:
+            view = self.base if node_id not in self.overlay else self.overlay
+            for summary in view.in_adjacency(node_id).by_type.get(SUMMARIZES, ()):
+                if summary in self.overlay and summary not in touched:
+                    self.fired.append(SUMMARY_RULE)
+                    self._mark(summary, "needs_review", SUMMARY_RULE, node_id, "a node it summarizes changed")
 
     # -- propagation --------------------------------------------------------------------------
 

@@ -74,7 +74,7 @@ logger = logging.getLogger("hgm.mcp")
 # anyOf, not "type": [...]: some function-calling APIs refuse a list of types.
 _AS_OF = {
     "anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}],
-    "description": "Read the memory as it was at this t (a commit number) or at a snapshot name; omit for now.",
+    "description": "Read the memory as it was at this t (a commit number), at a snapshot name, or at an ISO 8601 time (the last commit at or before it, e.g. 2026-03-01T09:30:00Z); omit for now.",
 }
 
 
@@ -92,7 +92,9 @@ _OP = {
         "update_edge {from, to, type, set?, unset?}; "
         "delete_edge {from, to, type}; "
         "replace_branch {id, with: [nested plan nodes {id?, type, children?: [...], ...attributes}], set?}; "
-        "confirm {id} (clear a node's staleness marks)."
+        "confirm {id} (clear a node's staleness marks); "
+        "invalidate {id, at, by?, reason?} (close a fact's valid time at the ISO 8601 time at instead of "
+        "deleting it; by is the newer fact that supersedes it)."
     ),
     "properties": {
         "op": {
@@ -106,6 +108,7 @@ _OP = {
                 "delete_edge",
                 "replace_branch",
                 "confirm",
+                "invalidate",
             ],
         }
     },
@@ -215,10 +218,12 @@ TOOLS: tuple[Tool, ...] = (
                 "text": {"type": "string", "minLength": 1, "description": "The task or question, in natural language."},
                 "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags that matching paths should carry."},
                 "k": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many matches (default 5)."},
+                "coarse": {"type": "boolean", "description": "Read the scenario summaries first (summarize), then rank only their paths."},
+                "scenarios": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "With coarse: scenarios to keep (default 3)."},
             },
             ["text"],
         ),
-        lambda s, a: s.locate(a["text"], a.get("tags"), a.get("k", 5)),
+        lambda s, a: s.locate(a["text"], a.get("tags"), a.get("k", 5), coarse=a.get("coarse", False), scenarios=a.get("scenarios", 3)),
     ),
     Tool(
         "rewrite_path",
@@ -255,6 +260,41 @@ TOOLS: tuple[Tool, ...] = (
         "pick what to do next.",
         _schema({"goal": {"type": "string", "minLength": 1, "description": "The goal's node id."}, "as_of": _AS_OF}, ["goal"]),
         lambda s, a: s.frontier(a["goal"], a.get("as_of")),
+    ),
+    Tool(
+        "facts",
+        "What holds about an entity",
+        "The facts about an entity (related_to) with their valid time [valid_from, valid_to), "
+        "whether each holds at the ISO 8601 time at (default: now) and what superseded what "
+        "(invalidate links the newer fact). Use it to read the current price, rule or state of "
+        "something without older facts competing.",
+        _schema(
+            {
+                "id": {"type": "string", "minLength": 1, "description": "The entity's node id."},
+                "at": {"type": "string", "description": "The valid time, ISO 8601 (2026-03-01 or 2026-03-01T09:30:00Z); omit for now."},
+                "as_of": _AS_OF,
+            },
+            ["id"],
+        ),
+        lambda s, a: s.facts(a["id"], a.get("at"), a.get("as_of")),
+    ),
+    Tool(
+        "summarize",
+        "Summarize a scenario",
+        "Roll a scenario's events (or any subtree) up into one summary node (kind 'summary', "
+        "linked by 'summarizes' edges to each node it covers): counts, salient steps, entities, "
+        "outcomes. Read summaries first (query #ID.summaries) and descend into the events they "
+        "cover. Summarizing again refreshes it; it is marked needs_review when what it covers changes.",
+        _schema(
+            {
+                "id": {"type": "string", "minLength": 1, "description": "The scenario (or any node) to summarize."},
+                "max_items": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Steps, entities and outcomes named (default 8)."},
+                "author": {"type": "string"},
+                "reason": {"type": "string"},
+            },
+            ["id"],
+        ),
+        lambda s, a: s.summarize(a["id"], a.get("author"), a.get("reason"), a.get("max_items")),
     ),
     Tool(
         "get_node",

@@ -34,6 +34,7 @@ import attrs
 from hgm_engine.errors import HGMError, Problem, QueryExecutionError, RewriteProposalError, ServiceError, TransactionRefused
 from hgm_engine.llm import DEFAULT_ATTEMPTS, DEFAULT_TIMEOUT, guard_refusal, open_client, propose_rewrite, rewrite_with_llm
 from hgm_engine.memory import Memory
+from hgm_engine.model import parse_instant
 from hgm_engine.query import Limits, parse
 from hgm_engine.query import regex_hazard as query_regex_hazard
 from hgm_engine.query import syntax as S
@@ -83,6 +84,7 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "bad-trajectory": 400,
     "bad-scenario": 400,
     "bad-data": 400,
+    "empty-subtree": 400,
     # it names something that is not there
     "unknown-node": 404,
     "unknown-edge": 404,
@@ -97,6 +99,7 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "duplicate-edge": 409,
     "duplicate-path": 409,
     "stale-version": 409,
+    "already-invalidated": 409,
     # the rules refused it
     "constraint-violation": 422,
     "rule-loop": 422,
@@ -503,6 +506,8 @@ class MemoryService:
             return None
         if isinstance(named, str):
             snapshots = self.memory.snapshots()
+            if named not in snapshots and parse_instant(named) is not None:
+                return self.memory.resolve_t(named)  # an ISO 8601 time: the last commit at or before it
             if named not in snapshots:
                 known = ", ".join(sorted(snapshots)[:20]) or "none"
                 shown = repr(named[:80]) + ("..." if len(named) > 80 else "")
@@ -751,6 +756,23 @@ class MemoryService:
             raise _fail("unknown-node", f"no node {goal!r}", goal)
         return {"goal": goal, "t": t, "frontier": self.memory.frontier(goal, as_of=as_of)}
 
+    def facts(self, entity: str, at: str | None = None, as_of: int | str | None = None) -> dict[str, Any]:
+        """What holds about ``entity`` at the valid time ``at`` (ISO 8601; None: now), as
+        memory knew it ``as_of``; docs/time.md.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "e", "type": "entity"}]})
+        >>> s.facts("e", "2026-03-01")["holding"]
+        []
+        """
+        self.fresh()
+        as_of = self.resolve(as_of, "as_of")
+        if at is not None and not isinstance(at, str):
+            raise _fail("invalid-argument", f"at must be an ISO 8601 date or date-time, not {type(at).__name__}", "at")
+        doc = self.memory.facts(entity, at=at, as_of=as_of)
+        return dict(doc, t=self.memory.t if as_of is None else as_of)
+
     def focus_path(self, node_id: str, as_of: int | str | None = None) -> dict[str, Any]:
         self.fresh()
         path = self.memory.focus_path(node_id, as_of=self.resolve(as_of, "as_of"))
@@ -818,6 +840,32 @@ class MemoryService:
         _check_text(id=node_id, author=author, reason=reason)
         return self._report(self.memory.confirm(node_id, author=author, reason=reason))
 
+    def summarize(
+        self, node_id: str, author: str | None = None, reason: str | None = None, max_items: int | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Make or refresh the extractive summary of ``node_id``'s subtree (docs/time.md):
+        ``{"id", "t", "summary", "report"}``.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
+        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "content": "Ask"}]})
+        >>> s.summarize("g")["summary"]["covers"]
+        1
+        """
+        _check_text(id=node_id, author=author, reason=reason)
+        if not isinstance(node_id, str) or not node_id:
+            raise _fail("invalid-argument", "'id' must be a non-empty string", "id")
+        if not isinstance(dry_run, bool):
+            raise _fail("invalid-argument", "'dry_run' must be true or false", "dry_run")
+        options: dict[str, Any] = {"author": author, "reason": reason, "dry_run": dry_run}
+        if max_items is not None:
+            options["max_items"] = max_items
+        report = self.memory.summarize(node_id, **options)
+        doc = self._report(report)
+        summary_node = self.memory.summary_of(node_id) if report.committed else None
+        return {"id": None if summary_node is None else summary_node["id"], "t": report.t, "summary": summary_node, "report": doc}
+
     def revert(self, t: int, author: str | None = None, reason: str | None = None) -> dict[str, Any]:
         if isinstance(t, bool) or not isinstance(t, int):
             raise _fail("invalid-argument", "'t' must be an integer", "t")
@@ -879,6 +927,8 @@ class MemoryService:
         cross_scenario: bool = False,
         steps: list[str] | None = None,
         hops: int | None = None,
+        coarse: bool = False,
+        scenarios: int = 3,
     ) -> dict[str, Any]:
         """Stored decision paths that fit ``text``: the localization result of formats.md.
 
@@ -892,9 +942,16 @@ class MemoryService:
             raise _fail("invalid-argument", "'text' must be a non-empty string")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
+        if not isinstance(coarse, bool):
+            raise _fail("invalid-argument", "'coarse' must be true or false", "coarse")
+        if isinstance(scenarios, bool) or not isinstance(scenarios, int) or not 1 <= scenarios <= 1000:
+            raise _fail("invalid-argument", "'scenarios' must be an integer from 1 to 1000", "scenarios")
         _check_text(text=text, tags=tags, scenario=scenario, steps=steps)
         self.fresh()
-        return self.memory.locate(text, tags=tags, k=k, scenario=scenario, cross_scenario=cross_scenario, steps=steps, hops=hops).to_json()
+        options: dict[str, Any] = {"scenario": scenario, "cross_scenario": cross_scenario, "steps": steps, "hops": hops}
+        if coarse:  # summaries first, then the paths of the scenarios they choose (docs/time.md)
+            options.update(coarse=True, scenarios=scenarios)
+        return self.memory.locate(text, tags=tags, k=k, **options).to_json()
 
     def rewrite_path(
         self, path_id: str, steps: list[Any], reason: str | None = None, author: str | None = None

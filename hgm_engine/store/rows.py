@@ -49,15 +49,23 @@ def decode_attrs(texts: list[str]) -> list[FrozenDict]:
     [{}, {'z': 1, 'a': (2,)}]
     """
     full = [i for i, text in enumerate(texts) if text != "{}"]
-    decoded = json.loads("[" + ",".join(texts[i] for i in full) + "]") if full else []
-    if len(decoded) != len(full):  # a text such as '1, 2' adds items
-        raise ValueError("an attribute text is not one JSON value")
     out: list[FrozenDict] = [EMPTY_ATTRS] * len(texts)
-    for i, value in zip(full, decoded):
-        if value.__class__ is not dict:
-            raise ValueError("attributes are not a JSON object")
-        out[i] = freeze(value) if value else EMPTY_ATTRS
+    # In chunks: the decoded dicts of one chunk are garbage once frozen, and the memory they
+    # took is reused by the next chunk instead of adding to the peak of the whole load.
+    for start in range(0, len(full), _CHUNK):
+        part = full[start:start + _CHUNK]
+        decoded = json.loads("[" + ",".join(texts[i] for i in part) + "]")
+        if len(decoded) != len(part):  # a text such as '1, 2' adds items
+            raise ValueError("an attribute text is not one JSON value")
+        for i, value in zip(part, decoded):
+            if value.__class__ is not dict:
+                raise ValueError("attributes are not a JSON object")
+            out[i] = freeze(value) if value else EMPTY_ATTRS
+        del decoded
     return out
+
+
+_CHUNK = 8192  # attribute texts decoded by one json.loads
 
 
 def _first_undecodable(texts: list) -> tuple[int, str]:
@@ -91,8 +99,16 @@ def build_state(node_rows: list, edge_rows: list, damaged: Callable[[str], HGMEr
         except (TypeError, ValueError, RecursionError):
             position, why = _first_undecodable(texts)
             raise damaged(f"{name(rows[position])}: {why}") from None
-    nodes = [Node(row[0], row[1], attrs, row[3]) for row, attrs in zip(node_rows, attrs_of[0])]
-    edges = [Edge(row[0], row[1], row[2], attrs, row[4]) for row, attrs in zip(edge_rows, attrs_of[1])]
+    # One string object per id and per type name: the driver hands out a fresh copy in every
+    # row, and an edge's two ends and its type cost ~170 bytes an edge when each is its own.
+    names: dict[str, str] = {}
+    name = names.setdefault
+    nodes = [Node(name(row[0], row[0]), name(row[1], row[1]), attrs, row[3]) for row, attrs in zip(node_rows, attrs_of[0])]
+    edges = [
+        Edge(name(row[0], row[0]), name(row[1], row[1]), name(row[2], row[2]), attrs, row[4])
+        for row, attrs in zip(edge_rows, attrs_of[1])
+    ]
+    del names
     index = {node.id: position for position, node in enumerate(nodes)}
     if len(index) != len(nodes):
         seen: set[str] = set()

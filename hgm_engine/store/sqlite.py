@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import pathlib
 import re
@@ -108,8 +109,11 @@ CREATE TABLE IF NOT EXISTS node_vectors (
 );
 """
 
-_NODE_ROWS = "SELECT id, type, attrs, seq, {crc} FROM nodes NOT INDEXED ORDER BY seq"
-_EDGE_ROWS = "SELECT source, target, type, attrs, seq, {crc} FROM edges NOT INDEXED ORDER BY seq"
+# Read in table order and sorted by seq here: the rows come nearly in creation order, which
+# Python's sort orders in one pass, where SQLite's ORDER BY sorts them all (a third of the read).
+_NODE_ROWS = "SELECT id, type, attrs, seq, {crc} FROM nodes NOT INDEXED"
+_EDGE_ROWS = "SELECT source, target, type, attrs, seq, {crc} FROM edges NOT INDEXED"
+_BY_SEQ = {"nodes": operator.itemgetter(3), "edges": operator.itemgetter(4)}
 
 
 def row_crc(*values: Any) -> int:
@@ -504,6 +508,12 @@ class SQLiteStore(Store):
                     t = self._latest_t()
                     node_rows = self._db.execute(_NODE_ROWS.format(crc=self._crc["nodes"])).fetchall()
                     edge_rows = self._db.execute(_EDGE_ROWS.format(crc=self._crc["edges"])).fetchall()
+                    try:
+                        node_rows.sort(key=_BY_SEQ["nodes"])
+                        edge_rows.sort(key=_BY_SEQ["edges"])
+                    except TypeError:  # a seq that is not a number: SQLite orders mixed types
+                        node_rows = self._db.execute(_NODE_ROWS.format(crc=self._crc["nodes"]) + " ORDER BY seq").fetchall()
+                        edge_rows = self._db.execute(_EDGE_ROWS.format(crc=self._crc["edges"]) + " ORDER BY seq").fetchall()
                 finally:
                     self._end_read()
             return self._build_state(node_rows, edge_rows), t

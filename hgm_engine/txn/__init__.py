@@ -15,6 +15,8 @@ from hgm_engine.txn.ops import (
     DeleteEdge,
     ReplaceBranch,
     Confirm,
+    Invalidate,
+    INVALIDATED_REASON,
     PlanNode,
     TransactionDoc,
     parse_transaction,
@@ -54,6 +56,26 @@ from hgm_engine.txn.builder import (
     Transaction,
 )
 
+from hgm_engine.txn.validity import (
+    facts_about,
+    MAX_FACTS,
+)
+
+from hgm_engine.txn.summary import (
+    SUMMARY_KIND,
+    SUMMARIZES,
+    LEVELS,
+    MAX_SUMMARIZED,
+    MAX_ITEMS,
+    SummaryDraft,
+    level_of,
+    is_summary,
+    subtree,
+    extract,
+    summary_id,
+    write_summary,
+)
+
 __all__ = [
     "OpContext",
     "Violation",
@@ -65,6 +87,8 @@ __all__ = [
     "DeleteEdge",
     "ReplaceBranch",
     "Confirm",
+    "Invalidate",
+    "INVALIDATED_REASON",
     "PlanNode",
     "TransactionDoc",
     "parse_transaction",
@@ -91,4 +115,18 @@ __all__ = [
     "Build",
     "ops_builder",
     "Transaction",
+    "facts_about",
+    "MAX_FACTS",
+    "SUMMARY_KIND",
+    "SUMMARIZES",
+    "LEVELS",
+    "MAX_SUMMARIZED",
+    "MAX_ITEMS",
+    "SummaryDraft",
+    "level_of",
+    "is_summary",
+    "subtree",
+    "extract",
+    "summary_id",
+    "write_summary",
 ]

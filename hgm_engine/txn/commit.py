@@ -72,6 +72,7 @@ class CommitPipeline:
         self.memory = memory
         self.state = state
         self.checker = checker
+        self._last_stamp: tuple[int, float] | None = None  # (t, time) of this pipeline's last commit
 
     def commit(
         self,
@@ -125,15 +126,34 @@ class CommitPipeline:
             if violations or dry_run:
                 return None, report(None)
             t = state.t + 1
-            commit = Commit(t, author, reason, base_t, time.time(), tuple(changes), tuple(fired), tuple(dirtied), kind=kind)
+            stamp = self._timestamp()
+            commit = Commit(t, author, reason, base_t, stamp, tuple(changes), tuple(fired), tuple(dirtied), kind=kind)
             state.store.append(commit)
             # In the same store transaction: what keeps an index with the state (the node
             # index); one that raises fails the whole commit, nothing written.
             for hook in getattr(self.memory, "store_hooks", ()):
                 hook(commit, overlay)
+            self._last_stamp = (t, stamp)
             return commit, report(t)
 
         return state.commit(write)
+
+    def _timestamp(self) -> float:
+        """The wall-clock time of the next commit: now, or the last commit's time when the
+        clock reads earlier (a clock set back), so commit times never go backwards in one
+        memory and an ISO 8601 ``as_of`` names one state. Called with the store's write lock
+        held and every other commit applied."""
+        now = time.time()
+        t = self.state.t
+        if t == 0:
+            return now
+        cached = self._last_stamp
+        if cached is not None and cached[0] == t:
+            last = cached[1]
+        else:  # another process committed last, or this pipeline has not committed yet
+            commits = self.state.store.commits_after(t - 1, t)  # on the writing connection, as the conflict check
+            last = commits[0].timestamp if commits else now
+        return max(now, last)
 
     def _build(self, build: Build, id_prefix: str | None) -> tuple[GraphOverlay, OpContext, list[str]]:
         overlay = GraphOverlay(self.state.graph)
@@ -218,9 +238,13 @@ class CommitPipeline:
             AddEdge(edge["from"], edge["to"], edge["type"], {k: v for k, v in edge.items() if k not in ("from", "to", "type")})
             for edge in doc.get("edges", [])
         ]
-        report = self.commit(
-            ops_builder(ops), author=author, reason=reason or "load", base_t=None, dry_run=False, kind="load"
-        )
+        apply_ops = ops_builder(ops)
+
+        def build(overlay: GraphOverlay, ctx: OpContext) -> list[str]:
+            ctx.graph_file = True  # a graph file's values are taken as they are (as at genesis)
+            return apply_ops(overlay, ctx)
+
+        report = self.commit(build, author=author, reason=reason or "load", base_t=None, dry_run=False, kind="load")
         if not report.committed:
             raise GraphFileError(
                 [Problem("constraint-violation", f"{v.constraint}: {v.message}", where=v.node) for v in report.violations]

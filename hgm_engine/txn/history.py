@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 
 from hgm_engine.errors import Problem, RequestError
-from hgm_engine.model import GraphView, MemoryGraph, Node, name_problem, same_json
+from hgm_engine.model import GraphView, MemoryGraph, Node, format_instant, name_problem, parse_instant, same_json
 from hgm_engine.model import Change, Commit, GraphOverlay, apply_changes
 from hgm_engine.txn.report import change_to_json
 
@@ -200,21 +200,25 @@ class MemoryHistory:
         self.store = state.store
 
     def resolve_t(self, as_of: int | str) -> int:
-        """The ``t`` that ``as_of`` names: a ``t`` of this memory's history or a snapshot name.
+        """The ``t`` that ``as_of`` names: a ``t`` of this memory's history, a snapshot name,
+        or an ISO 8601 time — the last commit made at or before it (0 when none was).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
         >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
         >>> m.snapshot("start"), m.resolve_t("start"), m.resolve_t(0)
         (1, 1, 0)
+        >>> m.resolve_t("2000-01-01"), m.resolve_t("2999-01-01T00:00:00Z")
+        (0, 1)
 
-        A text of ASCII digits is a ``t``; any other text a snapshot name (``²`` is one, and no
-        snapshot has it). Anything else than an integer or a text is ``invalid-argument``.
+        A text of ASCII digits is a ``t``; a snapshot name is looked up next, then an ISO 8601
+        time; any other text is an unknown snapshot name (``²`` is one, and no snapshot has it).
+        Anything else than an integer or a text is ``invalid-argument``.
 
         >>> m.resolve_t("²")
         Traceback (most recent call last):
         ...
-        hgm_engine.errors.RequestError: unknown-snapshot: no snapshot named '²' (known: start)
+        hgm_engine.errors.RequestError: unknown-snapshot: no snapshot named '²' (known: start), and it is not an ISO 8601 time (e.g. 2026-03-01 or 2026-03-01T09:30:00Z)
         >>> m.resolve_t("9" * 5000)
         Traceback (most recent call last):
         ...
@@ -224,10 +228,17 @@ class MemoryHistory:
             digits = as_of.lstrip("-")
             if not (digits.isascii() and digits.isdigit()):
                 snapshots = self.store.snapshots()
-                if as_of not in snapshots:
-                    known = ", ".join(sorted(snapshots)) or "none"
-                    raise _fail("unknown-snapshot", f"no snapshot named {as_of!r} (known: {known})")
-                return snapshots[as_of]
+                if as_of in snapshots:
+                    return snapshots[as_of]
+                instant = parse_instant(as_of)
+                if instant is not None:
+                    return self.t_at(instant)
+                known = ", ".join(sorted(snapshots)) or "none"
+                raise _fail(
+                    "unknown-snapshot",
+                    f"no snapshot named {as_of!r} (known: {known}), and it is not an ISO 8601 time "
+                    "(e.g. 2026-03-01 or 2026-03-01T09:30:00Z)",
+                )
             if len(digits) > 18:  # far outside any history, and maybe too long to read
                 shown = f"{as_of[:20]}... ({len(digits):,} digits)" if len(as_of) > 20 else as_of
                 raise _fail("invalid-argument", f"t={shown} is outside the history (0..{self.state.t})")
@@ -239,6 +250,44 @@ class MemoryHistory:
         if not 0 <= t <= self.state.t:
             raise _fail("invalid-argument", f"t={t} is outside the history (0..{self.state.t})")
         return t
+
+    def t_at(self, instant: float) -> int:
+        """The last ``t`` committed at or before ``instant`` (seconds since 1970 UTC), or 0.
+
+        Commit times never go backwards within a memory (docs/time.md), so this is a binary
+        search reading about log2(t) commits. An ISO 8601 time names a microsecond at most: a
+        commit made within a microsecond after ``instant`` counts as at it (so the time
+        :meth:`commit_time` prints names that commit).
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> m.t_at(0.0), m.t_at(m.commits()[0].timestamp)
+        (0, 1)
+        """
+        low, high = 0, self.state.t  # the answer is in low..high
+        while low < high:
+            middle = (low + high + 1) // 2
+            commits = self.store.read_commits(middle - 1, middle)
+            stamp = commits[0].timestamp if commits else None
+            if stamp is not None and stamp <= instant + 1e-6:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def commit_time(self, t: int) -> str | None:
+        """When commit ``t`` was made, as an ISO 8601 UTC time (None for t=0).
+
+        >>> from hgm_engine import Memory
+        >>> Memory().commit_time(0) is None
+        True
+        """
+        t = self.resolve_t(t)
+        if t == 0:
+            return None
+        commits = self.store.read_commits(t - 1, t)
+        return format_instant(commits[0].timestamp) if commits else None
 
     def diff(self, t1: int | str, t2: int | str) -> list[dict[str, Any]]:
         """What changed from state ``t1`` to state ``t2``: one entry per node or edge.
@@ -323,6 +372,11 @@ class MemoryHistory:
         problem = name_problem(name, "name", "a snapshot name")
         if problem is not None:
             raise RequestError([problem])
+        if parse_instant(name) is not None:
+            raise _fail(
+                "invalid-argument",
+                f"a snapshot name is not an ISO 8601 time: {name!r} already means the last commit at or before that time",
+            )
         t = self.state.t if t is None else self.resolve_t(t)
         self.store.set_snapshot(name, t)
         return t

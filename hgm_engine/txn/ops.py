@@ -13,7 +13,7 @@ overlay and nothing has changed.
 >>> parse_transaction({"ops": [{"op": "fly"}]})
 Traceback (most recent call last):
 ...
-hgm_engine.errors.TransactionError: invalid-transaction at ops[0]: unknown op 'fly'; known: add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm
+hgm_engine.errors.TransactionError: invalid-transaction at ops[0]: unknown op 'fly'; known: add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm, invalidate
 """
 
 from __future__ import annotations
@@ -24,7 +24,18 @@ from typing import Any, Mapping
 import attrs
 
 from hgm_engine.errors import Problem, TransactionError
-from hgm_engine.model import GraphOverlay, Schema, closest, id_problem, text_problem, value_problem
+from hgm_engine.model import (
+    VALID_FROM,
+    VALID_TO,
+    GraphOverlay,
+    Schema,
+    closest,
+    id_problem,
+    parse_instant,
+    text_problem,
+    valid_time_problem,
+    value_problem,
+)
 from hgm_engine.txn.report import Violation
 
 __all__ = [
@@ -37,6 +48,8 @@ __all__ = [
     "DeleteEdge",
     "ReplaceBranch",
     "Confirm",
+    "Invalidate",
+    "INVALIDATED_REASON",
     "PlanNode",
     "TransactionDoc",
     "parse_transaction",
@@ -83,6 +96,23 @@ class Confirm:
     """Clear a node's staleness marks (``dirty``): the planner has looked and it still holds."""
 
     node_id: str
+
+
+@attrs.frozen
+class Invalidate:
+    """Close a fact's valid time at ``at`` instead of deleting it (docs/time.md): its
+    ``valid_to`` becomes ``at``; ``by`` (a node of the same type) is the fact that supersedes
+    it — linked ``by -replaces-> node_id``, and holding from ``at`` when it had no
+    ``valid_from``; ``reason`` is kept on the closed fact as ``invalidated_reason``."""
+
+    node_id: str
+    at: str
+    by: str | None = None
+    reason: str | None = None
+
+
+INVALIDATED_REASON = "invalidated_reason"
+"""The attribute where ``invalidate`` keeps its ``reason`` on the fact it closed."""
 
 
 @attrs.frozen
@@ -137,7 +167,7 @@ class ReplaceBranch:
     set: Mapping[str, Any] = attrs.field(factory=dict)
 
 
-Op = AddNode | UpdateNode | DeleteNode | AddEdge | UpdateEdge | DeleteEdge | ReplaceBranch | Confirm
+Op = AddNode | UpdateNode | DeleteNode | AddEdge | UpdateEdge | DeleteEdge | ReplaceBranch | Confirm | Invalidate
 
 
 @attrs.frozen
@@ -159,6 +189,7 @@ _OP_KEYS = {
     "delete_edge": ({"op", "from", "to", "type"}, set()),
     "replace_branch": ({"op", "id", "with"}, {"set"}),
     "confirm": ({"op", "id"}, set()),
+    "invalidate": ({"op", "id", "at"}, {"by", "reason"}),
 }
 _DOCUMENT_KEYS = ("author", "reason", "base_t", "ops", "dry_run")
 
@@ -256,7 +287,7 @@ def parse_op(doc: Any, where: str) -> Op:
     >>> parse_op({"op": ["add_node"]}, "ops[1]")
     Traceback (most recent call last):
     ...
-    hgm_engine.errors.TransactionError: invalid-transaction at ops[1]: 'op' must be the name of an op (add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm), not a list
+    hgm_engine.errors.TransactionError: invalid-transaction at ops[1]: 'op' must be the name of an op (add_node, add_edge, update_node, update_edge, delete_node, delete_edge, replace_branch, confirm, invalidate), not a list
     """
     if not isinstance(doc, dict):
         raise _fail("an op is a JSON object", where)
@@ -302,6 +333,14 @@ def parse_op(doc: Any, where: str) -> Op:
         return DeleteNode(_string(doc, "id", where), cascade)
     if name == "confirm":
         return Confirm(_string(doc, "id", where))
+    if name == "invalidate":
+        by = _string(doc, "by", where) if doc.get("by") is not None else None
+        reason = doc.get("reason")
+        if reason is not None:
+            if not isinstance(reason, str):
+                raise _fail("'reason' must be a string", where)
+            _raise_if(text_problem(reason, f"{where}.reason"))
+        return Invalidate(_string(doc, "id", where), _string(doc, "at", where), by, reason)
     if name == "delete_edge":
         return DeleteEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where))
     if name == "replace_branch":
@@ -404,6 +443,7 @@ class OpContext:
         self.cleared: list[dict[str, Any]] = []
         self._counter = itertools.count(1)
         self.id_prefix = id_prefix
+        self.graph_file = False  # loading a graph file: its values are taken as they are
 
     def new_id(self, overlay: GraphOverlay, node_type: str) -> str:
         while True:
@@ -446,10 +486,22 @@ def _check_edge_type(schema: Schema, edge_type: str, where: str) -> None:
         raise _fail(f"unknown edge type {edge_type!r}{hint}", where, "unknown-name")
 
 
+def _check_valid_time(attributes: Mapping[str, Any], changed: Mapping[str, Any] | None, where: str, ctx: "OpContext") -> None:
+    """The valid-time bounds written (``changed``; all when None) are ISO 8601 and in order.
+    A graph file being loaded is taken as it is (spec §8.2: a bound that is not a time
+    never satisfies ``valid_at``)."""
+    if ctx.graph_file:
+        return
+    problem = valid_time_problem(attributes, changed)
+    if problem is not None:
+        raise _fail(problem, f"{where}.{problem.split(' ', 1)[0]}", "invalid-value")  # the bound it names
+
+
 def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
     _check_node_type(ctx.schema, node_type, where)
     _check_attrs(attributes, where)
     _check_values(attributes, where)
+    _check_valid_time(attributes, None, where, ctx)
     if node_id is not None and (not isinstance(node_id, str) or not node_id):
         raise _fail("'id' must be a non-empty string", where)
     _raise_if(id_problem(node_id, f"{where}.id") if node_id is not None else None)
@@ -560,9 +612,13 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         for name in op.unset:
             attributes.pop(name, None)
         attributes.update(op.set)
+        _check_valid_time(attributes, {**op.set, **dict.fromkeys(op.unset)}, f"{where}.set", ctx)
         overlay.set_node_attrs(op.node_id, attributes)
         ctx.updated_ids[op.node_id] = None
         ctx.clearing_ids[op.node_id] = None
+        return []
+    if isinstance(op, Invalidate):
+        _invalidate(overlay, op, ctx, where)
         return []
     if isinstance(op, Confirm):
         _need_node(overlay, op.node_id, where, ctx)
@@ -613,9 +669,63 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         if op.set:
             attributes = dict(node.attrs)
             attributes.update(op.set)
+            _check_valid_time(attributes, op.set, f"{where}.set", ctx)
             overlay.set_node_attrs(op.node_id, attributes)
         created = []
         for i, child in enumerate(op.children):
             created.append(_add_plan(overlay, ctx, op.node_id, child, i, f"{where}.with[{i}]"))
         return created
     raise TypeError(op)
+
+
+def _invalidate(overlay: GraphOverlay, op: Invalidate, ctx: OpContext, where: str) -> None:
+    node = _need_node(overlay, op.node_id, where, ctx)
+    at = parse_instant(op.at)
+    if at is None:
+        raise _fail(
+            f"'at' {op.at[:60]!r} is not an ISO 8601 date or date-time (e.g. '2026-03-01' or '2026-03-01T09:30:00Z')",
+            f"{where}.at",
+            "invalid-value",
+        )
+    closed = node.attrs.get(VALID_TO)
+    if closed is not None:
+        raise _fail(
+            f"{op.node_id!r} is already closed (valid_to {closed!r}); a fact is invalidated once — "
+            "change its valid_to with update_node if it was wrong",
+            where,
+            "already-invalidated",
+        )
+    begins = parse_instant(node.attrs.get(VALID_FROM))
+    if begins is not None and at <= begins:
+        raise _fail(
+            f"'at' {op.at!r} is not after {op.node_id!r}'s valid_from {node.attrs[VALID_FROM]!r}: "
+            "a fact closes after it starts holding",
+            f"{where}.at",
+            "invalid-value",
+        )
+    attributes = dict(node.attrs)
+    attributes[VALID_TO] = op.at
+    if op.reason is not None:
+        attributes[INVALIDATED_REASON] = op.reason
+    _check_valid_time(attributes, {VALID_TO: op.at}, where, ctx)
+    if op.by is not None:
+        newer = _need_node(overlay, op.by, where, ctx)
+        if op.by == op.node_id:
+            raise _fail(f"{op.node_id!r} cannot supersede itself ('by' names the fact being closed)", f"{where}.by")
+        if newer.type != node.type:
+            raise _fail(
+                f"'by' {op.by!r} is a {newer.type} and {op.node_id!r} a {node.type}: a fact is superseded by one of its own type",
+                f"{where}.by",
+            )
+        if newer.attrs.get(VALID_FROM) is None:
+            newer_attributes = dict(newer.attrs)
+            newer_attributes[VALID_FROM] = op.at
+            _check_valid_time(newer_attributes, {VALID_FROM: op.at}, f"{where}.by", ctx)
+            overlay.set_node_attrs(op.by, newer_attributes)
+            ctx.updated_ids[op.by] = None
+            ctx.clearing_ids[op.by] = None
+        if overlay.edge(op.by, op.node_id, "replaces") is None:
+            overlay.add_edge(op.by, op.node_id, "replaces", {"at": op.at})
+    overlay.set_node_attrs(op.node_id, attributes)
+    ctx.updated_ids[op.node_id] = None
+    ctx.clearing_ids[op.node_id] = None

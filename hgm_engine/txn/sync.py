@@ -61,7 +61,7 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
-from hgm_engine.model import GraphView, MemoryGraph, apply_changes
+from hgm_engine.model import GraphView, MemoryGraph, apply_changes, bulk_allocation
 from hgm_engine.model import Commit
 from hgm_engine.txn.history import ViewCache, historical_view
 
@@ -145,7 +145,12 @@ class MemoryState:
         # Read before the state: a commit landing in between shows as news, never as nothing.
         self.seen_token = store.change_token()
         self.graph: MemoryGraph
-        self.graph, self.t = store.load_state()
+        # The state's payloads live as long as the memory: out of the collector's reach
+        # (bulk_allocation.keep), the first queries after opening do not walk them all.
+        with bulk_allocation() as bulk:
+            self.graph, self.t = store.load_state()
+            if len(self.graph):
+                bulk.keep()
         self.views = ViewCache()
         self.listeners: list[Callable[[Commit], None]] = []
         self.write_lock = threading.RLock()
@@ -263,6 +268,10 @@ class MemoryState:
         in other threads would have to finish first."""
         with self.catch_up_lock:
             token = self.store.change_token()
+            if token == self.seen_token:
+                # Equal tokens: nothing written by anyone else since we last looked (the
+                # store's contract), so the journal, constraints and rule sets need no read.
+                return True
             latest = self.store.latest_t()
             if latest <= self.t:
                 self.sync_meta()

@@ -119,6 +119,10 @@ def demo(
             print(f"hgm demo {name}: {exc}", file=err)
             return 1
         db_flag = f" --db {db}" if db is not None else ""
+        afterwards = getattr(module, "afterwards", None)  # what happens after the run (not in its record)
+        if afterwards is not None:
+            _heading(write, afterwards.__doc__.strip().splitlines()[0], unicode)
+            afterwards(memory, write)
 
         repairs = [c for c in memory.commits()
                    if c.kind == "path-rewrite" or (c.reason or "").startswith("repair: re-enter") and "rewrite branch" in c.reason]

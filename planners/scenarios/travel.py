@@ -33,7 +33,7 @@ from planners.loop import RunRecord, StepRecord, run
 from planners.protocol import Observation
 from planners.tools import ToolError, Toolbox
 
-__all__ = ["play", "make_tools", "domain", "task", "setup", "RULES", "TITLE", "QUERIES"]
+__all__ = ["play", "afterwards", "make_tools", "domain", "task", "setup", "RULES", "TITLE", "QUERIES"]
 
 TITLE = "plan a three-day Beijing trip with a hotel near Wangfujing"
 
@@ -146,3 +146,39 @@ def play(memory: Memory, say: Callable[[str], None], *, max_steps: int = 30) -> 
     record = run(HTNPlanner(domain(), name="htn-travel"), memory, make_tools(), max_steps=max_steps, task=task(), listener=listener)
     say(record.lines()[-1])
     return [record]
+
+
+def afterwards(memory: Memory, say: Callable[[str], None]) -> None:
+    """Later: the hotel raises its rate — the old rate is closed, never overwritten (hgm facts)
+
+    The booked rate is recorded as a fact valid from the start of the year; the new rate, from
+    2026-06-01, is added and the old one invalidated in the same transaction (``invalidate``:
+    ``valid_to``, a ``replaces`` edge, the reason), so both stay in memory and ``valid_at``
+    tells them apart (docs/time.md).
+
+    >>> from hgm_engine import Memory
+    >>> memory = Memory()
+    >>> _ = play(memory, lambda line: None)
+    >>> afterwards(memory, lambda line: None)
+    >>> memory.facts("e_jade", at="2026-03-01")["holding"], memory.facts("e_jade", at="2026-07-01")["holding"]
+    (['rate-780'], ['rate-820'])
+    """
+    memory.apply({"author": "planner", "reason": "record the booked rate", "ops": [
+        {"op": "add_node", "id": "e_jade", "type": "entity", "content": "Jade Courtyard Hotel (Wangfujing)"},
+        {"op": "add_node", "id": "rate-780", "type": "fact", "content": "A room at the Jade Courtyard Hotel is 780 CNY a night",
+         "valid_from": "2026-01-01"},
+        {"op": "add_edge", "from": "e_jade", "to": "rate-780", "type": "related_to"},
+    ]})
+    report = memory.apply({"author": "planner", "reason": "the hotel announced a new rate from June", "ops": [
+        {"op": "add_node", "id": "rate-820", "type": "fact", "content": "A room at the Jade Courtyard Hotel is 820 CNY a night"},
+        {"op": "add_edge", "from": "e_jade", "to": "rate-820", "type": "related_to"},
+        {"op": "invalidate", "id": "rate-780", "at": "2026-06-01", "by": "rate-820", "reason": "summer rates"},
+    ]})
+    say(f"t={report.t}: rate-820 added, rate-780 invalidated at 2026-06-01 by rate-820 (nothing deleted)")
+    for when in ("2026-03-01", "2026-07-01"):
+        doc = memory.facts("e_jade", at=when)
+        say(f"  hgm facts e_jade --at {when}: holds {', '.join(doc['holding'])}")
+        for fact in doc["facts"]:
+            window = f"[{fact['valid_from'] or '…'} → {fact['valid_to'] or '…'})"
+            later = f"  superseded by {', '.join(fact['superseded_by'])} ({fact['reason']})" if fact["superseded_by"] else ""
+            say(f"    {'holds ' if fact['holds'] else '      '} {fact['id']}  {window}{later}")

@@ -110,14 +110,20 @@ class Match:
 
 @attrs.frozen
 class LocateResult:
-    """Matches best first, and how many candidates each recall channel brought."""
+    """Matches best first, and how many candidates each recall channel brought; ``coarse``,
+    for a coarse-to-fine locate, what its summary step chose and what the fine step ranked."""
 
     matches: tuple[Match, ...]
     recalled: Mapping[str, int]
+    coarse: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"matches": [...]}`` as ``hgm locate --json`` prints it, with ``recalled`` beside."""
-        return {"matches": [m.to_json() for m in self.matches], "recalled": dict(self.recalled)}
+        """``{"matches": [...]}`` as ``hgm locate --json`` prints it, with ``recalled`` beside
+        (and ``coarse`` after a coarse-to-fine locate)."""
+        doc = {"matches": [m.to_json() for m in self.matches], "recalled": dict(self.recalled)}
+        if self.coarse is not None:
+            doc["coarse"] = dict(self.coarse)
+        return doc
 
     @property
     def paths(self) -> list[str]:

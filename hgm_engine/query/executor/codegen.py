@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 from hgm_engine.model import Hop, compile_function
 from hgm_engine.query.executor.values import NUMBER_TYPES
-from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Truthy
+from hgm_engine.model import INSTANTS, VALID_FROM, VALID_TO, parse_instant
+from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Param, Truthy, ValidAt
 
 __all__ = ["ConditionWriter", "per_source_step", "MAX_INLINE_DEPTH"]
 
@@ -174,11 +175,38 @@ class ConditionWriter:
             return f"({self.attribute(cond.operand.name)} is True)"
         if isinstance(cond, Truthy) and isinstance(cond.operand, HasAttr):
             return f"({self.attribute(cond.operand.name)} is not None)"
+        if isinstance(cond, Truthy) and isinstance(cond.operand, ValidAt):
+            return self.valid_at(cond.operand)
         if isinstance(cond, Cmp) and isinstance(cond.left, Attr) and isinstance(cond.right, Const):
             generated = self.comparison(cond.op, self.attribute(cond.left.name), cond.right.value)
             if generated is not None:
                 return generated
         return self.fallback(cond)
+
+    def valid_at(self, cond: ValidAt) -> str:
+        """``valid_at(T)`` as an expression: the instant is read once per query (a constant)
+        or once per test from the bound parameter (parsed texts are cached).
+
+        The bounds are looked up in :data:`~hgm_engine.model.INSTANTS` inline (a bound that
+        is not a time is NaN there, and NaN compares false), so the test costs about what two
+        attribute comparisons cost.
+
+        >>> from hgm_engine.query.plan import Const
+        >>> ConditionWriter(fallback=None).valid_at(ValidAt(Const("2026-03-01")))
+        '(((_v1 := a.get(_k2)) is None or _k4[_v1] <= _k1) and ((_v2 := a.get(_k3)) is None or _k4[_v2] > _k1))'
+        """
+        if isinstance(cond.at, Const):
+            at = self.constant(parse_instant(cond.at.value))
+        elif isinstance(cond.at, Param):
+            at = f"{self.constant(INSTANTS)}[ctx.params[{self.constant(cond.at.name)}]]"
+        else:
+            return self.fallback(Truthy(cond))
+        start, end = self.temp(), self.temp()
+        start_name, end_name, instants = self.constant(VALID_FROM), self.constant(VALID_TO), self.constant(INSTANTS)
+        return (
+            f"((({start} := a.get({start_name})) is None or {instants}[{start}] <= {at}) and "
+            f"(({end} := a.get({end_name})) is None or {instants}[{end}] > {at}))"
+        )
 
     def comparison(self, op: str, value: str, constant: Any) -> str | None:
         """``value op constant`` with the language's semantics, or None when the constant's

@@ -19,7 +19,8 @@ from typing import Callable
 
 from hgm_engine.query.executor.codegen import ConditionWriter
 from hgm_engine.query.executor.values import contains, member, ordered, values_equal
-from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, HasAttr, Negate, Param, PathCount, PathExists, Truthy
+from hgm_engine.model import holds_at, parse_instant
+from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, HasAttr, Negate, Param, PathCount, PathExists, Truthy, ValidAt
 from hgm_engine.query.regexcheck import compile_regex
 
 __all__ = ["condition", "condition_writer", "attr_getter", "condition_weight"]
@@ -120,6 +121,9 @@ def _operand(operand, compile_path) -> Callable:
     if isinstance(operand, HasAttr):
         get = attr_getter(operand.name)
         return lambda node, ctx: get(node, ctx) is not None
+    if isinstance(operand, ValidAt):
+        at = _operand(operand.at, compile_path)
+        return lambda node, ctx: holds_at(node.attrs, parse_instant(at(node, ctx)))
     if isinstance(operand, PathCount):
         run = compile_path(operand.path)
         return lambda node, ctx: len(run([node.id], ctx))

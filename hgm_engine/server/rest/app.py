@@ -57,6 +57,9 @@ from hgm_engine.server.rest.models import (
     PathRewriteRequest,
     QueryRequest,
     QueryResultModel,
+    FactsModel,
+    SummarizeModel,
+    SummarizeRequest,
     ReportModel,
     RevertRequest,
     RewritePathRequest,
@@ -233,7 +236,7 @@ def create_app(
         return json_response(service.transact(doc, dry_run=dry_run or body.dry_run))
 
     @app.get("/api/v1/nodes/{node_id:path}", tags=["read"], summary="One node", response_model=NodeModel, responses=error_responses(400, 401, 404))
-    def get_node(node_id: str, as_of: str | None = Query(None, description="A t or a snapshot name.")) -> Response:
+    def get_node(node_id: str, as_of: str | None = Query(None, description="A t, a snapshot name or an ISO 8601 time.")) -> Response:
         return json_response(service.node(node_id, as_of))
 
     @app.get("/api/v1/history", tags=["history"], summary="Every commit that touched a node", response_model=HistoryModel, responses=error_responses(401, 404))
@@ -255,7 +258,7 @@ def create_app(
         response_model=ChangesModel,
         responses=error_responses(400, 401, 404),
     )
-    def changes(since: str = Query(description="A t or a snapshot name.")) -> Response:
+    def changes(since: str = Query(description="A t, a snapshot name or an ISO 8601 time.")) -> Response:
         return json_response(service.changes_since(since))
 
     @app.get("/api/v1/stale", tags=["planner"], summary="Nodes marked needs_review or blocked", response_model=StaleModel, responses=error_responses(400, 401, 404))
@@ -266,6 +269,14 @@ def create_app(
     def frontier(goal: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
         return json_response(service.frontier(goal, as_of))
 
+    @app.get("/api/v1/facts", tags=["read"], summary="What holds about an entity at a time", response_model=FactsModel, responses=error_responses(400, 401, 404))
+    def facts(
+        id: str = Query(min_length=1, description="The entity's node id."),  # noqa: A002
+        at: str | None = Query(None, description="The valid time, ISO 8601; omit for now."),
+        as_of: str | None = Query(None, description="A t, a snapshot name or an ISO 8601 time."),
+    ) -> Response:
+        return json_response(service.facts(id, at, as_of))
+
     @app.get("/api/v1/focus-path", tags=["planner"], summary="The path from a root to a node", response_model=FocusPathModel, responses=error_responses(400, 401, 404))
     def focus_path(node: str = Query(min_length=1), as_of: str | None = Query(None)) -> Response:
         return json_response(service.focus_path(node, as_of))
@@ -273,6 +284,10 @@ def create_app(
     @app.post("/api/v1/confirm", tags=["planner"], summary="Clear a node's staleness marks", response_model=ReportModel, responses=error_responses(400, 401, 404, 422))
     def confirm(body: ConfirmRequest) -> Response:
         return json_response(service.confirm(body.id, body.author, body.reason))
+
+    @app.post("/api/v1/summarize", tags=["planner"], summary="Roll a subtree up into one summary node", response_model=SummarizeModel, responses=error_responses(400, 401, 404, 422))
+    def summarize(body: SummarizeRequest) -> Response:
+        return json_response(service.summarize(body.id, body.author, body.reason, body.max_items, body.dry_run))
 
     @app.post("/api/v1/revert", tags=["history"], summary="Undo a commit with a new commit", response_model=ReportModel, responses=error_responses(400, 401, 404, 409, 422))
     def revert(body: RevertRequest) -> Response:
@@ -308,7 +323,8 @@ def create_app(
     def locate(body: LocateRequest) -> Response:
         """The localization result of formats.md (`matches`, best first)."""
         return json_response(
-            service.locate(body.text, body.tags, body.k, scenario=body.scenario, cross_scenario=body.cross_scenario, steps=body.steps, hops=body.hops)
+            service.locate(body.text, body.tags, body.k, scenario=body.scenario, cross_scenario=body.cross_scenario, steps=body.steps, hops=body.hops,
+                           coarse=body.coarse, scenarios=body.scenarios)
         )
 
     @app.post(

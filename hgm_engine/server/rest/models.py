@@ -23,6 +23,11 @@ __all__ = [
     "TransactionRequest",
     "ConfirmRequest",
     "RevertRequest",
+    "SummarizeRequest",
+    "InvalidateOp",
+    "FactModel",
+    "FactsModel",
+    "SummarizeModel",
     "SnapshotRequest",
     "LocateRequest",
     "RewritePathRequest",
@@ -236,11 +241,22 @@ class ConfirmOp(BaseModel):
     id: Id
 
 
+class InvalidateOp(BaseModel):
+    """Close a fact's valid time instead of deleting it (docs/time.md)."""
+
+    model_config = _OP_STRICT
+    op: Literal["invalidate"]
+    id: Id
+    at: str = Field(description="When it stops holding: an ISO 8601 date or date-time (its valid_to).")
+    by: Id | None = Field(None, description="The newer fact (same type) that supersedes it: linked by replaces.")
+    reason: str | None = Field(None, description="Kept on the closed fact as invalidated_reason.")
+
+
 Op = Annotated[
-    AddNodeOp | UpdateNodeOp | DeleteNodeOp | AddEdgeOp | UpdateEdgeOp | DeleteEdgeOp | ReplaceBranchOp | ConfirmOp,
+    AddNodeOp | UpdateNodeOp | DeleteNodeOp | AddEdgeOp | UpdateEdgeOp | DeleteEdgeOp | ReplaceBranchOp | ConfirmOp | InvalidateOp,
     Field(discriminator="op"),
 ]
-OP_MODELS = (AddNodeOp, UpdateNodeOp, DeleteNodeOp, AddEdgeOp, UpdateEdgeOp, DeleteEdgeOp, ReplaceBranchOp, ConfirmOp)
+OP_MODELS = (AddNodeOp, UpdateNodeOp, DeleteNodeOp, AddEdgeOp, UpdateEdgeOp, DeleteEdgeOp, ReplaceBranchOp, ConfirmOp, InvalidateOp)
 
 
 def op_schemas() -> dict[str, Any]:
@@ -269,7 +285,7 @@ class QueryRequest(BaseModel):
     expr: NonBlank = Field(description="The path expression, e.g. \"root.actions.where(status = 'pending')\".")
     focus: str | None = Field(None, description="The node id that @ refers to.")
     params: dict[str, Any] | None = Field(None, description="Values for the $parameters of the query.")
-    as_of: AsOf | None = Field(None, description="Evaluate on the state at this t, or at a snapshot name.")
+    as_of: AsOf | None = Field(None, description="Evaluate on the state at this t, a snapshot name, or an ISO 8601 time (the last commit at or before it).")
     nodes: bool = Field(True, description="Include node payloads; false returns ids only.")
 
 
@@ -297,6 +313,15 @@ class ConfirmRequest(BaseModel):
     reason: str | None = None
 
 
+class SummarizeRequest(BaseModel):
+    model_config = _STRICT
+    id: str = Field(description="The scenario (or any node) whose subtree to roll up into one summary node.")
+    author: str | None = None
+    reason: str | None = None
+    max_items: int | None = Field(None, ge=1, le=1000, description="Steps, entities and outcomes named in the text (default 8).")
+    dry_run: bool = False
+
+
 class RevertRequest(BaseModel):
     model_config = _STRICT
     t: Int = Field(ge=1, description="The commit to undo (a new commit is appended).")
@@ -319,6 +344,8 @@ class LocateRequest(BaseModel):
     cross_scenario: bool = Field(False, description="Also consider paths of other scenarios.")
     steps: list[str] | None = Field(None, description="Step names the agent has in mind (matched against paths' steps).")
     hops: int_in(0, 64) | None = Field(None, description="How far to expand from the paths found by text.")
+    coarse: bool = Field(False, description="Coarse-to-fine: read the scenario summaries first, then rank only their paths.")
+    scenarios: int_in(1, 1000) = Field(3, description="With coarse: how many scenarios to keep.")
 
 
 class RewritePathRequest(BaseModel):
@@ -509,6 +536,33 @@ class FrontierModel(BaseModel):
 class FocusPathModel(BaseModel):
     node: str
     path: list[str]
+
+
+class FactModel(BaseModel):
+    id: str
+    content: Any = None
+    valid_from: Any = None
+    valid_to: Any = None
+    holds: bool
+    supersedes: list[str]
+    superseded_by: list[str]
+    reason: str | None = None
+
+
+class FactsModel(BaseModel):
+    id: str = Field(description="The entity.")
+    at: str = Field(description="The valid time asked about.")
+    holding: list[str] = Field(description="The facts that hold at it, in creation order.")
+    facts: list[FactModel] = Field(description="Every fact about the entity, holding ones first.")
+    more: int = Field(description="Facts not listed (beyond the limit).")
+    t: int = Field(description="The state read.")
+
+
+class SummarizeModel(BaseModel):
+    id: str | None = Field(description="The summary node (None for a dry run).")
+    t: int | None
+    summary: dict[str, Any] | None = Field(description="The summary node as JSON.")
+    report: dict[str, Any] = Field(description="The transaction report.")
 
 
 class SnapshotsModel(BaseModel):
