@@ -456,3 +456,19 @@ def test_store_errors_while_reading_the_index_are_not_fatal(tmp_path, monkeypatc
     monkeypatch.setattr(reopened.store, "read_node_index", broken)
     assert reopened.query("search('deposit')").ids == ["pay"]
     assert "disk on fire" in reopened.search_status()["last_problem"]
+
+
+def test_an_index_counts_its_changed_entries_as_a_recount_does():
+    from hgm_engine.model import Node
+
+    graph = MemoryGraph.from_records([(f"n{i}", "fact", {"content": f"hotel {i}"}) for i in range(20)], [])
+    index = LexicalIndex.build(graph)
+    rng = random.Random(3)
+    for step in range(300):
+        node_id = f"n{rng.randrange(40)}"
+        node = None if rng.random() < 0.3 else Node(node_id, "fact", {"content": f"museum {step}"}, 100 + step)
+        index.update(node_id, node)
+        if step % 50 == 0:
+            index = index.copy()
+        recount = len(index.dead) + sum(1 for i in index.docs if i not in index.segment.ord_of)
+        assert index.n_changed == recount

@@ -290,3 +290,24 @@ def test_a_limited_search_with_vectors_is_the_first_of_the_whole_fused_ranking()
         whole = tx.query("search('hotel river')").ids
         assert tx.query("search('hotel river').limit(12)").ids == whole[:12]
         tx.rollback()
+
+
+def test_the_vector_scan_ranks_as_an_exact_float64_scan_does():
+    import numpy as np
+
+    from hgm_engine.retrieval import VectorIndex
+
+    rng = np.random.default_rng(7)
+    index = VectorIndex(16)
+    rows = rng.standard_normal((500, 16))
+    for i, row in enumerate(rows):
+        index.put(f"n{i}", "fact" if i % 2 else "goal", row)
+    index.remove("n3")
+    query = rng.standard_normal(16)
+    query /= np.linalg.norm(query)
+    units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    exact = sorted(((-float(units[i] @ query), i) for i in range(500) if i != 3 and i % 2 == 0 and units[i] @ query >= 0.1))
+    got = index.nearest(query.astype(np.float32), 20, seq_of=lambda node_id: int(node_id[1:]), node_type="goal",
+                        min_similarity=0.1)
+    assert [node_id for node_id, _ in got] == [f"n{i}" for _, i in exact[:20]]
+    assert all(abs(sim + score) < 1e-5 for (_, sim), (score, _) in zip(got, exact))

@@ -440,6 +440,7 @@ class LexicalIndex:
         self.docs: dict[str, Doc] = {}  # nodes changed since the segment, as they are now
         self.postings: dict[str, set[str]] = {}  # term -> ids among ``docs``
         self.changed_length = 0
+        self.n_added = 0  # entries among ``docs`` of nodes the segment does not hold
         self.version = 0
 
     @classmethod
@@ -465,7 +466,7 @@ class LexicalIndex:
     @property
     def n_changed(self) -> int:
         """How many entries differ from the segment (changed, added or gone)."""
-        return len(self.dead) + sum(1 for node_id in self.docs if node_id not in self.segment.ord_of)
+        return len(self.dead) + self.n_added
 
     def df(self, term: str) -> int:
         return self.segment.df(term) - self.dead_df.get(term, 0) + len(self.postings.get(term, ()))
@@ -492,6 +493,8 @@ class LexicalIndex:
         old = self.docs.pop(node_id, None)
         if old is not None:
             self.changed_length -= old.length
+            if node_id not in self.segment.ord_of:
+                self.n_added -= 1
             for term in old.terms:
                 holders = self.postings.get(term)
                 if holders is not None:
@@ -517,12 +520,15 @@ class LexicalIndex:
         other.docs = dict(self.docs)
         other.postings = {term: set(ids) for term, ids in self.postings.items()}
         other.changed_length = self.changed_length
+        other.n_added = self.n_added
         return other
 
     def set_doc(self, node_id: str, doc: Doc) -> None:
         """Put an entry for ``node_id`` among the changed ones (its old entry must be gone)."""
         self.docs[node_id] = doc
         self.changed_length += doc.length
+        if node_id not in self.segment.ord_of:
+            self.n_added += 1
         for term in doc.terms:
             self.postings.setdefault(term, set()).add(node_id)
 

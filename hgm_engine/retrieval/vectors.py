@@ -34,7 +34,7 @@ from hgm_engine.errors import HGMError, Problem, SearchError
 
 __all__ = [
     "EMBEDDER_META_KEY", "EMBEDDER_NAMES", "DEFAULT_MIN_SIMILARITY", "EmbedderConfig", "VectorIndex", "text_key", "unit",
-    "embed_texts", "min_similarity_of", "python_embedder",
+    "embed_texts", "min_similarity_of", "python_embedder", "similarities",
 ]
 
 EMBEDDER_META_KEY = "node_index.embedder"
@@ -62,6 +62,21 @@ def unit(vector: Sequence[float]) -> np.ndarray:
 
 
 DEFAULT_MIN_SIMILARITY = 0.35
+
+_VECDOT = getattr(np, "vecdot", None)  # numpy >= 2.0
+
+
+def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each row of ``matrix`` dotted with ``query`` (float32), by numpy's own loop rather than
+    BLAS: the scan is bound by memory, so BLAS's worker threads add no speed, only the CPU
+    time they spend waiting (a third more CPU per search on a busy two-core machine).
+
+    >>> similarities(np.array([[1.0, 0.0], [0.6, 0.8]], np.float32), np.array([0.6, 0.8], np.float32)).astype(float).round(2).tolist()
+    [0.6, 1.0]
+    """
+    if _VECDOT is not None:
+        return _VECDOT(matrix, query)
+    return np.einsum("ij,j->i", matrix, query)
 
 
 @attrs.frozen
@@ -324,7 +339,7 @@ class VectorIndex:
         if k <= 0:
             return []
         used = self._next
-        sims = self.matrix[:used] @ query if used else np.zeros(0, np.float32)
+        sims = similarities(self.matrix[:used], query) if used else np.zeros(0, np.float32)
         mask = self.alive[:used].copy()
         if node_type is not None:
             code = self.type_names.index(node_type) if node_type in self.type_names else -1
