@@ -323,7 +323,8 @@ def test_any_search_parameter_in_a_query_is_nodes_or_an_hgm_error(fuzz_memory, t
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=st.text(max_size=30) | HOSTILE.filter(lambda s: "\ud800" not in s and "\x00" not in s))
 def test_any_cli_search_text_exits_0_or_2_without_a_traceback(fuzz_memory, fuzz_path, capsys, text):
-    code = main(["search", text, "--db", str(fuzz_path), "--json"])
+    # "--" so that a text starting with "-" is the text, not an option (as a shell user writes it)
+    code = main(["search", "--db", str(fuzz_path), "--json", "--", text])
     captured = capsys.readouterr()
     assert code in (0, 2) and "Traceback" not in captured.err
     if code == 0:

@@ -318,7 +318,7 @@ class SummarizeRequest(BaseModel):
     id: str = Field(description="The scenario (or any node) whose subtree to roll up into one summary node.")
     author: str | None = None
     reason: str | None = None
-    max_items: int | None = Field(None, ge=1, le=1000, description="Steps, entities and outcomes named in the text (default 8).")
+    max_items: int_in(1, 1000) | None = Field(None, description="Steps, entities and outcomes named in the text (default 8).")
     dry_run: bool = False
 
 
