@@ -17,6 +17,21 @@ second evaluation.
 [['a', 'd1'], ['a', 'd1', 'trip']]
 >>> evaluate("current_goal", g, focus="a").value
 ['d1']
+
+Version 1.1 (spec §8): ``search(TEXT)``, ``.rank(TEXT)`` (:mod:`hgm_engine.testing.search`)
+and ``valid_at(T)`` (:mod:`hgm_engine.testing.validtime`).
+
+>>> g = ModelGraph.from_document({"nodes": [
+...     {"id": "f1", "type": "fact", "content": "The rate is 780", "valid_to": "2026-06-01"},
+...     {"id": "f2", "type": "fact", "content": "The rate is 820", "valid_from": "2026-06-01"}], "edges": []})
+>>> evaluate("search('rates').where(valid_at('2026-07-01'))", g).value
+['f2']
+>>> evaluate("nodes.rank($q)", g, params={"q": "820"}).value
+['f2', 'f1']
+>>> evaluate("search('the')", g)
+Traceback (most recent call last):
+  ...
+hgm_engine.testing.interpreter.ModelQueryError: invalid-argument
 """
 
 from __future__ import annotations
@@ -32,12 +47,15 @@ from hgm_engine.model import DEFAULT_SCHEMA, Closure, Hop, Latest, Schema, Sibli
 from hgm_engine.query import parse
 from hgm_engine.query import syntax as S
 from hgm_engine.testing.graphmodel import ModelGraph
+from hgm_engine.testing.search import query_terms, rank_ids, ranked
+from hgm_engine.testing.validtime import holds_at, instant
 from hgm_engine.testing.values import compare, kind, matches, sort_rank
 
 __all__ = ["evaluate", "holds", "relative", "ModelAnswer", "ModelQueryError", "FINALS", "LIST_STEPS", "GENERIC_STEPS"]
 
 FINALS = ("count", "exists", "paths")
-LIST_STEPS = ("first", "last", "limit", "sort_by")
+LIST_STEPS = ("first", "last", "limit", "sort_by", "rank")
+TEXT_TAKERS = ("search", "rank")  # the start and the list step that take a TEXT (spec §8.1)
 GENERIC_STEPS = ("out", "in", "both")
 
 Pair = tuple  # (node id, walk: tuple of ids)
@@ -87,6 +105,9 @@ def evaluate(
     hgm_engine.testing.interpreter.ModelQueryError: invalid-argument
     """
     tree = parse(query) if isinstance(query, str) else query
+    static = _static_problems(tree)
+    if static:
+        raise ModelQueryError([category for _, category in sorted(static, key=lambda p: p[0])])
     bound = _bind(tree, focus, dict(params or {}))
     run = _Run(graph, schema, focus, bound)
     final = _final_of(tree)
@@ -156,6 +177,10 @@ def _uses(tree: Any) -> tuple[int | None, dict[str, tuple[int, set[str]]]]:
                     use(arg.name, arg.span.start, "count")
         elif isinstance(node, S.Compare) and node.op == "=~" and isinstance(node.right, S.ParamRef):
             use(node.right.name, node.right.span.start, "regex")
+        elif isinstance(node, (S.CallStart, S.CallStep)) and node.name in TEXT_TAKERS and len(node.args) == 1 and isinstance(node.args[0], S.ParamRef):
+            use(node.args[0].name, node.args[0].span.start, "text")
+        elif isinstance(node, S.FuncCall) and node.name == "valid_at" and isinstance(node.value, S.ParamRef):
+            use(node.value.name, node.value.span.start, "time")
         elif isinstance(node, S.ParamRef):
             use(node.name, node.span.start, None)
         if attrs.has(type(node)):
@@ -188,6 +213,10 @@ def _role_problem(value: Any, roles: set[str]) -> str | None:
         return "invalid-argument"
     if "count" in roles and not (type(value) is int and value >= 0):
         return "invalid-argument"
+    if "text" in roles and not (isinstance(value, str) and query_terms(value)):
+        return "invalid-argument"
+    if "time" in roles and instant(value) is None:
+        return "invalid-argument"
     if "regex" in roles:
         if not isinstance(value, str):
             return "invalid-argument"
@@ -196,6 +225,37 @@ def _role_problem(value: Any, roles: set[str]) -> str | None:
         except re.error:
             return "invalid-regex"
     return None
+
+
+def _static_problems(tree: Any) -> list[tuple[int, str]]:
+    """The v1.1 arguments that are wrong whatever the parameters (spec §8): a TEXT that is
+    not one string literal or parameter, or a literal with no word to search for; a
+    ``valid_at`` without exactly one string literal or parameter, or a literal that is not an
+    ISO 8601 instant. Each is ``invalid-argument`` at its place, found before anything runs."""
+    problems: list[tuple[int, str]] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, (S.CallStart, S.CallStep)) and node.name in TEXT_TAKERS:
+            args = node.args
+            if len(args) != 1 or not isinstance(args[0], (S.Literal, S.ParamRef)):
+                problems.append((args[0].span.start if args else node.span.start, "invalid-argument"))
+            elif isinstance(args[0], S.Literal) and not (isinstance(args[0].value, str) and query_terms(args[0].value)):
+                problems.append((args[0].span.start, "invalid-argument"))
+        elif isinstance(node, S.FuncCall) and node.name == "valid_at":
+            value = node.value
+            if node.path is not None or value is None or isinstance(value, S.ListLiteral):
+                problems.append(((value.span if value is not None else node.span).start, "invalid-argument"))
+            elif isinstance(value, S.Literal) and instant(value.value) is None:
+                problems.append((value.span.start, "invalid-argument"))
+        if attrs.has(type(node)):
+            for field in attrs.fields(type(node)):
+                visit(getattr(node, field.name))
+        elif isinstance(node, tuple):
+            for item in node:
+                visit(item)
+
+    visit(tree)
+    return problems
 
 
 def _bind(tree: S.Query, focus: str | None, params: dict[str, Any]) -> dict[str, Any]:
@@ -311,6 +371,8 @@ class _Run:
             ids = list(dict.fromkeys(i for i in given if i in g.nodes))
         elif isinstance(start, S.SubqueryStart):
             return self.query(start.query)
+        elif isinstance(start, S.CallStart) and start.name == "search":
+            ids = ranked(g, self.text(start.args[0]))
         else:
             raise ValueError(f"unknown start {start!r}")
         return [(node, (node,)) for node in ids]
@@ -444,6 +506,10 @@ class _Run:
         out += [(newer[j], walk + tuple(newer[: j + 1])) for j in range(len(newer))]
         return out
 
+    def text(self, arg: S.Expr) -> str:
+        """A TEXT argument's string (checked before running)."""
+        return arg.value if isinstance(arg, S.Literal) else self.params[arg.name]
+
     # -- predicates and list steps ---------------------------------------------------------
 
     def predicate(self, pairs: list[Pair], step: S.Step) -> list[Pair]:
@@ -461,6 +527,9 @@ class _Run:
             return pairs[-1:]
         if step.name == "limit":
             return pairs[: self.operand(step.args[0], None)]
+        if step.name == "rank":
+            walks = dict(pairs)
+            return [(node, walks[node]) for node in rank_ids(self.graph, [n for n, _ in pairs], self.text(step.args[0]))]
         attribute = step.args[0].name
         descending = len(step.args) > 1 and step.args[1].value == "desc"
         present = [(n, w) for n, w in pairs if self.graph.value(n, attribute) is not None]
@@ -503,6 +572,8 @@ class _Run:
         if isinstance(expr, S.AttrRef):
             return self.graph.value(node, expr.name)
         if isinstance(expr, S.FuncCall):
+            if expr.name == "valid_at":
+                return holds_at(self.graph.nodes[node][1], self.operand(expr.value, node))
             if expr.name == "has":
                 return self.graph.value(node, expr.path.steps[0].name) is not None
             reached = self.path(expr.path, [(node, (node,))])
