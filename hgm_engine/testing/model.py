@@ -171,10 +171,11 @@ class ModelMemory:
             return ModelReport(True, self.t, [], [], [], [], [], [])
         ops = [{"op": "add_node", **node} for node in doc.get("nodes", ())]
         ops += [{"op": "add_edge", **edge} for edge in doc.get("edges", ())]
-        return self.apply({"ops": ops})
+        return self.apply({"ops": ops}, graph_file=True)
 
-    def apply(self, doc: Mapping[str, Any], *, dry_run: bool = False) -> ModelReport:
-        """Apply a transaction document; raises :class:`ModelError` when it cannot apply."""
+    def apply(self, doc: Mapping[str, Any], *, dry_run: bool = False, graph_file: bool = False) -> ModelReport:
+        """Apply a transaction document; raises :class:`ModelError` when it cannot apply.
+        ``graph_file``: the ops load a graph file, whose valid-time bounds are taken as they are."""
         if not isinstance(doc, Mapping) or set(doc) - _DOCUMENT_KEYS or not isinstance(doc.get("ops"), list):
             raise ModelError("invalid-transaction", "document")
         base_t = doc.get("base_t")
@@ -182,7 +183,7 @@ class ModelMemory:
             raise ModelError("invalid-transaction", "base_t")
         for op in doc["ops"]:
             Working.check(op)
-        work = Working(self.graph, self.t + 1, self.schema)
+        work = Working(self.graph, self.t + 1, self.schema, graph_file=graph_file)
         for op in doc["ops"]:
             work.apply(op)
         return self._commit(work, base_t=base_t, dry_run=dry_run or bool(doc.get("dry_run")))

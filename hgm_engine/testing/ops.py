@@ -22,11 +22,13 @@ from typing import Any, Mapping
 
 from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.testing.graphmodel import EdgeKey, ModelGraph
+from hgm_engine.testing.validtime import VALID_FROM, VALID_TO, bound_problem, instant
 
 __all__ = ["Working", "ModelError", "net_changes", "same_value", "RESERVED", "OPS"]
 
 RESERVED = ("dirty", "dirty_marks")
-OPS = ("add_node", "add_edge", "update_node", "update_edge", "delete_node", "delete_edge", "replace_branch", "confirm")
+OPS = ("add_node", "add_edge", "update_node", "update_edge", "delete_node", "delete_edge", "replace_branch", "confirm", "invalidate")
+INVALIDATED_REASON = "invalidated_reason"
 _KEYS = {
     "update_node": ({"id"}, {"set", "unset"}),
     "delete_node": ({"id"}, {"cascade"}),
@@ -34,13 +36,15 @@ _KEYS = {
     "delete_edge": ({"from", "to", "type"}, set()),
     "replace_branch": ({"id", "with"}, {"set"}),
     "confirm": ({"id"}, set()),
+    "invalidate": ({"id", "at"}, {"by", "reason"}),
 }
 
 
 class ModelError(Exception):
     """The ops cannot apply as written; ``category`` is the engine's error category
     (``invalid-transaction``, ``unknown-node``, ``unknown-edge``, ``unknown-name``,
-    ``duplicate-id``, ``duplicate-edge``, ``conflict``, ``rule-loop``, ``invalid-argument``)."""
+    ``duplicate-id``, ``duplicate-edge``, ``conflict``, ``rule-loop``, ``invalid-argument``,
+    ``invalid-value`` (a valid-time bound), ``already-invalidated``)."""
 
     def __init__(self, category: str, detail: str = ""):
         super().__init__(category + (f": {detail}" if detail else ""))
@@ -65,8 +69,9 @@ class Working:
     """One transaction in progress: the graph before it, the graph as the ops leave it, and
     what the rules and the report need to know about the ops."""
 
-    def __init__(self, graph: ModelGraph, t: int, schema: Schema = DEFAULT_SCHEMA):
+    def __init__(self, graph: ModelGraph, t: int, schema: Schema = DEFAULT_SCHEMA, *, graph_file: bool = False):
         self.before = graph
+        self.graph_file = graph_file  # a graph file's bounds are taken as they are (spec §8.2)
         self.graph = graph.copy()
         self.schema = schema
         self.t = t  # the t this transaction expects to commit as (for generated ids, marks)
@@ -101,6 +106,11 @@ class Working:
             raise ModelError("invalid-transaction", "kinds")
         if not isinstance(op.get("set", {}), dict) or not isinstance(op.get("unset", []), list):
             raise ModelError("invalid-transaction", "set/unset")
+        if kind == "invalidate":
+            if not (isinstance(op["at"], str) and op["at"]) or not (op.get("by") is None or (isinstance(op["by"], str) and op["by"])):
+                raise ModelError("invalid-transaction", "at/by")
+            if not (op.get("reason") is None or isinstance(op["reason"], str)):
+                raise ModelError("invalid-transaction", "reason")
         if kind in ("add_node", "add_edge") and any(name in op for name in RESERVED):
             raise ModelError("invalid-transaction", "marks are the rules'")
         if kind in ("update_node", "replace_branch") and any(n in op.get("set", {}) or n in op.get("unset", []) for n in RESERVED):
@@ -136,6 +146,12 @@ class Working:
             self._node(key[0]), self._node(key[1])
         return key
 
+    def _bounds(self, attributes: Mapping[str, Any], written: Any = None) -> None:
+        """The valid-time bounds an op writes (``written``: names; all when None) must be
+        instants in order (docs/transactions.md, "Valid time"): else ``invalid-value``."""
+        if not self.graph_file and bound_problem(attributes, written) is not None:
+            raise ModelError("invalid-value", bound_problem(attributes, written))
+
     def _new_id(self, node_type: str, given: Any) -> str:
         if given is None:
             self.generated += 1
@@ -162,6 +178,7 @@ class Working:
         parent = op.get("parent")
         if parent is not None:
             self._node(parent)
+        self._bounds(attributes)
         node_id = self._new_id(node_type, op.get("id"))
         self.graph.add_node(node_id, node_type, attributes)
         self.created.append(node_id)
@@ -181,6 +198,7 @@ class Working:
         for name in unset:
             attributes.pop(name, None)
         attributes.update(json.loads(json.dumps(assignments)))
+        self._bounds(attributes, [*assignments, *unset])
         self.graph.nodes[node_id] = (node_type, attributes)
         self.clears.append((node_id, "update"))
         self._touch(node_id)
@@ -245,6 +263,42 @@ class Working:
     def _confirm(self, op: Mapping[str, Any]) -> None:
         self.clears.append((self._node(op["id"]), "confirm"))
 
+    def _invalidate(self, op: Mapping[str, Any]) -> None:
+        """docs/time.md, "invalidate": the fact's ``valid_to`` becomes ``at`` (and ``reason``
+        its ``invalidated_reason``); ``by``, a node of the same type, gets ``valid_from = at``
+        when it has none and the edge ``by -replaces-> id`` (carrying ``at``) when it has
+        none. Both nodes count as updated (an update event; their marks are cleared)."""
+        node_id = self._node(op["id"])
+        at = op["at"]
+        if instant(at) is None:
+            raise ModelError("invalid-value", "at")
+        node_type, attributes = self.graph.nodes[node_id]
+        if attributes.get(VALID_TO) is not None:
+            raise ModelError("already-invalidated", node_id)
+        begins = instant(attributes.get(VALID_FROM))
+        if begins is not None and instant(at) <= begins:
+            raise ModelError("invalid-value", "at is not after valid_from")
+        closed = {**attributes, VALID_TO: at}
+        if op.get("reason") is not None:
+            closed[INVALIDATED_REASON] = op["reason"]
+        by = op.get("by")
+        if by is not None:
+            newer = self._node(by)
+            if by == node_id:
+                raise ModelError("invalid-transaction", "a fact cannot supersede itself")
+            if self.graph.type_of(newer) != node_type:
+                raise ModelError("invalid-transaction", "by is of another type")
+            newer_type, newer_attributes = self.graph.nodes[newer]
+            if newer_attributes.get(VALID_FROM) is None:
+                self.graph.nodes[newer] = (newer_type, {**newer_attributes, VALID_FROM: at})
+                self.clears.append((newer, "update"))
+                self._touch(newer)
+            if (newer, node_id, "replaces") not in self.graph.edges:
+                self.graph.add_edge((newer, node_id, "replaces"), {"at": at})
+        self.graph.nodes[node_id] = (node_type, closed)
+        self.clears.append((node_id, "update"))
+        self._touch(node_id)
+
     def _replace_branch(self, op: Mapping[str, Any]) -> None:
         node_id = self._node(op["id"])
         if not isinstance(op["with"], list) or not isinstance(op.get("set", {}), dict):
@@ -253,7 +307,9 @@ class Working:
             self._remove(child)
         if op.get("set"):  # not an update_node: the node keeps its marks
             node_type, attributes = self.graph.nodes[node_id]
-            self.graph.nodes[node_id] = (node_type, {**attributes, **json.loads(json.dumps(op["set"]))})
+            attributes = {**attributes, **json.loads(json.dumps(op["set"]))}
+            self._bounds(attributes, op["set"])
+            self.graph.nodes[node_id] = (node_type, attributes)
             self._touch(node_id)
         for i, plan in enumerate(op["with"]):
             self.created.append(self._plan(plan, node_id, i))
@@ -263,8 +319,10 @@ class Working:
             raise ModelError("invalid-transaction", "plan")
         if plan["type"] not in self.schema.node_types:
             raise ModelError("unknown-name", plan["type"])
+        attributes = self._attributes(plan, ("id", "type", "children", "edges"))
+        self._bounds(attributes)
         node_id = self._new_id(plan["type"], plan.get("id"))
-        self.graph.add_node(node_id, plan["type"], self._attributes(plan, ("id", "type", "children", "edges")))
+        self.graph.add_node(node_id, plan["type"], attributes)
         self.graph.add_edge((parent, node_id, "parent_of"), {"order": order})
         for i, child in enumerate(plan.get("children", [])):
             self._plan(child, node_id, i)

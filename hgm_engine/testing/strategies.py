@@ -38,6 +38,10 @@ __all__ = [
     "rule_files",
     "node_ids",
     "ATTRIBUTES",
+    "TEXT_AND_TIME",
+    "TEXTS",
+    "SEARCH_TEXTS",
+    "INSTANTS",
 ]
 
 node_ids = ("n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "a b", "x-1")
@@ -53,6 +57,41 @@ ATTRIBUTES = {
     "confidence": st.sampled_from([0, 0.5, 0.9, 1]),
     "score": json_values(),
 }
+
+# Version 1.1 (spec §8): texts for search and rank, search texts that share their words, and
+# valid-time bounds. TEXTS mixes stems (hotel/hotels, closed/closes), stop words, camel and
+# snake case, digits, CJK characters and case; INSTANTS are the ISO 8601 spellings whose
+# meaning the spec fixes (dates; date-times with seconds, a fraction, Z, an offset or nothing)
+# and some that are no time at all.
+TEXTS = (
+    "Visit the Forbidden City", "Book a hotel near Wangfujing", "The hotel is closed on Mondays", "hotels closed",
+    "Hotel hotel HOTEL", "call GetMovieCredit", "snake_case_name", "北京 hotel", "Museum tickets for Monday",
+    "order A1001 refunded", "the of", "", "HTTPServer logs", "A rate of 780 CNY", "closes at noon",
+)
+SEARCH_TEXTS = (
+    "hotel", "hotels", "closed", "Monday", "museum tickets", "Forbidden City", "movie credit", "getmoviecredit",
+    "the hotel", "北京", "order A1001", "snake", "closed hotel Monday", "rate 780", "noon", "zebra", "HOTEL closes",
+    "server", "case name",
+)
+_BAD_SEARCH_LITERALS = ("3", "''", "'the of'", "true", "['hotel']")
+INSTANTS = (
+    "2026-01-01", "2026-03-01", "2026-06-01", "2026-06-01T00:00:00Z", "2026-06-01T02:00:00+02:00",
+    "2026-05-31T23:59:59.999999Z", "2026-06-01T00:00:00.5", "2026-07-01T09:30:00-05:00", "2026-06-01T00:00Z",
+    "2025-12-31T23:00:00-01:00", "2027-01-01",
+)
+_NOT_INSTANTS = ("yesterday", "2026-02-30", "2026-13-01", "soon", "")
+TEXT_AND_TIME = {
+    "content": st.sampled_from(TEXTS),
+    "name": st.sampled_from(TEXTS[:6]),
+    "title": st.sampled_from(TEXTS[5:]),
+    "description": st.one_of(st.sampled_from(TEXTS), st.integers(0, 2)),
+    "tags": st.lists(st.sampled_from(["hotel", "food", "Monday", "closedSundays", "x", 3]), max_size=3),
+    "valid_from": st.one_of(st.sampled_from(INSTANTS), st.sampled_from(_NOT_INSTANTS + (None, 5))),
+    "valid_to": st.one_of(st.sampled_from(INSTANTS), st.sampled_from(_NOT_INSTANTS[:2] + (None,))),
+}
+"""Attribute names with strategies for their values (pass as ``attributes=`` to :func:`graphs`,
+:func:`ops`, :func:`transactions`): the text search reads and the valid-time bounds."""
+
 _EXTRA_NODE_TYPES = ("tool", "place", "note")
 _COMMON_EDGES = ("parent_of", "parent_of", "before", "related_to", "replaces", "derived_from")
 _COMMON_RELATIONS = ("children", "parent", "descendants", "ancestors", "related", "next", "siblings", "subgoals", "actions", "latest", "versions", "following")
@@ -159,9 +198,12 @@ def graphs(draw, schema: Schema = DEFAULT_SCHEMA, *, valid: bool = True, max_nod
     ('hgm-graph/1', 2)
     """
     count = draw(st.integers(0, max_nodes))
-    ids = draw(st.permutations(node_ids[:count]))
+    pool = node_ids + tuple(f"n{i}" for i in range(8, max_nodes))  # more than node_ids: n8, n9, ...
+    ids = draw(st.permutations(pool[:count]))
     if count and draw(st.integers(0, 4)) == 0:  # now and then an id that needs quotes
-        ids[-1] = draw(st.sampled_from(node_ids[-2:]))
+        spare = [i for i in node_ids[-2:] if i not in ids]
+        if spare:
+            ids[-1] = draw(st.sampled_from(spare))
     common = schema.node_types[:5]
     preferred = [t for t in (*prefer, "goal") if t in schema.node_types]
     types = [draw(st.sampled_from(preferred if preferred and draw(st.booleans()) else common if draw(st.integers(0, 3)) else schema.node_types)) for _ in ids]
@@ -268,8 +310,10 @@ _COMPARISONS = ("=", "==", "!=", "<", "<=", ">", ">=")
 class _Writer:
     """Draws the text of one query, collecting the parameters it uses."""
 
-    def __init__(self, draw, schema: Schema, ids: Iterable[str], allow_bad: bool):
+    def __init__(self, draw, schema: Schema, ids: Iterable[str], allow_bad: bool, text_and_time: bool = False):
         self.draw = draw
+        # How often (one in N) a start is a search, a list step a rank, a term a valid_at.
+        self.v11 = 3 if text_and_time else 12
         self.schema = schema
         self.ids = tuple(ids)
         self.allow_bad = allow_bad
@@ -308,6 +352,8 @@ class _Writer:
         return text
 
     def start(self, depth: int) -> str:
+        if self.draw(st.integers(0, self.v11 - 1)) == 0:
+            return f"search({self.search_text()})"
         choices = ["root", "nodes", "nodes", "scan", "focus", "current_goal", "id", "id", "typed id", "quoted id", "id param", "ids param",
                    "typed quoted id", "typed id param"]
         if depth > 0:
@@ -384,6 +430,8 @@ class _Writer:
         return f"[{'' if low is None else low}:{'' if high is None else high}]"
 
     def list_step(self) -> str:
+        if self.draw(st.integers(0, self.v11 - 1)) == 0:
+            return f".rank({self.search_text()})"
         choice = self.draw(st.sampled_from(["first", "last", "limit", "limit param", "sort_by"]))
         if choice in ("first", "last"):
             return f".{choice}()"
@@ -400,6 +448,8 @@ class _Writer:
         return ", ".join(self.term(depth, 2) for _ in range(self.draw(st.integers(1, 2))))
 
     def term(self, depth: int, budget: int) -> str:
+        if self.draw(st.integers(0, self.v11 - 1)) == 0:
+            return self.valid_at()
         choice = self.draw(st.integers(0, 9 if budget > 0 else 6))
         if choice == 0:
             left = self.attribute() if self.draw(st.integers(0, 4)) else self.value()
@@ -430,6 +480,28 @@ class _Writer:
             return f"{self.term(depth, budget - 1)} {self.draw(st.sampled_from(['and', 'or']))} {self.term(depth, budget - 1)}"
         return f"({self.term(depth, budget - 1)})"
 
+    # -- version 1.1 (spec §8) ------------------------------------------------------------
+
+    def search_text(self) -> str:
+        """A TEXT argument: a string literal or a parameter (now and then one with no word,
+        or not a string)."""
+        if self.bad():
+            if self.draw(st.booleans()):
+                return self.draw(st.sampled_from(_BAD_SEARCH_LITERALS))
+            return self.param(self.draw(st.sampled_from([5, "the", "", ["hotel"], None])))
+        text = self.draw(st.sampled_from(SEARCH_TEXTS))
+        return self.param(text) if self.draw(st.integers(0, 3)) == 0 else quote(text)
+
+    def valid_at(self) -> str:
+        """``valid_at(T)``: T a literal or a parameter (now and then not an instant, or missing)."""
+        if self.bad():
+            return self.draw(st.sampled_from([
+                "valid_at('yesterday')", "valid_at(5)", "valid_at()", "valid_at(null)", "valid_at(['2026-01-01'])",
+                "valid_at('2026-02-30')", f"valid_at({self.param(self.draw(st.sampled_from([5, 'soon', None, '2026-13-01'])))})",
+            ]))
+        moment = self.draw(st.sampled_from(INSTANTS))
+        return f"valid_at({self.param(moment) if self.draw(st.integers(0, 3)) == 0 else quote(moment)})"
+
     def draw_literal(self) -> st.SearchStrategy:
         return st.sampled_from([None, True, 1, 1.0, "pending", "done", "hotel", "x", "Mon"])
 
@@ -443,18 +515,23 @@ class _Writer:
 
 
 @st.composite
-def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids, depth: int = 2, allow_bad: bool = True) -> QueryCase:
+def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids, depth: int = 2, allow_bad: bool = True,
+            text_and_time: bool = False) -> QueryCase:
     """A well-formed query of ``schema`` with its parameters and focus: every start (named,
     by id, quoted, by parameter, typed, a parenthesised union), relations of the schema, generic
     steps, repetitions, ``where`` with every operator and function, indexes, slices, list
-    steps and finals, comments, and every spelling of a literal. With ``allow_bad`` a few parameters have the wrong kind for their place
-    and a few queries use the focus without one (the errors of language.md §11).
+    steps and finals, comments, and every spelling of a literal; and version 1.1's
+    ``search(TEXT)`` start, ``.rank(TEXT)`` step and ``valid_at(T)`` condition (more often with
+    ``text_and_time``; their texts and times are :data:`SEARCH_TEXTS` and :data:`INSTANTS`).
+    With ``allow_bad`` a few parameters have the wrong kind for their place, a few v1.1
+    arguments are wrong (a TEXT with no word, a T that is no time) and a few queries use the
+    focus without one (the errors of language.md §11).
 
     >>> from hypothesis import find
     >>> find(queries(), lambda q: ".paths()" in q.text).text
     'root.paths()'
     """
-    writer = _Writer(draw, schema, ids, allow_bad)
+    writer = _Writer(draw, schema, ids, allow_bad, text_and_time)
     text = writer.query(depth, True)
     focus = None
     if writer.uses_focus and not (allow_bad and draw(st.integers(0, 19)) == 0):
@@ -493,7 +570,7 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
     focused = ["add_node", "update_node", "update_node"] * 3 if attributes else []
     kind = draw(st.sampled_from(
         ["add_node"] * 4 + ["update_node"] * 4 + focused + ["delete_node", "add_edge", "add_edge", "update_edge",
-         "delete_edge", "replace_branch", "confirm", "confirm", "bad"]
+         "delete_edge", "replace_branch", "confirm", "confirm", "invalidate", "bad"]
     ))
     if kind == "add_node":
         choices = preferred if preferred and draw(st.booleans()) else schema.node_types[:5] if draw(st.integers(0, 3)) else schema.node_types
@@ -535,6 +612,14 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
                 "set": {"status": draw(st.sampled_from(STATUSES[:4]))}}
     if kind == "confirm":
         return {"op": "confirm", "id": draw(st.sampled_from(known))}
+    if kind == "invalidate":
+        op = {"op": "invalidate", "id": draw(st.sampled_from(known)),
+              "at": draw(st.sampled_from(INSTANTS) if draw(st.integers(0, 5)) else st.sampled_from(_NOT_INSTANTS[:3]))}
+        if draw(st.booleans()):
+            op["by"] = draw(st.sampled_from(known + fresh[:1]))
+        if draw(st.booleans()):
+            op["reason"] = draw(st.sampled_from(["summer season", "a newer rate"]))
+        return op
     return draw(st.sampled_from([
         {"op": "fly"}, {"op": "add_node", "type": "gaol"}, {"op": "update_node", "id": "nope", "set": {"x": 1}},
         {"op": "delete_edge", "from": known[0], "to": known[-1], "type": "causes"} if not edges else {"op": "confirm"},
