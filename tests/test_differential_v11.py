@@ -80,7 +80,7 @@ def test_invalidate_and_the_index_commits_keep_agree_with_the_model(data) -> Non
         memory.load(doc)
         model.load(doc)
     for _ in range(data.draw(st.integers(1, 4), label="steps")):
-        tx = data.draw(transactions(schema, ids=list(model.nodes), edges=list(model.edges), attributes=TEXT_AND_TIME), label="transaction")
+        tx = data.draw(transactions(schema, ids=list(model.nodes), edges=list(model.edges), attributes=TEXT_AND_TIME, invalidate=True), label="transaction")
         assert engine_apply(memory, tx) == model_apply(model, tx)
         assert memory.export() == model.document()
         case = data.draw(queries(schema, ids=list(model.nodes) or ["n0"], text_and_time=True), label="query")

@@ -352,7 +352,7 @@ class _Writer:
         return text
 
     def start(self, depth: int) -> str:
-        if self.draw(st.integers(0, self.v11 - 1)) == 0:
+        if self.draw(st.integers(0, self.v11 - 1)) == self.v11 - 1:  # shrinks to the v1 construct
             return f"search({self.search_text()})"
         choices = ["root", "nodes", "nodes", "scan", "focus", "current_goal", "id", "id", "typed id", "quoted id", "id param", "ids param",
                    "typed quoted id", "typed id param"]
@@ -430,7 +430,7 @@ class _Writer:
         return f"[{'' if low is None else low}:{'' if high is None else high}]"
 
     def list_step(self) -> str:
-        if self.draw(st.integers(0, self.v11 - 1)) == 0:
+        if self.draw(st.integers(0, self.v11 - 1)) == self.v11 - 1:  # shrinks to the v1 construct
             return f".rank({self.search_text()})"
         choice = self.draw(st.sampled_from(["first", "last", "limit", "limit param", "sort_by"]))
         if choice in ("first", "last"):
@@ -448,7 +448,7 @@ class _Writer:
         return ", ".join(self.term(depth, 2) for _ in range(self.draw(st.integers(1, 2))))
 
     def term(self, depth: int, budget: int) -> str:
-        if self.draw(st.integers(0, self.v11 - 1)) == 0:
+        if self.draw(st.integers(0, self.v11 - 1)) == self.v11 - 1:  # shrinks to the v1 construct
             return self.valid_at()
         choice = self.draw(st.integers(0, 9 if budget > 0 else 6))
         if choice == 0:
@@ -545,13 +545,16 @@ def queries(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_
 @st.composite
 def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
         fresh: Iterable[str] = ("m0", "m1", "m2"), attributes: Mapping[str, Any] | None = None,
-        prefer: Iterable[str] = ()) -> dict[str, Any]:
+        prefer: Iterable[str] = (), invalidate: bool = False) -> dict[str, Any]:
     """One op in transaction-file form, mostly one that can apply to a memory holding ``ids``
     (and the ``edges``, as ``(from, to, type)``), now and then one that cannot: a missing
     node, a duplicate id, an unknown type, an op that does not exist. ``attributes`` maps
     more attribute names to strategies for their values (those of a rule file, say), drawn
     as often as the built-in ones (:data:`ATTRIBUTES`); ``prefer`` names node types an
-    ``add_node`` draws more often (those a rule file is about, say).
+    ``add_node`` draws more often (those a rule file is about, say). With ``invalidate`` it
+    also draws ``invalidate`` ops (an ``at`` from :data:`INSTANTS`, now and then no time; a
+    ``by`` and a ``reason`` half the time): pass :data:`TEXT_AND_TIME` as ``attributes`` too,
+    so that the nodes carry the bounds it reads.
 
     >>> from hypothesis import find
     >>> find(ops(), lambda op: op["op"] == "replace_branch")["op"]
@@ -570,7 +573,7 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
     focused = ["add_node", "update_node", "update_node"] * 3 if attributes else []
     kind = draw(st.sampled_from(
         ["add_node"] * 4 + ["update_node"] * 4 + focused + ["delete_node", "add_edge", "add_edge", "update_edge",
-         "delete_edge", "replace_branch", "confirm", "confirm", "invalidate", "bad"]
+         "delete_edge", "replace_branch", "confirm", "confirm", "bad"] + ["invalidate"] * (2 if invalidate else 0)
     ))
     if kind == "add_node":
         choices = preferred if preferred and draw(st.booleans()) else schema.node_types[:5] if draw(st.integers(0, 3)) else schema.node_types
@@ -628,10 +631,11 @@ def ops(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[
 
 @st.composite
 def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = node_ids[:6], edges: Iterable[tuple] = (),
-                 max_ops: int = 4, attributes: Mapping[str, Any] | None = None, prefer: Iterable[str] = ()) -> dict[str, Any]:
+                 max_ops: int = 4, attributes: Mapping[str, Any] | None = None, prefer: Iterable[str] = (),
+                 invalidate: bool = False) -> dict[str, Any]:
     """A transaction document (``author``, ``reason``, ``ops``) of 1 to ``max_ops`` ops for
     a memory holding ``ids`` and ``edges`` (see :func:`ops`; an id listed more than once is
-    drawn more often).
+    drawn more often; ``invalidate`` adds ``invalidate`` ops).
 
     >>> from hypothesis import find
     >>> len(find(transactions(), lambda doc: len(doc["ops"]) == 3)["ops"])
@@ -639,7 +643,8 @@ def transactions(draw, schema: Schema = DEFAULT_SCHEMA, *, ids: Iterable[str] = 
     """
     ids, edges = list(ids), list(edges)
     prefer = list(prefer)
-    drawn = [draw(ops(schema, ids=ids, edges=edges, attributes=attributes, prefer=prefer)) for _ in range(draw(st.integers(1, max_ops)))]
+    drawn = [draw(ops(schema, ids=ids, edges=edges, attributes=attributes, prefer=prefer, invalidate=invalidate))
+             for _ in range(draw(st.integers(1, max_ops)))]
     return {"author": "hypothesis", "reason": "a random transaction", "ops": drawn}
 
 
