@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hgm_engine import HGMError, Memory
 from hgm_engine.model import DEFAULT_SCHEMA
 from hgm_engine.testing import ModelMemory, ModelQueryError
+from hgm_engine.testing.ops import ModelError, Working
 from hgm_engine.testing.differential import engine_answer, engine_apply, model_answer, model_apply
 from hgm_engine.testing.profiles import examples
 from hgm_engine.testing.strategies import INSTANTS, SEARCH_TEXTS, TEXT_AND_TIME, QueryCase, graphs, queries, schemas, transactions
@@ -87,3 +88,57 @@ def test_invalidate_and_the_index_commits_keep_agree_with_the_model(data) -> Non
         as_of = data.draw(st.one_of(st.none(), st.integers(0, model.t)), label="as_of")
         note(f"query: {case}  as_of={as_of}")
         assert _engine_query(memory, case, as_of) == _model_query(model, case, as_of)
+
+
+@settings(QUICK, max_examples=examples(60))
+@given(st.data())
+def test_a_transaction_searches_its_own_uncommitted_text(data) -> None:
+    """Inside a transaction, op by op, search and valid_at read the transaction's own changes
+    (docs/search.md, "Every state"): the engine's overlay and its index beside the model's
+    working graph."""
+    schema = DEFAULT_SCHEMA
+    doc = data.draw(graphs(schema, attributes=TEXT_AND_TIME), label="graph")
+    memory, model = Memory(schema), ModelMemory(schema)
+    if doc["nodes"]:
+        memory.load(doc)
+        model.load(doc)
+    memory.query("search('hotel')")  # the index exists before the transaction starts
+    tx = memory.transaction()
+    work = Working(model.graph, model.t + 1, schema)
+    try:
+        drawn = data.draw(transactions(schema, ids=list(model.nodes), edges=list(model.edges), attributes=TEXT_AND_TIME,
+                                       invalidate=True), label="transaction")
+        renamed: dict[str, str] = {}  # a builder's generated ids are its own: the engine's id -> the model's
+        for op in drawn["ops"]:
+            engine_error = model_error = None
+            try:
+                created = tx.op(op)
+            except HGMError as err:
+                engine_error = err.category
+            try:
+                before = len(work.created)
+                work.apply(op)
+            except ModelError as err:
+                model_error = err.category
+            assert engine_error == model_error
+            if engine_error is not None:
+                break
+            renamed.update(zip(created, work.created[before:]))
+            named = [i for i in work.graph.nodes if i not in renamed.values()]  # a generated id differs
+            case = data.draw(queries(schema, ids=named or ["n0"], text_and_time=True), label="query")
+            note(f"query: {case}")
+            assert _tx_query(tx, case, renamed) == model_answer(case, work.graph.document(), schema)
+    finally:
+        tx.rollback()
+
+
+def _tx_query(tx, case, renamed: dict) -> tuple:
+    try:
+        result = tx.query(case.text, focus=case.focus, params=case.params)
+    except HGMError as err:
+        return ("error", [problem.category for problem in err.problems])
+    if result.kind == "nodes":
+        return (result.kind, [renamed.get(i, i) for i in result.value])
+    if result.kind == "paths":
+        return (result.kind, [[renamed.get(i, i) for i in walk] for walk in result.value])
+    return (result.kind, result.value)
