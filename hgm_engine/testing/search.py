@@ -5,15 +5,16 @@ postings, no cache.
 
 A text is cut into *words*: runs of letters and digits (``str.isalnum``; ``_``, ``-`` and
 every other character cut), each Chinese, Japanese or Korean character a word of its own.
-A word written in camel case counts as itself and as its parts. Each word is compared in
-lower case (``casefold``), the very common English words are left out (:data:`STOP_WORDS`),
-and the others are reduced to their Snowball English stem; a word longer than
-:data:`MAX_WORD_LENGTH` characters is no word. A node's text is its ``content``, ``name``,
+A word written in camel case (ASCII letters) counts as itself and as its parts. Each word is
+compared in lower case (``casefold``), the very common English words are left out
+(:data:`STOP_WORDS`), and the others are reduced to their Snowball English stem — except a
+word that holds a digit, which stays as it is ("numbers stay as they are": ``rooms2``); a word
+longer than :data:`MAX_WORD_LENGTH` characters is no word. A node's text is its ``content``, ``name``,
 ``title`` and ``description`` strings and the strings of its ``tags`` list.
 
 A node *matches* when it holds at least one term of TEXT. The order: the nodes holding every
-term first, then the others; within each group by BM25 (k1 = 1.2, b = 0.75) over the whole
-graph, highest first; then creation order.
+term first, then the others; within each group by BM25 (k1 = 1.2, b = 0.75; idf = ln(1 + (N - n + 0.5) / (n + 0.5)),
+N the nodes that have terms, n those holding the term), highest first; then creation order.
 
 >>> terms("Queries about the hotels' prices, on Mondays")
 ['queri', 'hotel', 'price', 'monday']
@@ -98,19 +99,23 @@ def words(text: str) -> list[str]:
     return out
 
 
-def _camel_parts(word: str) -> list[str]:
-    """A word cut where a lower-case letter meets an upper-case one, and before the last
-    capital of a run of capitals followed by a lower-case letter (``HTTPServer``: HTTP,
-    Server); a word with no such place is one part.
+_LOWER, _UPPER = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-    >>> _camel_parts("GetMovieCredit"), _camel_parts("HTTPServer"), _camel_parts("A1001")
-    (['Get', 'Movie', 'Credit'], ['HTTP', 'Server'], ['A1001'])
+
+def _camel_parts(word: str) -> list[str]:
+    """A word cut where an ASCII lower-case letter meets an upper-case one, and before the
+    last capital of a run of capitals followed by a lower-case letter (``HTTPServer``: HTTP,
+    Server); a word with no such place is one part. (Only ASCII letters: ``caféBar`` is one
+    word, as the engine reads it; docs/testing.md.)
+
+    >>> _camel_parts("GetMovieCredit"), _camel_parts("HTTPServer"), _camel_parts("A1001"), _camel_parts("caféBar")
+    (['Get', 'Movie', 'Credit'], ['HTTP', 'Server'], ['A1001'], ['caféBar'])
     """
     parts, start = [], 0
     for i in range(1, len(word)):
         before, here = word[i - 1], word[i]
         after = word[i + 1] if i + 1 < len(word) else ""
-        if (before.islower() and here.isupper()) or (before.isupper() and here.isupper() and after.islower()):
+        if (before in _LOWER and here in _UPPER) or (before in _UPPER and here in _UPPER and after and after in _LOWER):
             parts.append(word[start:i])
             start = i
     parts.append(word[start:])
@@ -123,6 +128,8 @@ def terms(text: str) -> list[str]:
 
     >>> terms("The Forbidden City is closed on Mondays")
     ['forbidden', 'citi', 'close', 'monday']
+    >>> terms("2rooms rooms")
+    ['2rooms', 'room']
     """
     out = []
     for word in words(text):
@@ -132,7 +139,7 @@ def terms(text: str) -> list[str]:
         for piece in [word] + (parts if len(parts) > 1 else []):
             lowered = piece.casefold()
             if lowered not in STOP_WORDS:
-                out.append(_STEMMER.stemWord(lowered))
+                out.append(lowered if any(c.isdigit() for c in lowered) else _STEMMER.stemWord(lowered))
     return out
 
 
@@ -160,10 +167,12 @@ def node_terms(attributes: Mapping[str, Any]) -> list[str]:
 
 def scores(graph: ModelGraph, text: str) -> dict[str, tuple[int, float]]:
     """For every node holding a term of ``text``: (how many of its distinct terms the node
-    holds, BM25 score). Collection statistics are the whole graph's: N counts every node,
-    the average length is over every node (a node without text has length 0)."""
+    holds, BM25 score). The collection is the graph's nodes that hold a term at all: N counts
+    them and the average length is theirs (a node without text is not a document; the docs
+    leave this open, the model reads it as the engine does: docs/testing.md)."""
     wanted = query_terms(text)
     held = {node: Counter(node_terms(attributes)) for node, (_, attributes) in graph.nodes.items()}
+    held = {node: counts for node, counts in held.items() if counts}
     total = len(held)
     if not total:
         return {}

@@ -67,11 +67,12 @@ TEXTS = (
     "Visit the Forbidden City", "Book a hotel near Wangfujing", "The hotel is closed on Mondays", "hotels closed",
     "Hotel hotel HOTEL", "call GetMovieCredit", "snake_case_name", "北京 hotel", "Museum tickets for Monday",
     "order A1001 refunded", "the of", "", "HTTPServer logs", "A rate of 780 CNY", "closes at noon",
+    "2rooms booked", "caféBar menu", "İstanbul Straße",
 )
 SEARCH_TEXTS = (
     "hotel", "hotels", "closed", "Monday", "museum tickets", "Forbidden City", "movie credit", "getmoviecredit",
     "the hotel", "北京", "order A1001", "snake", "closed hotel Monday", "rate 780", "noon", "zebra", "HOTEL closes",
-    "server", "case name",
+    "server", "case name", "rooms", "2rooms", "café bar", "strasse istanbul",
 )
 _BAD_SEARCH_LITERALS = ("3", "''", "'the of'", "true", "['hotel']")
 INSTANTS = (
