@@ -37,6 +37,11 @@ _DIRECT = (
     "search($q)", "search($q).limit(2)", "nodes.rank($q)", "nodes.where(type = 'fact').rank($q)",
     "search($q).where(valid_at($t))", "nodes.where(valid_at($t))", "nodes.where(not valid_at($t)).rank($q)",
     "(search($q)).in()", "nodes.where(valid_at($t)).count()", "search($q).paths()",
+    # what an optimizer may run as a top-k: the first few of the whole ranking
+    "search($q).first()", "search($q).last()", "search($q)[1]", "search($q)[-1]", "search($q)[1:3]",
+    "search($q).limit(0)", "search($q).where(type = 'fact').limit(1)", "search($q).sort_by(priority).limit(2)",
+    "search($q).rank('museum tickets').limit(2)", "nodes.rank($q).limit(2)", "search($q).limit(3).count()",
+    "(search($q) | search('hotel')).limit(3)", "search($q).limit($k)", "search($q).where(valid_at($t)).limit(1)",
 )
 
 
@@ -48,7 +53,9 @@ def test_whole_rankings_and_valid_sets_agree(data) -> None:
     by node."""
     doc = data.draw(graphs(DEFAULT_SCHEMA, valid=False, max_nodes=12, attributes=TEXT_AND_TIME), label="graph")
     text = data.draw(st.sampled_from(_DIRECT), label="query")
-    case = QueryCase(text, {"q": data.draw(st.sampled_from(SEARCH_TEXTS), label="q"), "t": data.draw(st.sampled_from(INSTANTS), label="t")})
+    params = {"q": data.draw(st.sampled_from(SEARCH_TEXTS), label="q"), "t": data.draw(st.sampled_from(INSTANTS), label="t"),
+              "k": data.draw(st.integers(0, 4), label="k")}
+    case = QueryCase(text, {name: value for name, value in params.items() if "$" + name in text})
     note(f"query: {case}")
     assert engine_answer(case, doc) == model_answer(case, doc)
 
