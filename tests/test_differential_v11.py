@@ -23,7 +23,7 @@ from hgm_engine.testing.strategies import INSTANTS, SEARCH_TEXTS, TEXT_AND_TIME,
 QUICK = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@settings(QUICK, max_examples=examples(200))
+@settings(QUICK, max_examples=examples(100))
 @given(st.data())
 def test_search_rank_and_valid_at_queries_agree(data) -> None:
     schema = data.draw(st.one_of(st.just(DEFAULT_SCHEMA), schemas()), label="schema")
@@ -45,7 +45,7 @@ _DIRECT = (
 )
 
 
-@settings(QUICK, max_examples=examples(150))
+@settings(QUICK, max_examples=examples(70))
 @given(st.data())
 def test_whole_rankings_and_valid_sets_agree(data) -> None:
     """The queries whose answer is a whole ranking or a whole valid-time set, on larger
@@ -60,7 +60,7 @@ def test_whole_rankings_and_valid_sets_agree(data) -> None:
     assert engine_answer(case, doc) == model_answer(case, doc)
 
 
-@settings(QUICK, max_examples=examples(100))
+@settings(QUICK, max_examples=examples(60))
 @given(st.data())
 def test_search_scores_agree_with_the_model(data) -> None:
     """``Memory.search`` gives each hit's BM25 score (to six places): the same numbers as the
@@ -91,7 +91,7 @@ def _model_query(model: ModelMemory, case, as_of: int | None) -> tuple:
     return (answer.kind, answer.value)
 
 
-@settings(QUICK, max_examples=examples(100))
+@settings(QUICK, max_examples=examples(50))
 @given(st.data())
 def test_invalidate_and_the_index_commits_keep_agree_with_the_model(data) -> None:
     """Transactions with ``invalidate`` and valid-time bounds reach the same reports and states;
@@ -113,7 +113,7 @@ def test_invalidate_and_the_index_commits_keep_agree_with_the_model(data) -> Non
         assert _engine_query(memory, case, as_of) == _model_query(model, case, as_of)
 
 
-@settings(QUICK, max_examples=examples(60))
+@settings(QUICK, max_examples=examples(40))
 @given(st.data())
 def test_a_transaction_searches_its_own_uncommitted_text(data) -> None:
     """Inside a transaction, op by op, search and valid_at read the transaction's own changes
