@@ -281,6 +281,7 @@ class Working:
         closed = {**attributes, VALID_TO: at}
         if op.get("reason") is not None:
             closed[INVALIDATED_REASON] = op["reason"]
+        self._bounds(closed, [VALID_TO])
         by = op.get("by")
         if by is not None:
             newer = self._node(by)
@@ -290,7 +291,9 @@ class Working:
                 raise ModelError("invalid-transaction", "by is of another type")
             newer_type, newer_attributes = self.graph.nodes[newer]
             if newer_attributes.get(VALID_FROM) is None:
-                self.graph.nodes[newer] = (newer_type, {**newer_attributes, VALID_FROM: at})
+                opened = {**newer_attributes, VALID_FROM: at}
+                self._bounds(opened, [VALID_FROM])  # a bound invalidate writes: by's valid_to must come after it
+                self.graph.nodes[newer] = (newer_type, opened)
                 self.clears.append((newer, "update"))
                 self._touch(newer)
             if (newer, node_id, "replaces") not in self.graph.edges:
