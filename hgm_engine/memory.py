@@ -30,26 +30,19 @@ import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem, RequestError, SchemaError
+from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation, release_kept
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
 from hgm_engine.query.plan import uses_search
 from hgm_engine.retrieval import SearchVerbs
-from hgm_engine.rules import (
-    MAX_ROUNDS,
-    SCHEMA_META,
-    PlannerViews,
-    RuleRegistry,
-    schema_problems,
-    schema_text,
-    stored_schema,
-)
+from hgm_engine.rules import MAX_ROUNDS, PlannerViews, RuleRegistry, SchemaKeeper
 from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, open_catalog
 from hgm_engine.txn import (
     MAX_OPS,
     CommitPipeline,
     HistoricalMemory,
+    ForgetVerbs,
     LevelVerbs,
     MemoryHistory,
     MemoryState,
@@ -58,7 +51,6 @@ from hgm_engine.txn import (
     TransactionReport,
     ops_builder,
     parse_transaction,
-    purge_nodes,
 )
 
 # hgm_engine.paths.INDEX_META_KEY, where the path index saves its state (not imported here:
@@ -94,9 +86,8 @@ class Memory:
         self._store = store if store is not None else InMemoryStore()
         # The schema stored with the memory (docs/memories.md); a schema given here that
         # differs from it is a schema change, checked against what the memory holds.
-        self._schema_text = self._store.get_meta(SCHEMA_META)
-        stored = stored_schema(self._schema_text, self._store.location)
-        self.schema = stored
+        self._schema_keeper = SchemaKeeper(self, self._use_schema)
+        stored = self.schema = self._schema_keeper.stored()
         # empty until synced with the store, after the state
         self._rules = RuleRegistry(self, max_rounds=max_rule_rounds)
         self._state = MemoryState(self._store, sync_meta=self._sync_meta)
@@ -110,6 +101,7 @@ class Memory:
         self._search = SearchVerbs(self)
         self.store_hooks: list[Callable] = [self._search.store_hook]
         self._levels = LevelVerbs(self)
+        self._forget = ForgetVerbs(self, derived_meta=(PATH_INDEX_META,), on_purged=self._purged)
         self._views = PlannerViews(self)
         if schema is not None and schema != stored:
             self.set_schema(schema)
@@ -157,82 +149,20 @@ class Memory:
             store.close()
             raise
 
-    # -- the schema -------------------------------------------------------------------------
+    # -- the schema (hgm_engine.rules.SchemaKeeper) and forgetting (hgm_engine.txn.ForgetVerbs) ---
 
-    def set_schema(self, schema: Schema) -> None:
-        """Make ``schema`` the memory's schema, stored with it (every process and interface
-        that opens the memory then uses it). A transaction: under the memory's write lock,
-        after catching up with other processes, and refused with a :class:`SchemaError`
-        (category ``schema-violation``, each problem with its node or object) when what the
-        memory holds breaks it — a node or edge of a type it lacks, an attribute its JSON
-        Schema forbids, an edge rule, a stored constraint or rule set that would not compile;
-        then nothing changes.
-
-        >>> from hgm_engine import Schema
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
-        >>> m.set_schema(Schema(node_types=("fact",), edge_types=(), relations={}, attribute_schemas={}, edge_rules={}, acyclic_edge_types=()))
-        Traceback (most recent call last):
-        ...
-        hgm_engine.errors.SchemaError: schema-violation at g: node 'g' has the type 'goal', which the new schema does not have
-        >>> m.schema == Schema()
-        True
-        """
-        if not isinstance(schema, Schema):
-            raise SchemaError([Problem("invalid-argument", f"a schema is a Schema, not {type(schema).__name__}")])
-        text = schema_text(schema)
-        with self._state.write_lock, self._store.write():
-            self._state.catch_up()
-            if schema == self.schema and text == self._schema_text:
-                return
-            problems = schema_problems(self.graph, schema, self._store)
-            if problems:
-                raise SchemaError(problems)
-            self._store.set_meta(SCHEMA_META, text)
-        self._schema_text = text
-        self._use_schema(schema)
-
-    # -- forgetting -------------------------------------------------------------------------
-
-    def purge(
-        self, node_id: str, *, reason: str, subtree: bool = False, author: str | None = None
-    ) -> Commit:
-        """Forget node ``node_id`` (with ``subtree``, and every node below it through
-        ``parent_of``): every trace of it and of the edges that touch it leaves the state, the
-        journal and so every snapshot, ``as_of``, diff, history and export, and the store's
-        files are scrubbed (docs/memories.md says what that reaches). History keeps a
-        tombstone: a commit of kind ``purge`` with the ids, ``author``, the time and ``reason``.
-
-        A node removed earlier can be purged too (its content is still in the history). An
-        id the memory never held is a :class:`RequestError` ``unknown-node``; an empty
-        ``reason`` an ``invalid-argument``; nothing changes then.
-
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "fact", "content": "card 4111"}]})
-        >>> tombstone = m.purge("s", reason="the user asked")
-        >>> tombstone.kind, tombstone.purged, m.query("nodes").ids, m.commits(0)[0].changes
-        ('purge', ('s',), [], ())
-        >>> m.purge("nope", reason="x")
-        Traceback (most recent call last):
-        ...
-        hgm_engine.errors.RequestError: unknown-node at nope: no node 'nope' in this memory or its history
-        """
-        tombstone = purge_nodes(
-            self._state, node_id, reason=reason, subtree=subtree, author=author, derived_meta=(PATH_INDEX_META,)
-        )
-        # What this process derived from the purged nodes is built anew: history views, the
-        # node index (it held their terms).
-        self._history = MemoryHistory(self._state)
-        self._search.reset()
-        return tombstone
+    set_schema = forward("_schema_keeper", SchemaKeeper.set_schema)
+    purge = forward("_forget", ForgetVerbs.purge)
 
     def _sync_meta(self) -> None:
         """What other processes changed besides commits: the schema, constraints, rule sets."""
-        text = self._store.get_meta(SCHEMA_META)
-        if text != self._schema_text:
-            self._schema_text = text
-            self._use_schema(stored_schema(text, self._store.location))
+        self._schema_keeper.sync()
         self._rules.sync()
+
+    def _purged(self) -> None:
+        """Rebuild what this process derived from purged nodes: history views, the node index."""
+        self._history = MemoryHistory(self._state)
+        self._search.reset()
 
     def _use_schema(self, schema: Schema) -> None:
         """Rebuild what is compiled for the schema: queries, constraints, rules, the pipeline."""

@@ -34,6 +34,7 @@ from hgm_engine.rules.schemas import (
     stored_schema,
     schema_problems,
     schema_text,
+    SchemaKeeper,
 )
 from hgm_engine.rules.views import (
     FRONTIER_QUERY,
@@ -62,6 +63,7 @@ __all__ = [
     "stored_schema",
     "schema_problems",
     "schema_text",
+    "SchemaKeeper",
     "FRONTIER_QUERY",
     "PlannerViews",
 ]

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any, Callable
 
-from hgm_engine.errors import Problem, StoreError
+from hgm_engine.errors import Problem, SchemaError, StoreError
 from hgm_engine.model import DEFAULT_SCHEMA, GraphView, Schema
 from hgm_engine.rules.compile import compile_rule_file
 from hgm_engine.rules.constraints import UserConstraint, check_full
 from hgm_engine.store import Store
 
-__all__ = ["SCHEMA_META", "MAX_SCHEMA_PROBLEMS", "stored_schema", "schema_problems", "schema_text"]
+__all__ = ["SCHEMA_META", "MAX_SCHEMA_PROBLEMS", "SchemaKeeper", "stored_schema", "schema_problems", "schema_text"]
 
 SCHEMA_META = "schema"
 """The meta key a memory's ``hgm-schema/1`` document is stored under."""
@@ -108,3 +109,60 @@ def schema_problems(graph: GraphView, schema: Schema, store: Store) -> list[Prob
         more = len(problems) - MAX_SCHEMA_PROBLEMS
         problems = problems[:MAX_SCHEMA_PROBLEMS] + [Problem("schema-violation", f"and {more} more problems")]
     return problems
+
+
+class SchemaKeeper:
+    """The schema stored with ``memory`` (a :class:`~hgm_engine.Memory`, read through its
+    public ``state``, ``store``, ``graph`` and ``schema``): read when the memory opens, changed
+    by :meth:`set_schema`, followed across other processes by :meth:`sync`; ``on_change(schema)``
+    rebuilds what the memory compiled for its schema."""
+
+    def __init__(self, memory: Any, on_change: Callable[[Schema], None]):
+        self.memory = memory
+        self.on_change = on_change
+        self.text = memory.store.get_meta(SCHEMA_META)
+
+    def stored(self) -> Schema:
+        """The schema the store holds (the default schema when none was stored)."""
+        return stored_schema(self.text, self.memory.store.location)
+
+    def set_schema(self, schema: Schema) -> None:
+        """Make ``schema`` the memory's schema, stored with it (every process and interface
+        that opens the memory then uses it). A transaction: under the memory's write lock,
+        after catching up with other processes, and refused with a :class:`SchemaError`
+        (category ``schema-violation``, each problem with its node or object) when what the
+        memory holds breaks it — a node or edge of a type it lacks, an attribute its JSON
+        Schema forbids, an edge rule, a stored constraint or rule set that would not compile;
+        then nothing changes.
+
+        >>> from hgm_engine import Memory, Schema
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> m.set_schema(Schema(node_types=("fact",), edge_types=(), relations={}, attribute_schemas={}, edge_rules={}, acyclic_edge_types=()))
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.SchemaError: schema-violation at g: node 'g' has the type 'goal', which the new schema does not have
+        >>> m.schema == Schema()
+        True
+        """
+        if not isinstance(schema, Schema):
+            raise SchemaError([Problem("invalid-argument", f"a schema is a Schema, not {type(schema).__name__}")])
+        memory, store = self.memory, self.memory.store
+        text = schema_text(schema)
+        with memory.state.write_lock, store.write():
+            memory.state.catch_up()
+            if schema == memory.schema and text == self.text:
+                return
+            problems = schema_problems(memory.graph, schema, store)
+            if problems:
+                raise SchemaError(problems)
+            store.set_meta(SCHEMA_META, text)
+        self.text = text
+        self.on_change(schema)
+
+    def sync(self) -> None:
+        """Follow a schema another process stored."""
+        text = self.memory.store.get_meta(SCHEMA_META)
+        if text != self.text:
+            self.text = text
+            self.on_change(stored_schema(text, self.memory.store.location))

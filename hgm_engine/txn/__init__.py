@@ -82,6 +82,7 @@ from hgm_engine.txn.rollup import (
 )
 from hgm_engine.txn.forget import (
     purge_nodes,
+    ForgetVerbs,
 )
 
 __all__ = [
@@ -140,4 +141,5 @@ __all__ = [
     "LevelVerbs",
     "MAX_PROMPT_EVENTS",
     "purge_nodes",
+    "ForgetVerbs",
 ]

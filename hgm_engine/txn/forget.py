@@ -10,13 +10,13 @@ purged nodes (history views, the node index).
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from hgm_engine.errors import Problem, RequestError
 from hgm_engine.model import Commit
 from hgm_engine.txn.sync import MemoryState
 
-__all__ = ["purge_nodes"]
+__all__ = ["purge_nodes", "ForgetVerbs"]
 
 
 def purge_nodes(
@@ -70,3 +70,42 @@ def purge_nodes(
         return frozenset(ids), tombstone
 
     return state.purge(build)
+
+
+class ForgetVerbs:
+    """The purge verb of ``memory`` (a :class:`~hgm_engine.Memory`, read through its public
+    ``state``); ``derived_meta`` as for :func:`purge_nodes`, and ``on_purged()`` rebuilds what
+    the memory's process derived from the purged nodes."""
+
+    def __init__(self, memory: Any, *, derived_meta: Iterable[str], on_purged: Callable[[], None]):
+        self.memory = memory
+        self.derived_meta = tuple(derived_meta)
+        self.on_purged = on_purged
+
+    def purge(self, node_id: str, *, reason: str, subtree: bool = False, author: str | None = None) -> Commit:
+        """Forget node ``node_id`` (with ``subtree``, and every node below it through
+        ``parent_of``): every trace of it and of the edges that touch it leaves the state, the
+        journal and so every snapshot, ``as_of``, diff, history and export, and the store's
+        files are scrubbed (docs/memories.md says what that reaches). History keeps a
+        tombstone: a commit of kind ``purge`` with the ids, ``author``, the time and ``reason``.
+
+        A node removed earlier can be purged too (its content is still in the history). An
+        id the memory never held is a :class:`RequestError` ``unknown-node``; an empty
+        ``reason`` an ``invalid-argument``; nothing changes then.
+
+        >>> from hgm_engine import Memory
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "fact", "content": "card 4111"}]})
+        >>> tombstone = m.purge("s", reason="the user asked")
+        >>> tombstone.kind, tombstone.purged, m.query("nodes").ids, m.commits(0)[0].changes
+        ('purge', ('s',), [], ())
+        >>> m.purge("nope", reason="x")
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.RequestError: unknown-node at nope: no node 'nope' in this memory or its history
+        """
+        tombstone = purge_nodes(
+            self.memory.state, node_id, reason=reason, subtree=subtree, author=author, derived_meta=self.derived_meta
+        )
+        self.on_purged()
+        return tombstone
