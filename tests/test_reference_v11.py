@@ -47,3 +47,4 @@ def test_invalidate_refuses_a_by_whose_valid_to_comes_before_at():
         model.apply({"ops": [{"op": "invalidate", "id": "old", "at": "2026-06-01", "by": "new"}]})
     assert refused.value.category == "invalid-value"
     assert "valid_from" not in model.nodes["new"][1]
+
