@@ -895,6 +895,8 @@ class SearchRequest(BaseModel):
     type: str | None = Field(None, description="Only nodes of this type (goal, action, entity, fact, result).")
     limit: int_in(0, None) = Field(10, description="How many nodes at most (up to the server's max_search_hits, 1,000 by default).")
     as_of: AsOf | None = Field(None, description="Search the state at this t, or at a snapshot name.")
+    coarse: bool = Field(False, description="Summaries first: read the summaries, then rank only the nodes the best of them cover (and those no summary covers).")
+    summaries: int_in(1, 1000) = Field(3, description="With coarse: how many summaries to keep.")
 
 
 class SearchHitModel(BaseModel):
@@ -909,15 +911,19 @@ class SearchHitModel(BaseModel):
     matched: list[str] = Field(description="The words of the text the node contains (by stem), in the text's order.")
     similarity: float | None = None
     lexical: float | None = None
+    via: str | None = Field(None, description="With coarse: the chosen summary that covers the node (None: no summary does).")
     node: NodeModel
 
 
 class SearchModel(BaseModel):
-    """The hits of a search, most relevant first, and the state read."""
+    """The hits of a search, most relevant first, and the state read; with ``coarse``, what
+    the summaries-first steps did (``summaries`` read, ``chosen`` with their scores, ``fine``:
+    nodes ranked and left out, and ``fallback`` when no summary matched)."""
 
     query: str
     t: int
     hits: list[SearchHitModel]
+    coarse: dict[str, Any] | None = None
 
 
 class EmbedderModel(BaseModel):
