@@ -928,7 +928,8 @@ class MemoryService:
         steps: list[str] | None = None,
         hops: int | None = None,
         coarse: bool = False,
-        scenarios: int = 3,
+        scenarios: int | None = None,
+        fuse: bool = False,
     ) -> dict[str, Any]:
         """Stored decision paths that fit ``text``: the localization result of formats.md.
 
@@ -944,13 +945,15 @@ class MemoryService:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
         if not isinstance(coarse, bool):
             raise _fail("invalid-argument", "'coarse' must be true or false", "coarse")
-        if isinstance(scenarios, bool) or not isinstance(scenarios, int) or not 1 <= scenarios <= 1000:
+        if scenarios is not None and (isinstance(scenarios, bool) or not isinstance(scenarios, int) or not 1 <= scenarios <= 1000):
             raise _fail("invalid-argument", "'scenarios' must be an integer from 1 to 1000", "scenarios")
+        if not isinstance(fuse, bool) or (fuse and not coarse):
+            raise _fail("invalid-argument", "'fuse' must be true or false, and true only with 'coarse'", "fuse")
         _check_text(text=text, tags=tags, scenario=scenario, steps=steps)
         self.fresh()
         options: dict[str, Any] = {"scenario": scenario, "cross_scenario": cross_scenario, "steps": steps, "hops": hops}
         if coarse:  # summaries first, then the paths of the scenarios they choose (docs/time.md)
-            options.update(coarse=True, scenarios=scenarios)
+            options.update(coarse=True, scenarios=scenarios, fuse=fuse)
         return self.memory.locate(text, tags=tags, k=k, **options).to_json()
 
     def rewrite_path(

@@ -324,7 +324,7 @@ def create_app(
         """The localization result of formats.md (`matches`, best first)."""
         return json_response(
             service.locate(body.text, body.tags, body.k, scenario=body.scenario, cross_scenario=body.cross_scenario, steps=body.steps, hops=body.hops,
-                           coarse=body.coarse, scenarios=body.scenarios)
+                           coarse=body.coarse, scenarios=body.scenarios, fuse=body.fuse)
         )
 
     @app.post(

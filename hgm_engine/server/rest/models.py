@@ -345,7 +345,8 @@ class LocateRequest(BaseModel):
     steps: list[str] | None = Field(None, description="Step names the agent has in mind (matched against paths' steps).")
     hops: int_in(0, 64) | None = Field(None, description="How far to expand from the paths found by text.")
     coarse: bool = Field(False, description="Coarse-to-fine: read the scenario summaries first, then rank only their paths.")
-    scenarios: int_in(1, 1000) = Field(3, description="With coarse: how many scenarios to keep.")
+    scenarios: int_in(1, 1000) | None = Field(None, description="With coarse: how many scenarios to keep (default 3; 1 with fuse).")
+    fuse: bool = Field(False, description="With coarse: leave no path out; re-rank the flat matches with the chosen scenarios' ranks.")
 
 
 class RewritePathRequest(BaseModel):
