@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hgm_engine import Memory, SearchError
 from hgm_engine.cli import main
@@ -148,3 +149,25 @@ def test_rest_and_mcp_coarse_search(summarized):
     assert not failed and doc["coarse"]["fine"]["left_out"] > 0
     doc, failed = call_tool(MemoryService(summarized), "search", {"text": "refund", "coarse": "yes"})
     assert failed and doc["error"]["category"] == "invalid-argument"
+
+
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2000), st.floats(allow_nan=True), st.text(max_size=5),
+                   st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(coarse=VALUES, summaries=VALUES, fuse=VALUES)
+def test_any_coarse_option_gives_an_answer_or_an_hgm_error_and_changes_nothing(summarized, coarse, summaries, fuse):
+    from hgm_engine import HGMError
+    from hgm_engine.server.service import MemoryService
+
+    service = MemoryService(summarized)
+    before, t = summarized.export(), summarized.t
+    for call in (lambda: service.search("refund order", None, 5, None, coarse, summaries),
+                 lambda: service.locate("refund order", None, 3, coarse=coarse, scenarios=summaries, fuse=fuse)):
+        try:
+            call()
+        except HGMError:
+            pass
+    assert summarized.export() == before and summarized.t == t
