@@ -152,3 +152,14 @@ def test_a_filter_with_valid_at_charges_the_same_work_as_testing_every_node():
         assert program.run(memory.graph, limits=Limits(max_work=30)) == []
         with pytest.raises(QueryExecutionError, match="more than 29 nodes"):  # 30 facts read
             program.run(memory.graph, limits=Limits(max_work=29))
+
+
+def test_the_valid_at_bench_runs_and_its_answers_agree(tmp_path):
+    from bench.time_bench import main as bench_main
+
+    out = tmp_path / "time.json"
+    assert bench_main(["--facts", "400", "--repeat", "1", "--skip-rollup", "--out", str(out)]) == 0
+    import json
+
+    rows = json.loads(out.read_text())["valid_at"]["distinct timestamps"]
+    assert rows["with a comparison"]["matched"] == rows["parameter"]["matched"] > 0
