@@ -8,8 +8,10 @@
    grouped into scenarios by tool domain (the set of domains of a request's tools), each
    scenario summarized (extractive, deterministic); the 500 held-out requests are located
    flat and coarse-to-fine (``scenarios`` = 3, the default, fixed before this run; 1 and 5
-   are shown as a sensitivity check, not chosen by their score). hit@1/5/10 with 95%
-   paired-bootstrap intervals of the difference, latency medians and p95.
+   are shown as a sensitivity check, not chosen by their score), and the fused
+   coarse-to-fine locate with the settings frozen from ``bench/rollup_tune.py`` (development
+   split only). hit@1/5/10 with 95% bootstrap intervals, and paired-bootstrap intervals of
+   the difference to flat; CPU time and wall latency, medians and p95.
 
     python bench/time_bench.py --out bench/results/time.json
 """
@@ -76,22 +78,33 @@ PAIRS = [
 ]
 
 
-def time_pair(memory: Memory, plain: str, timed: str, params, repeat: int) -> dict:
-    memory.query(plain)
-    memory.query(timed, params=params)
+def time_pair(memory: Memory, plain: str, timed: str, params, repeat: int, *, as_of=None, commit: bool = False) -> dict:
+    """CPU time of this process (``time.process_time``: the machine is shared), A B A B ...;
+    ``commit``: a one-fact commit before each query (so the valid-time index is brought up
+    to date inside the timed query); ``as_of``: both read an earlier state (an overlay)."""
+    added = [0]
+
+    def run(query, query_params=None):
+        if commit:
+            added[0] += 1
+            memory.apply({"ops": [{"op": "add_node", "id": f"new{added[0]}", "type": "fact", "content": "new",
+                                   "confidence": 0.7, "valid_from": "2026-01-01"}]})
+        start = time.process_time()
+        result = memory.query(query, params=query_params, as_of=as_of)
+        return time.process_time() - start, result
+
+    run(plain)
+    run(timed, params)
     a, b, ratios = [], [], []
     for _ in range(repeat):
-        start = time.perf_counter()
-        memory.query(plain)
-        middle = time.perf_counter()
-        result = memory.query(timed, params=params)
-        end = time.perf_counter()
-        a.append(middle - start)
-        b.append(end - middle)
-        ratios.append((end - middle) / (middle - start))
+        without, _ = run(plain)
+        with_, result = run(timed, params)
+        a.append(without)
+        b.append(with_)
+        ratios.append(with_ / without)
     return {
-        "without_ms": round(statistics.median(a) * 1000, 2),
-        "with_ms": round(statistics.median(b) * 1000, 2),
+        "without_cpu_ms": round(statistics.median(a) * 1000, 2),
+        "with_cpu_ms": round(statistics.median(b) * 1000, 2),
         "ratio_median": round(statistics.median(ratios), 3),
         "matched": len(result.ids),
     }
@@ -106,6 +119,14 @@ def run_valid_at(n: int, repeat: int) -> dict:
         for name, plain, timed, params in PAIRS:
             out[label][name] = dict(time_pair(memory, plain, timed, params, repeat), without=plain, **{"with": timed})
             log(f"valid_at {label} / {name}: {out[label][name]}")
+        first_t = memory.t
+        _, plain, timed, params = PAIRS[1]
+        name = "with a comparison, a one-fact commit before each query"
+        out[label][name] = dict(time_pair(memory, plain, timed, params, repeat, commit=True), without=plain, **{"with": timed})
+        log(f"valid_at {label} / {name}: {out[label][name]}")
+        name = f"with a comparison, as_of t={first_t} (an earlier state: no index, each node tested)"
+        out[label][name] = dict(time_pair(memory, plain, timed, params, repeat, as_of=first_t), without=plain, **{"with": timed})
+        log(f"valid_at {label} / {name}: {out[label][name]}")
     return out
 
 
@@ -128,6 +149,13 @@ def bootstrap_difference(a: list[int], b: list[int], rounds: int = 2000, seed: i
     return round(diffs[int(0.025 * rounds)], 4), round(diffs[int(0.975 * rounds)], 4)
 
 
+def bootstrap_mean(values: list[int], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(rounds))
+    return round(means[int(0.025 * rounds)], 4), round(means[int(0.975 * rounds)], 4)
+
+
 def run_rollup(folder: Path, k: int = 10) -> dict:
     data = load_taskplan(folder)
     memory = Memory()
@@ -148,7 +176,9 @@ def run_rollup(folder: Path, k: int = 10) -> dict:
     rows = data.test_rows()
     systems = {"flat": {}, "coarse (3 scenarios, default)": {"coarse": True, "scenarios": 3},
                "coarse (1 scenario)": {"coarse": True, "scenarios": 1},
-               "coarse (5 scenarios)": {"coarse": True, "scenarios": 5}}
+               "coarse (5 scenarios)": {"coarse": True, "scenarios": 5},
+               # frozen from bench/results/rollup-tuning.json (development split only): FUSION
+               "coarse fused (frozen)": {"coarse": True, "fuse": True}}
     memory.locate("warm up", k=k)
     memory.locate("warm up", k=k, coarse=True)
     out: dict = {"scenarios": len(groups), "events": events, "memory_paths": len(data.memory_rows()),
@@ -156,12 +186,13 @@ def run_rollup(folder: Path, k: int = 10) -> dict:
     hits_by_system: dict[str, dict[int, list[int]]] = {}
     for name, options in systems.items():
         hits = {1: [], 5: [], 10: []}
-        latencies, scenario_hit = [], 0
+        latencies, cpu, scenario_hit = [], [], 0
         for row in rows:
             text = row["user_request"]
             tags = suggest_tags(text, vocabulary)
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             result = memory.locate(text, tags, k, **options)
+            cpu.append(time.process_time() - started_cpu)
             latencies.append(time.perf_counter() - started)
             names = [tuple(m.steps) for m in result.matches]
             gold = gold_sequence(row)
@@ -171,7 +202,11 @@ def run_rollup(folder: Path, k: int = 10) -> dict:
             if result.coarse is not None:
                 scenario_hit += scenario_name(row, data.domains) in {c["scenario"] for c in result.coarse["chosen"]}
         latencies.sort()
+        cpu.sort()
         entry = {f"hit@{cut}": round(sum(v) / len(v), 4) for cut, v in hits.items()}
+        entry["hit_95ci"] = {f"hit@{cut}": bootstrap_mean(v) for cut, v in hits.items()}
+        entry["cpu_ms_median"] = round(statistics.median(cpu) * 1000, 3)
+        entry["cpu_ms_p95"] = round(cpu[int(0.95 * len(cpu))] * 1000, 3)
         entry["latency_ms_median"] = round(statistics.median(latencies) * 1000, 3)
         entry["latency_ms_p95"] = round(latencies[int(0.95 * len(latencies))] * 1000, 3)
         if options:

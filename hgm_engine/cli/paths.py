@@ -128,7 +128,7 @@ def _locate(args: argparse.Namespace, out: Output) -> int:
             result = memory.locate(
                 args.text, _split(args.tags), args.k, scenario=args.scenario,
                 cross_scenario=args.cross_scenario, steps=_split(args.steps), hops=args.hops,
-                **({"coarse": True, "scenarios": args.scenarios} if args.coarse else {}),
+                **({"coarse": True, "scenarios": args.scenarios, "fuse": args.fuse} if args.coarse or args.fuse else {}),
             )
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
@@ -140,7 +140,11 @@ def _locate(args: argparse.Namespace, out: Output) -> int:
             chosen = ", ".join(f"{c['scenario']} ({c['score']:.3f}{', needs review' if c['needs_review'] else ''})" for c in coarse["chosen"])
             out.line(f"coarse: {coarse['summaries']} scenario summaries read; " + (chosen and f"chose {chosen}" or coarse.get("fallback", "")))
             fine = coarse["fine"]
-            out.line(f"fine: ranked {fine['paths']} paths ({fine['excluded']} in other scenarios left out)")
+            if "fused" in fine:
+                out.line(f"fine: ranked every path, the first {fine['fused']['depth']} re-ranked with the chosen scenarios "
+                         f"(flat order: {', '.join(fine['fused']['flat']) or 'none'})")
+            else:
+                out.line(f"fine: ranked {fine['paths']} paths ({fine['excluded']} in other scenarios left out)")
         if not result.matches:
             out.line("(no path matches)")
         ellipsis = "…" if out.unicode else "..."
@@ -382,7 +386,10 @@ def register(commands: Commands) -> None:
     locate.add_argument("--cross-scenario", action="store_true", help="let graph expansion cross scenario boundaries")
     locate.add_argument("--coarse", action="store_true",
                         help="coarse-to-fine: read the scenario summaries first (hgm summarize), then rank only their paths")
-    locate.add_argument("--scenarios", type=int, default=3, metavar="N", help="with --coarse: how many scenarios to keep (default 3)")
+    locate.add_argument("--scenarios", type=int, default=None, metavar="N",
+                        help="with --coarse: how many scenarios to keep (default 3; 1 with --fuse)")
+    locate.add_argument("--fuse", action="store_true",
+                        help="coarse-to-fine by fusion (implies --coarse): leave no path out; re-rank the flat matches with the chosen scenarios' ranks")
     locate.add_argument("--steps", metavar="a,b", help="the step names you expect (decides 'structure')")
     locate.add_argument("--hops", type=int, metavar="N", help="walk the memory graph N hops from the best entry paths for more candidates (off by default)")
     add_json_flag(locate, 'print {"matches": [{"path", "score", "goal", "steps", "breakdown", ...}]} (formats.md)')

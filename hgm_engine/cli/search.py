@@ -25,7 +25,7 @@ from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, Outpu
 from hgm_engine.errors import HGMError, SearchError
 from hgm_engine.memory import Memory
 
-__all__ = ["register", "hit_lines"]
+__all__ = ["register", "hit_lines", "coarse_lines"]
 
 _EXCERPT = 100  # characters of a hit's text shown to people
 
@@ -43,6 +43,8 @@ def hit_lines(hits: list[dict[str, Any]]) -> list[str]:
         if hit.get("similarity") is not None:
             head += f"  similarity {hit['similarity']:.3f}"
         head += "  matched: " + (", ".join(hit["matched"]) if hit["matched"] else "(by meaning)")
+        if hit.get("via") is not None:
+            head += f"  via {hit['via']}"
         lines.append(head)
         node = hit["node"]
         text = next((node[f] for f in ("content", "name", "title", "description") if isinstance(node.get(f), str)), None)
@@ -52,22 +54,47 @@ def hit_lines(hits: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def coarse_lines(coarse: dict[str, Any]) -> list[str]:
+    """The two steps of a summaries-first search as people read them.
+
+    >>> coarse_lines({"summaries": 2, "chosen": [{"summary": "s1", "summary_of": "refunds", "score": 1.5,
+    ...     "covers": 4, "needs_review": False}], "fine": {"ranked": 6, "left_out": 3, "hits": ["a"]}})
+    ['coarse: 2 summaries read; chose s1 of refunds (1.5, covers 4)', 'fine: 6 nodes ranked (3 under other summaries left out)']
+    """
+    chosen = ", ".join(
+        f"{c['summary']} of {c['summary_of']} ({c['score']:.4g}, covers {c['covers']}{', needs review' if c['needs_review'] else ''})"
+        for c in coarse["chosen"]
+    )
+    fine = coarse["fine"]
+    return [
+        f"coarse: {coarse['summaries']} summaries read; " + (f"chose {chosen}" if chosen else coarse.get("fallback", "")),
+        f"fine: {fine['ranked']} nodes ranked ({fine['left_out']} under other summaries left out)",
+    ]
+
+
 def _search(args: argparse.Namespace, out: Output) -> int:
     def run(memory: Memory, source: str) -> int:
         try:
             with memory.reading():
-                hits = memory.search(args.text, type=args.type, limit=args.limit, as_of=args.as_of)
+                options = {"coarse": True, "summaries": args.summaries} if args.coarse else {}
+                hits = memory.search(args.text, type=args.type, limit=args.limit, as_of=args.as_of, **options)
                 read = memory.t if args.as_of is None else resolve_t(memory, args.as_of)
         except SearchError as err:
             return out.error(err, EXIT_QUERY_ERROR if err.category in ("invalid-argument", "limit-exceeded") else EXIT_FAILURE)
         except HGMError as err:
             return out.error(err, EXIT_FAILURE)
+        coarse = getattr(hits, "coarse", None)
         if out.as_json:
-            doc: dict[str, Any] = {"query": args.text, "hits": hits}
+            doc: dict[str, Any] = {"query": args.text, "hits": list(hits)}
             if args.db is not None:
                 doc["t"] = read
+            if coarse is not None:
+                doc["coarse"] = coarse
             out.document(doc)
-        elif hits:
+            return EXIT_OK
+        if coarse is not None:
+            out.lines(coarse_lines(coarse))
+        if hits:
             out.lines(hit_lines(hits))
         else:
             out.line("no node matches")
@@ -131,6 +158,16 @@ def _index_config(args: argparse.Namespace, out: Output) -> int:
     return on_db(args.db, out, run)
 
 
+def _summaries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 1000, not {value}")
+    return value
+
+
 def _similarity(text: str) -> float:
     try:
         value = float(text)
@@ -169,8 +206,10 @@ def register(commands: Commands) -> None:
             "hgm search 'closed on Monday' --db memory.db --type fact --limit 3",
             "hgm search 'Wangfujing' --graph trip.json --json",
             "hgm search 'deposit' --db memory.db --as-of before-change",
+            "hgm search 'parcel arrived broken' --db memory.db --coarse --summaries 2",
             note="with --json, stdout holds {\"query\": TEXT, \"hits\": [{\"id\", \"type\", \"score\", \"matched\", \"node\"}, ...]}\n"
-            "(with an embedder, each hit also has \"similarity\" and \"lexical\"; with --db, \"t\" is the state read).\n"
+            "(with an embedder, each hit also has \"similarity\" and \"lexical\"; with --db, \"t\" is the state read;\n"
+            "with --coarse, each hit has \"via\" and the document \"coarse\": what the summaries-first steps did).\n"
             "A TEXT with no word to search for, an unknown --type: exit 2.",
         ),
         _search,
@@ -182,6 +221,11 @@ def register(commands: Commands) -> None:
     search.add_argument("--type", metavar="T", help="only nodes of this type (goal, action, fact, ...)")
     search.add_argument("--limit", metavar="N", type=non_negative, default=10, help="how many nodes at most (default 10)")
     search.add_argument("--as-of", metavar="T", help=f"search an earlier state (--db only): {T_HELP}")
+    search.add_argument("--coarse", action="store_true",
+                        help="summaries first: read the summaries (hgm summarize), then rank only the nodes "
+                             "the best of them cover (and those no summary covers)")
+    search.add_argument("--summaries", metavar="N", type=_summaries, default=3,
+                        help="with --coarse: how many summaries to keep (default 3, at most 1000)")
     add_json_flag(search, "print one JSON document with the hits")
 
     index = add_command(

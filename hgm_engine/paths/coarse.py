@@ -20,10 +20,38 @@ from typing import Any, Iterable, Sequence
 
 from hgm_engine.paths.localize import HashedTfidfEmbedder
 
-__all__ = ["rank_texts", "SummaryVectors", "DEFAULT_SCENARIOS"]
+__all__ = ["rank_texts", "SummaryVectors", "DEFAULT_SCENARIOS", "fuse_order", "FUSION"]
 
 DEFAULT_SCENARIOS = 3
 """How many scenarios the coarse step keeps (``locate(coarse=True, scenarios=...)``)."""
+
+FUSION: dict[str, Any] = {"scenarios": 1, "weight": 0.25, "k": 5, "depth": 50}
+"""The fused coarse-to-fine locate's settings (``locate(coarse=True, fuse=True)``): how many
+scenarios the coarse step ranks (when ``scenarios`` is not given), the weight of a scenario's
+reciprocal rank against the flat one, the RRF constant, and how many flat matches are re-ranked.
+Tuned on the development split only (``bench/rollup_tune.py``, every trial logged in
+``bench/results/rollup-tuning.json``: the best of 100 settings, dev hit@5 0.681 against flat's
+0.676 — within noise) and frozen before the one test run (``bench/time_bench.py``)."""
+
+
+def fuse_order(flat_scenarios: Sequence[Iterable[str | None]], scenario_rank: dict[str, int], *,
+               weight: float, k: float) -> list[int]:
+    """The flat matches re-ranked by reciprocal-rank fusion with the coarse step: match ``i``
+    (0-based, flat order) scores ``1 / (k + i + 1)`` plus ``weight / (k + r)`` where ``r`` is
+    the best rank (1-based) among the chosen scenarios of its paths (nothing when none of
+    them is chosen). Returns the match positions best first (ties keep the flat order).
+
+    >>> fuse_order([["a"], ["b"], [None]], {"b": 1}, weight=1.0, k=60)
+    [1, 0, 2]
+    >>> fuse_order([["a"], ["b"]], {}, weight=1.0, k=60)
+    [0, 1]
+    """
+    scores = []
+    for position, scenarios in enumerate(flat_scenarios):
+        ranks = [scenario_rank[s] for s in scenarios if s in scenario_rank]
+        bonus = weight / (k + min(ranks)) if ranks else 0.0
+        scores.append(1.0 / (k + position + 1) + bonus)
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
 
 
 def _sparse_norm(vector: dict) -> float:

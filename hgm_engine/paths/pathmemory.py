@@ -48,7 +48,7 @@ import attrs
 from typing import Any, Callable, Iterable, Sequence
 
 from hgm_engine.errors import LocalizationError, PathError, Problem
-from hgm_engine.paths.coarse import DEFAULT_SCENARIOS, SummaryVectors, rank_texts
+from hgm_engine.paths.coarse import DEFAULT_SCENARIOS, FUSION, SummaryVectors, fuse_order, rank_texts
 from hgm_engine.paths.documents import lineage_metrics, path_document, path_summaries
 from hgm_engine.paths.expand import expander
 from hgm_engine.paths.ingest import IngestReport, ingest_taskplan, ingest_trajectories, read_jsonl
@@ -207,7 +207,8 @@ class PathMemory:
 
     def locate(self, text: str, tags: Iterable[str] | str | None = None, k: int = 5, *,
                scenario: str | None = None, cross_scenario: bool = False, steps: Sequence[str] | None = None,
-               hops: int | None = None, coarse: bool = False, scenarios: int = DEFAULT_SCENARIOS) -> LocateResult:
+               hops: int | None = None, coarse: bool = False, scenarios: int | None = None,
+               fuse: bool = False) -> LocateResult:
         """The ``k`` stored paths that best fit ``text``, best first, each with the score's
         ``breakdown`` (hgm_engine.paths.localize). Candidates are recalled by text, entry steps and
         ``tags``; they are expanded through the graph from the entry paths when the index's config
@@ -220,6 +221,12 @@ class PathMemory:
         ``scenarios`` best of them for ``text`` choose the scenarios whose paths the fine step
         ranks (paths of no scenario stay in); the result's ``coarse`` says what each step did
         (docs/time.md). Without a matching summary the fine step is the flat locate.
+        ``scenarios`` defaults to 3 (``FUSION["scenarios"]`` with ``fuse``).
+
+        With ``coarse`` and ``fuse``, no path is left out: the flat locate's first
+        ``FUSION["depth"]`` matches are re-ranked by reciprocal-rank fusion of their flat rank
+        with the rank of their scenario among the chosen ones
+        (:func:`hgm_engine.paths.coarse.fuse_order`; settings tuned on development data).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -231,6 +238,10 @@ class PathMemory:
             tags = [t.strip() for t in tags.split(",") if t.strip()]
         if coarse and scenario is not None:
             raise PathError.single("bad-query", "coarse chooses the scenarios from their summaries; give scenario or coarse, not both")
+        if not isinstance(fuse, bool) or (fuse and coarse is not True):
+            raise PathError.single("bad-query", "fuse is a way of coarse-to-fine locate: give it (true or false) with coarse")
+        if scenarios is None:
+            scenarios = FUSION["scenarios"] if fuse else DEFAULT_SCENARIOS
         if isinstance(scenarios, bool) or not isinstance(scenarios, int) or scenarios < 1:
             raise PathError.single("bad-query", f"scenarios must be a positive integer, not {scenarios!r}")
         index = self.index
@@ -240,21 +251,39 @@ class PathMemory:
         config = index.config.with_expansion() if hops is not None and hops > 0 else None
         with self.keeper.lock:
             exclude: list[str] = []
-            explanation = self._coarse_step(index, text, scenarios, exclude) if coarse else None
+            explanation = self._coarse_step(index, text, scenarios, None if fuse else exclude) if coarse else None
+            depth = max(k, FUSION["depth"]) if fuse else k
             try:
-                result = index.locate(text, tags or (), k, steps=steps, scenario=scenario,
+                result = index.locate(text, tags or (), depth, steps=steps, scenario=scenario,
                                       cross_scenario=cross_scenario, expand=expand, exclude=exclude, config=config)
             except LocalizationError as err:
                 raise PathError(err.problems) from None
+            if fuse:
+                return self._fused(index, result, explanation, k, depth)
         if explanation is not None:
             explanation["fine"] = {"paths": len(index) - len(exclude), "excluded": len(exclude),
                                    "matches": [m.path for m in result.matches]}
             result = attrs.evolve(result, coarse=explanation)
         return result
 
-    def _coarse_step(self, index: Any, text: str, scenarios: int, exclude: list[str]) -> dict[str, Any]:
-        """Rank the scenario summaries for ``text``; fill ``exclude`` with the paths of the
-        scenarios not chosen; return what was done."""
+    def _fused(self, index: Any, result: LocateResult, explanation: dict[str, Any], k: int, depth: int) -> LocateResult:
+        """The flat ``result`` (``depth`` matches) re-ranked with the chosen scenarios' ranks."""
+        flat = result.matches
+        rank = {c["scenario"]: r for r, c in enumerate(explanation["chosen"], start=1)}
+        if rank:
+            of = [[getattr(index.get(p), "scenario", None) for p in (m.supporting or (m.path,))] for m in flat]
+            order = fuse_order(of, rank, weight=FUSION["weight"], k=FUSION["k"])
+            matches = tuple(flat[i] for i in order[:k])
+        else:
+            matches = flat[:k]
+        explanation["fine"] = {"paths": len(index), "excluded": 0, "matches": [m.path for m in matches],
+                               "fused": {"depth": depth, "weight": FUSION["weight"], "k": FUSION["k"],
+                                         "flat": [m.path for m in flat[:k]]}}
+        return attrs.evolve(result, matches=matches, coarse=explanation)
+
+    def _coarse_step(self, index: Any, text: str, scenarios: int, exclude: list[str] | None) -> dict[str, Any]:
+        """Rank the scenario summaries for ``text``; fill ``exclude`` (when given) with the
+        paths of the scenarios not chosen; return what was done."""
         with self.memory.reading():
             graph = self.memory.graph
             texts, covers, stale = [], {}, set()
@@ -276,6 +305,8 @@ class PathMemory:
         }
         if not chosen:
             explanation["fallback"] = "no scenario summary matches the request: every path was ranked (flat)"
+            return explanation
+        if exclude is None:
             return explanation
         keep = {covers[sid] for sid, _ in chosen}
         exclude.extend(record.id for record in index.records() if record.scenario is not None and record.scenario not in keep)

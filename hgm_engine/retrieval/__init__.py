@@ -10,6 +10,7 @@ path index's embedders (:mod:`hgm_engine.paths.localize.embedders`).
 
 from __future__ import annotations
 
+from hgm_engine.retrieval.coarse import DEFAULT_SUMMARIES, MAX_SUMMARIES, SearchHits, coarse_hits
 from hgm_engine.retrieval.keeper import COMPACT_MIN, DENSE_DEPTH, RRF_K, NodeSearch
 from hgm_engine.retrieval.verbs import SearchVerbs
 from hgm_engine.retrieval.vectors import EMBEDDER_META_KEY, EMBEDDER_NAMES, EmbedderConfig, VectorIndex, text_key
@@ -17,6 +18,10 @@ from hgm_engine.retrieval.vectors import EMBEDDER_META_KEY, EMBEDDER_NAMES, Embe
 __all__ = [
     "NodeSearch",
     "SearchVerbs",
+    "SearchHits",
+    "coarse_hits",
+    "DEFAULT_SUMMARIES",
+    "MAX_SUMMARIES",
     "COMPACT_MIN",
     "DENSE_DEPTH",
     "RRF_K",

@@ -20,6 +20,7 @@ from hgm_engine.errors import Problem, QueryExecutionError, SearchError
 from hgm_engine.model import closest
 from hgm_engine.model.nodeindex import query_terms, searcher_for, word_forms
 from hgm_engine.query.analyze import search_text_problem
+from hgm_engine.retrieval.coarse import DEFAULT_SUMMARIES, SearchHits, coarse_hits, summaries_problem
 from hgm_engine.retrieval.keeper import NodeSearch
 
 __all__ = ["SearchVerbs"]
@@ -50,6 +51,8 @@ class SearchVerbs:
         type: str | None = None,
         limit: int | None = 10,
         as_of: int | str | None = None,
+        coarse: bool = False,
+        summaries: int = DEFAULT_SUMMARIES,
     ) -> list[dict[str, Any]]:
         """The nodes whose text matches ``text``, most relevant first: ``search(TEXT)``
         (docs/language.md §8) with each node's score and the words of ``text`` it contains.
@@ -59,6 +62,12 @@ class SearchVerbs:
         BM25 score, None when no word matched), ``score`` being the fused one. ``type`` keeps
         nodes of that type only, ``limit`` the first ``limit`` (None: all); ``as_of`` searches
         an earlier state. Bad input is a :class:`SearchError` (``invalid-argument``).
+
+        With ``coarse``, the summaries are read first (``summarize``): the ``summaries`` best
+        of them choose the nodes the fine step ranks — those they cover, and those no summary
+        covers (:mod:`hgm_engine.retrieval.coarse`). Each hit then has ``via`` (the chosen
+        summary that covers it, or None), and the list's ``coarse`` attribute says what each
+        step did (docs/time.md).
 
         >>> from hgm_engine import Memory
         >>> m = Memory()
@@ -76,6 +85,9 @@ class SearchVerbs:
             raise SearchError.single("limit-exceeded" if "Limits.max_search_length" in problem else "invalid-argument", problem)
         if limit is not None and (builtins.type(limit) is not int or limit < 0):
             raise SearchError.single("invalid-argument", f"limit must be an integer >= 0 or None, not {limit!r}")
+        problem = summaries_problem(coarse, summaries)
+        if problem is not None:
+            raise SearchError.single("invalid-argument", problem)
         if type is not None and type not in schema.node_types:
             near = closest(type, schema.node_types) if isinstance(type, str) else None
             hint = f"; did you mean {near!r}?" if near else f" (known: {', '.join(schema.node_types)})"
@@ -97,7 +109,11 @@ class SearchVerbs:
             self.index.ensure()
             t = state.t if as_of is None else memory.resolve_t(as_of)
             view = state.view_at(t)
-            hits = searcher_for(view).hits(view, text, terms, top=limit, node_type=type, charge=charge)
+            explanation, via = None, None
+            if coarse:
+                hits, explanation, via = coarse_hits(view, text, summaries=summaries, node_type=type, limit=limit, charge=charge)
+            else:
+                hits = searcher_for(view).hits(view, text, terms, top=limit, node_type=type, charge=charge)
             nodes = view.node_map()
             out = []
             for hit in hits:
@@ -111,9 +127,11 @@ class SearchVerbs:
                 if hit.similarity is not None or hit.lexical is not None:
                     entry["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
                     entry["lexical"] = None if hit.lexical is None else round(hit.lexical, 6)
+                if via is not None:
+                    entry["via"] = via.get(hit.id)
                 entry["node"] = node.to_json()
                 out.append(entry)
-            return out
+            return out if explanation is None else SearchHits(out, coarse=explanation)
 
     def configure_search(
         self, *, embedder: Any, base_url: str | None = None, min_similarity: float | None = None

@@ -928,7 +928,8 @@ class MemoryService:
         steps: list[str] | None = None,
         hops: int | None = None,
         coarse: bool = False,
-        scenarios: int = 3,
+        scenarios: int | None = None,
+        fuse: bool = False,
     ) -> dict[str, Any]:
         """Stored decision paths that fit ``text``: the localization result of formats.md.
 
@@ -944,13 +945,15 @@ class MemoryService:
             raise _fail("invalid-argument", f"'k' must be an integer from 1 to {self.limits.max_k}")
         if not isinstance(coarse, bool):
             raise _fail("invalid-argument", "'coarse' must be true or false", "coarse")
-        if isinstance(scenarios, bool) or not isinstance(scenarios, int) or not 1 <= scenarios <= 1000:
+        if scenarios is not None and (isinstance(scenarios, bool) or not isinstance(scenarios, int) or not 1 <= scenarios <= 1000):
             raise _fail("invalid-argument", "'scenarios' must be an integer from 1 to 1000", "scenarios")
+        if not isinstance(fuse, bool) or (fuse and not coarse):
+            raise _fail("invalid-argument", "'fuse' must be true or false, and true only with 'coarse'", "fuse")
         _check_text(text=text, tags=tags, scenario=scenario, steps=steps)
         self.fresh()
         options: dict[str, Any] = {"scenario": scenario, "cross_scenario": cross_scenario, "steps": steps, "hops": hops}
         if coarse:  # summaries first, then the paths of the scenarios they choose (docs/time.md)
-            options.update(coarse=True, scenarios=scenarios)
+            options.update(coarse=True, scenarios=scenarios, fuse=fuse)
         return self.memory.locate(text, tags=tags, k=k, **options).to_json()
 
     def rewrite_path(
@@ -984,12 +987,14 @@ class MemoryService:
     # -- search: the node index (hgm_engine.retrieval; docs/language.md §8) --------------------
 
     def search(
-        self, text: Any, node_type: Any = None, limit: Any = 10, as_of: int | str | None = None
+        self, text: Any, node_type: Any = None, limit: Any = 10, as_of: int | str | None = None,
+        coarse: Any = False, summaries: Any = 3,
     ) -> dict[str, Any]:
         """The nodes whose text matches ``text``, most relevant first, with their scores and
         the words that matched: ``{"query", "t", "hits": [{"id", "type", "score", "matched",
         "node"}, ...]}``; at most ``limit`` (0 to ``max_search_hits``), of ``node_type`` only
-        when given, ``as_of`` an earlier state.
+        when given, ``as_of`` an earlier state; with ``coarse``, the summaries first (the best
+        ``summaries`` of them, 1 to 1000) and ``coarse`` in the answer says what each step did.
 
         >>> from hgm_engine import Memory
         >>> s = MemoryService(Memory())
@@ -1012,11 +1017,19 @@ class MemoryService:
             raise _fail("invalid-argument", "'type' must be a node type name (a string)", "type")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= self.limits.max_search_hits:
             raise _fail("invalid-argument", f"'limit' must be an integer from 0 to {self.limits.max_search_hits}", "limit")
+        if not isinstance(coarse, bool):
+            raise _fail("invalid-argument", "'coarse' must be true or false", "coarse")
+        if isinstance(summaries, bool) or not isinstance(summaries, int) or not 1 <= summaries <= 1000:
+            raise _fail("invalid-argument", "'summaries' must be an integer from 1 to 1000", "summaries")
         as_of = _t_or_name(as_of, "as_of")
         self.fresh()
         t = self.memory.t if as_of is None else self.resolve(as_of, "as_of")
-        hits = self.memory.search(text, type=node_type, limit=limit, as_of=None if as_of is None else t)
-        return {"query": text, "t": t, "hits": hits}
+        options: dict[str, Any] = {"coarse": True, "summaries": summaries} if coarse else {}
+        hits = self.memory.search(text, type=node_type, limit=limit, as_of=None if as_of is None else t, **options)
+        answer: dict[str, Any] = {"query": text, "t": t, "hits": list(hits)}
+        if coarse:  # summaries first, then the nodes they cover (docs/time.md)
+            answer["coarse"] = hits.coarse
+        return answer
 
     def search_status(self) -> dict[str, Any]:
         """What the node index holds (``Memory.search_status``)."""

@@ -54,6 +54,19 @@ class ConditionWriter:
         self._fallback = fallback
         self.names: dict[str, Any] = {"_NUM": NUMBER_TYPES}
         self.temps = 0
+        # Statements the generated function runs once, before its loop (a parameter's
+        # instant for valid_at($t)): the names they bind are read by the expressions.
+        self.prologue: list[str] = []
+
+    def preamble(self, indent: str = "    ") -> str:
+        """The prologue's statements as source lines at ``indent`` (empty when none).
+
+        >>> from hgm_engine.query.plan import Param
+        >>> writer = ConditionWriter(fallback=None); _ = writer.valid_at(ValidAt(Param("t")))
+        >>> writer.preamble()
+        '    _t1 = _k1[ctx.params[_k2]]\\n'
+        """
+        return "".join(f"{indent}{line}\n" for line in self.prologue)
 
     def constant(self, value: Any) -> str:
         """The name under which the generated source reads ``value``.
@@ -92,7 +105,7 @@ class ConditionWriter:
         False
         """
         body = self.expression(cond)
-        return self.define(f"def _test(n, ctx):\n    a = n.attrs\n    return {body}\n", "_test", "condition")
+        return self.define(f"def _test(n, ctx):\n{self.preamble()}    a = n.attrs\n    return {body}\n", "_test", "condition")
 
     def id_filter(self, cond) -> Callable:
         """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
@@ -108,6 +121,7 @@ class ConditionWriter:
         body = self.expression(cond)
         return self.define(
             "def _keep(ids, ctx):\n"
+            f"{self.preamble()}"
             "    nodes = ctx.nodes\n"
             f"    return [i for i in ids if (a := (n := nodes[i]).attrs) is not None and {body}]\n",
             "_keep",
@@ -126,6 +140,7 @@ class ConditionWriter:
         body = self.expression(cond)
         return self.define(
             "def _scan(payloads, ctx):\n"
+            f"{self.preamble()}"
             f"    return [n.id for n in payloads if (a := n.attrs) is not None and {body}]\n",
             "_scan",
             "scan",
@@ -185,7 +200,8 @@ class ConditionWriter:
 
     def valid_at(self, cond: ValidAt) -> str:
         """``valid_at(T)`` as an expression: the instant is read once per query (a constant)
-        or once per test from the bound parameter (parsed texts are cached).
+        or once per call of the generated function from the bound parameter (a statement of
+        the :attr:`prologue`, before the loop).
 
         The bounds are looked up in :data:`~hgm_engine.model.INSTANTS` inline (a bound that
         is not a time is NaN there, and NaN compares false), so the test costs about what two
@@ -198,7 +214,8 @@ class ConditionWriter:
         if isinstance(cond.at, Const):
             at = self.constant(parse_instant(cond.at.value))
         elif isinstance(cond.at, Param):
-            at = f"{self.constant(INSTANTS)}[ctx.params[{self.constant(cond.at.name)}]]"
+            at = f"_t{len(self.prologue) + 1}"
+            self.prologue.append(f"{at} = {self.constant(INSTANTS)}[ctx.params[{self.constant(cond.at.name)}]]")
         else:
             return self.fallback(Truthy(cond))
         start, end = self.temp(), self.temp()
@@ -305,6 +322,7 @@ def per_source_step(
         body = "            scanned += len(targets)\n" f"            extend({chosen}{pick})\n"
     source = (
         "def _step(ids, ctx):\n"
+        f"{writer.preamble()}"
         f"    adjacency = {adjacency}\n"
         "    nodes = ctx.nodes\n"
         "    out = []\n"

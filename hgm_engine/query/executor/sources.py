@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from hgm_engine.model import MemoryGraph
 from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.operators import Strategy, generated_name
+from hgm_engine.query.executor.validity import holding_at, instant_of, split_valid_at
 from hgm_engine.query.plan import (
     AllNodes,
     CurrentGoal,
@@ -30,7 +32,7 @@ from hgm_engine.query.plan import (
     ValueScan,
 )
 
-__all__ = ["source", "charged", "scan_filter", "index_counter", "search_source"]
+__all__ = ["source", "charged", "scan_filter", "valid_at_scan", "index_counter", "search_source"]
 
 
 def _current_goal(ctx) -> list[str]:
@@ -159,6 +161,10 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
     """
     if not path.ops or not isinstance(path.ops[0], Filter) or not isinstance(path.source, (TypeScan, ValueScan, AllNodes)):
         return None
+    if not isinstance(path.source, ValueScan):
+        timed = valid_at_scan(path, compile_path)
+        if timed is not None:
+            return timed
     scan = condition_writer(compile_path).payload_scan(path.ops[0].condition)
     strategy = Strategy("generated payload scan", "the index's payloads, the filter inline", (generated_name(scan),))
     weight = condition_weight(path.ops[0].condition)
@@ -185,6 +191,47 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
         return scan(ctx.nodes.values(), ctx)
 
     return scan_all, strategy
+
+
+def valid_at_scan(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | None:
+    """For ``scan → filter`` with a ``valid_at(T)`` conjunct: the nodes that hold at T come
+    from the valid-time index (:mod:`~hgm_engine.query.executor.validity`), and the other
+    conditions run on those only. A view that is not a graph (a transaction, an earlier
+    state) tests every node as the plain payload scan does. The work charged is the same
+    either way: every node of the scan, times the condition's weight.
+
+    >>> from hgm_engine.query.plan import Const, Truthy, ValidAt
+    >>> start, strategy = valid_at_scan(PathPlan(TypeScan("fact"), (Filter(Truthy(ValidAt(Const("2026-01-01")))),)), None)
+    >>> strategy.name
+    'valid-time index'
+    """
+    condition = path.ops[0].condition
+    valid_at, rest = split_valid_at(condition)
+    if valid_at is None:
+        return None
+    writer = condition_writer(compile_path)
+    whole = writer.payload_scan(condition)  # for views without the index
+    rest_scan = None if rest is None else condition_writer(compile_path).payload_scan(rest)
+    weight = condition_weight(condition)
+    node_type = path.source.node_type if isinstance(path.source, TypeScan) else None
+    names = (generated_name(whole),) + (() if rest_scan is None else (generated_name(rest_scan),))
+    strategy = Strategy(
+        "valid-time index",
+        "the nodes that hold at the instant, from the index of their bounds; "
+        + ("no other condition" if rest is None else "the other conditions inline on those")
+        + " (views other than the graph: every node tested)",
+        names,
+    )
+
+    def scan_timed(ctx):
+        view = ctx.view
+        ctx.charge((len(ctx.nodes) if node_type is None else view.count_of_type(node_type)) * weight)
+        if not isinstance(view, MemoryGraph):
+            return whole(ctx.nodes.values() if node_type is None else view.nodes_of_type(node_type), ctx)
+        ids, payloads = holding_at(view, node_type, instant_of(valid_at, ctx.params))
+        return list(ids) if rest_scan is None else rest_scan(payloads, ctx)
+
+    return scan_timed, strategy
 
 
 def index_counter(path: PathPlan) -> Callable | None:

@@ -324,7 +324,7 @@ def create_app(
         """The localization result of formats.md (`matches`, best first)."""
         return json_response(
             service.locate(body.text, body.tags, body.k, scenario=body.scenario, cross_scenario=body.cross_scenario, steps=body.steps, hops=body.hops,
-                           coarse=body.coarse, scenarios=body.scenarios)
+                           coarse=body.coarse, scenarios=body.scenarios, fuse=body.fuse)
         )
 
     @app.post(
@@ -399,9 +399,12 @@ def create_app(
     def search(body: SearchRequest) -> Response:
         """search(TEXT) with each node's score and the words of `text` it contains (with an
         embedder set, also `similarity` and `lexical`), at most `limit` hits, of `type` only
-        when given. A `text` with no word to search for (empty, or only stop words such as
-        'the') is a 400 naming `text`; an unknown snapshot name in `as_of` is a 404."""
-        return json_response(service.search(body.text, body.type, body.limit, body.as_of))
+        when given. With `coarse`, the summaries first: the best `summaries` of them choose
+        the nodes ranked (those they cover, and those no summary covers), each hit says `via`
+        which summary, and `coarse` says what each step did. A `text` with no word to search
+        for (empty, or only stop words such as 'the') is a 400 naming `text`; an unknown
+        snapshot name in `as_of` is a 404."""
+        return json_response(service.search(body.text, body.type, body.limit, body.as_of, body.coarse, body.summaries))
 
     @app.get("/api/v1/index", tags=["read"], summary="What the node index holds", response_model=IndexStatusModel)
     def index_status() -> Response:

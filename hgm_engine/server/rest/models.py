@@ -345,7 +345,8 @@ class LocateRequest(BaseModel):
     steps: list[str] | None = Field(None, description="Step names the agent has in mind (matched against paths' steps).")
     hops: int_in(0, 64) | None = Field(None, description="How far to expand from the paths found by text.")
     coarse: bool = Field(False, description="Coarse-to-fine: read the scenario summaries first, then rank only their paths.")
-    scenarios: int_in(1, 1000) = Field(3, description="With coarse: how many scenarios to keep.")
+    scenarios: int_in(1, 1000) | None = Field(None, description="With coarse: how many scenarios to keep (default 3; 1 with fuse).")
+    fuse: bool = Field(False, description="With coarse: leave no path out; re-rank the flat matches with the chosen scenarios' ranks.")
 
 
 class RewritePathRequest(BaseModel):
@@ -895,6 +896,8 @@ class SearchRequest(BaseModel):
     type: str | None = Field(None, description="Only nodes of this type (goal, action, entity, fact, result).")
     limit: int_in(0, None) = Field(10, description="How many nodes at most (up to the server's max_search_hits, 1,000 by default).")
     as_of: AsOf | None = Field(None, description="Search the state at this t, or at a snapshot name.")
+    coarse: bool = Field(False, description="Summaries first: read the summaries, then rank only the nodes the best of them cover (and those no summary covers).")
+    summaries: int_in(1, 1000) = Field(3, description="With coarse: how many summaries to keep.")
 
 
 class SearchHitModel(BaseModel):
@@ -909,15 +912,19 @@ class SearchHitModel(BaseModel):
     matched: list[str] = Field(description="The words of the text the node contains (by stem), in the text's order.")
     similarity: float | None = None
     lexical: float | None = None
+    via: str | None = Field(None, description="With coarse: the chosen summary that covers the node (None: no summary does).")
     node: NodeModel
 
 
 class SearchModel(BaseModel):
-    """The hits of a search, most relevant first, and the state read."""
+    """The hits of a search, most relevant first, and the state read; with ``coarse``, what
+    the summaries-first steps did (``summaries`` read, ``chosen`` with their scores, ``fine``:
+    nodes ranked and left out, and ``fallback`` when no summary matched)."""
 
     query: str
     t: int
     hits: list[SearchHitModel]
+    coarse: dict[str, Any] | None = None
 
 
 class EmbedderModel(BaseModel):
