@@ -27,6 +27,8 @@ from hgm_engine.model.graph import (
     values_ok,
     strings_ok,
     parse_json,
+    lazy_nodes,
+    lazy_edges,
 )
 from hgm_engine.model.overlay import (
     GraphOverlay,
@@ -104,6 +106,8 @@ __all__ = [
     "values_ok",
     "strings_ok",
     "parse_json",
+    "lazy_nodes",
+    "lazy_edges",
     "GraphOverlay",
     "Change",
     "apply_changes",

@@ -22,7 +22,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from itertools import chain, compress
+import sys
+from collections import deque
+from itertools import chain, compress, repeat
 from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
@@ -52,6 +54,8 @@ __all__ = [
     "values_ok",
     "strings_ok",
     "parse_json",
+    "lazy_nodes",
+    "lazy_edges",
 ]
 
 
@@ -84,6 +88,7 @@ class FrozenDict(dict):
 
 EMPTY_ATTRS = FrozenDict()
 _EMPTY = EMPTY_ATTRS
+_intern = sys.intern
 
 
 class bulk_allocation:
@@ -525,14 +530,67 @@ def thaw(value: Any) -> Any:
     return value
 
 
+def _decoded_attrs(raw: str, owner: Any) -> FrozenDict:
+    """The frozen attributes of a payload whose JSON text was kept undecoded (a state row or
+    a stored image whose checksum matched): keys, and short string values such as a status,
+    are interned, so a hundred thousand nodes share one ``"status"`` and one ``"done"``."""
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError, RecursionError):
+        value = None
+    if value.__class__ is not dict:
+        from hgm_engine.errors import StoreError
+
+        raise StoreError([Problem("store", f"the stored attributes of {owner} are not a JSON object: {str(raw)[:80]!r}")])
+    if not value:
+        return _EMPTY
+    intern = _intern
+    out = {}
+    for key, item in value.items():
+        kind = item.__class__
+        if kind is str:
+            if len(item) <= _INTERNED_LENGTH:
+                item = intern(item)
+        elif kind is dict or kind is list:
+            item = freeze(item)
+        out[intern(key)] = item
+    return FrozenDict(out)
+
+
+_INTERNED_LENGTH = 24  # string values up to this long are shared between payloads (a status, a kind)
+
+
+class _LazyAttrs:
+    """``attrs`` of a payload made by :func:`lazy_nodes` / :func:`lazy_edges` is decoded
+    from its kept JSON text on first read (the slot is then set: later reads are plain slot
+    reads). A payload made otherwise has ``attrs`` set and ``_raw`` None."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "attrs":
+            raise AttributeError(name)
+        raw = object.__getattribute__(self, "_raw")
+        if raw is None:  # another thread decoded it meanwhile (attrs is set before _raw is cleared)
+            return object.__getattribute__(self, "attrs")
+        value = _decoded_attrs(raw, self._name())
+        object.__setattr__(self, "attrs", value)
+        object.__setattr__(self, "_raw", None)
+        return value
+
+
 @attrs.frozen(slots=True)
-class Node:
+class Node(_LazyAttrs):
     """A node payload. ``seq`` is its creation number (the tie-breaker for "in order")."""
 
     id: str
     type: str
     attrs: FrozenDict
     seq: int
+    _raw: Any = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
+
+    def _name(self) -> str:
+        return f"node {self.id!r}"
 
     def get(self, name: str) -> Any:
         """An attribute by name; ``id`` and ``type`` are attributes like any other."""
@@ -547,9 +605,20 @@ class Node:
         doc.update(thaw(self.attrs))
         return doc
 
+    def attrs_text(self) -> str:
+        """The attributes as compact JSON text (the kept text itself while not decoded).
+
+        >>> Node("g", "goal", freeze({"status": "done"}), 1).attrs_text()
+        '{"status":"done"}'
+        """
+        raw = self._raw
+        if raw is not None:
+            return raw
+        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+
 
 @attrs.frozen(slots=True)
-class Edge:
+class Edge(_LazyAttrs):
     """An edge payload; ``(source, target, type)`` identifies it."""
 
     source: str
@@ -557,6 +626,10 @@ class Edge:
     type: str
     attrs: FrozenDict
     seq: int
+    _raw: Any = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
+
+    def _name(self) -> str:
+        return f"edge {self.source} -{self.type}-> {self.target}"
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -566,6 +639,48 @@ class Edge:
         doc: dict[str, Any] = {"from": self.source, "to": self.target, "type": self.type}
         doc.update(thaw(self.attrs))
         return doc
+
+    def attrs_text(self) -> str:
+        """The attributes as compact JSON text (see :meth:`Node.attrs_text`)."""
+        raw = self._raw
+        if raw is not None:
+            return raw
+        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+
+
+def _fill(cls: type, count: int, columns: dict[str, list], raws: list) -> list:
+    """``count`` new payloads of ``cls`` with their slots set from ``columns`` (one list per
+    field), without a Python call per payload: ``attrs`` stays unset (decoded on first read)
+    where ``raws`` holds a text, and is the empty map where it holds None."""
+    objects = list(map(object.__new__, repeat(cls, count)))
+    for name, column in columns.items():
+        deque(map(getattr(cls, name).__set__, objects, column), 0)
+    deque(map(cls._raw.__set__, objects, raws), 0)
+    empty = [raw is None for raw in raws]
+    deque(map(cls.attrs.__set__, compress(objects, empty), repeat(_EMPTY)), 0)
+    return objects
+
+
+def lazy_nodes(ids: list[str], types: list[str], raws: list[str | None], seqs: list[int]) -> list[Node]:
+    """Node payloads made in bulk from columns, their attributes kept as the JSON texts
+    ``raws`` (None: no attributes) and decoded when first read. The texts must be what
+    hgm wrote (a checksum matched): a text that is not a JSON object is a ``StoreError``
+    when it is read.
+
+    >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], ['{"status":"done"}', None], [1, 2])
+    >>> nodes[0].attrs["status"], nodes[1].attrs, nodes[0] == Node("g", "goal", freeze({"status": "done"}), 1)
+    ('done', {}, True)
+    """
+    return _fill(Node, len(ids), {"id": ids, "type": types, "seq": seqs}, raws)
+
+
+def lazy_edges(sources: list[str], targets: list[str], types: list[str], raws: list[str | None], seqs: list[int]) -> list[Edge]:
+    """Edge payloads made in bulk from columns (see :func:`lazy_nodes`).
+
+    >>> [e.attrs for e in lazy_edges(["g"], ["a"], ["parent_of"], ['{"order":0}'], [1])]
+    [{'order': 0}]
+    """
+    return _fill(Edge, len(sources), {"source": sources, "target": targets, "type": types, "seq": seqs}, raws)
 
 
 def edge_order_key(edge: Edge) -> tuple:
@@ -625,7 +740,9 @@ class MemoryGraph:
         self._rx = rx.PyDiGraph(multigraph=True)
         self._index: dict[str, int] = {}  # id -> rustworkx index, in creation order
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
-        self._edge_index: dict[tuple[str, str, str], int] = {}
+        # (source, target, type) -> rustworkx edge index; None until first needed (a graph read
+        # from a stored image answers queries without it: 165k 3-tuples cost 20 MB).
+        self._edge_index: dict[tuple[str, str, str], int] | None = {}
         self._by_type: dict[str, dict[str, Node]] = {}  # type -> id -> payload, creation order
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
@@ -710,6 +827,38 @@ class MemoryGraph:
         graph.version = 1
         return graph
 
+    @classmethod
+    def from_columns(
+        cls, nodes: list[Node], edges: list[Edge], sources: list[int], targets: list[int], *, last_node_seq: int = 0, last_edge_seq: int = 0
+    ) -> "MemoryGraph":
+        """Build a graph in bulk from payloads in creation order and, for edge ``j``, the
+        positions in ``nodes`` of its ends (``sources[j]``, ``targets[j]``); the edge-key
+        index is built when first needed. Nothing is checked: the caller read the columns
+        from a store image whose checksum matched.
+
+        >>> g = MemoryGraph.from_columns(lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2]),
+        ...     lazy_edges(["g"], ["a"], ["parent_of"], [None], [1]), [0], [1])
+        >>> g.out_ids("g", "parent_of"), g.roots(), g.edge("g", "a", "parent_of").seq
+        (('a',), ('g',), 1)
+        """
+        graph = cls()
+        graph._rx.add_nodes_from(nodes)
+        ids = [node.id for node in nodes]
+        graph._index = dict(zip(ids, range(len(ids))))
+        graph._nodes = dict(zip(ids, nodes))
+        by_type = graph._by_type
+        for node in nodes:
+            group = by_type.get(node.type)
+            if group is None:
+                group = by_type[node.type] = {}
+            group[node.id] = node
+        graph._rx.add_edges_from(list(zip(sources, targets, edges)))
+        graph._edge_index = None
+        graph._node_seq = last_node_seq
+        graph._edge_seq = last_edge_seq
+        graph.version = 1
+        return graph
+
     # -- reading ------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -720,7 +869,15 @@ class MemoryGraph:
 
     @property
     def edge_count(self) -> int:
-        return len(self._edge_index)
+        return self._rx.num_edges()
+
+    def _keys(self) -> dict[tuple[str, str, str], int]:
+        """The edge-key index, built from the edges on first use."""
+        index = self._edge_index
+        if index is None:
+            rxg = self._rx
+            index = self._edge_index = {edge.key: i for i, edge in zip(rxg.edge_indices(), rxg.edges())}
+        return index
 
     def node(self, node_id: str) -> Node | None:
         """The payload of ``node_id``, or None."""
@@ -798,7 +955,7 @@ class MemoryGraph:
                     self._unsorted.add((node_type, attribute, after))
 
     def edge(self, source: str, target: str, edge_type: str) -> Edge | None:
-        index = self._edge_index.get((source, target, edge_type))
+        index = self._keys().get((source, target, edge_type))
         return None if index is None else self._rx.get_edge_data_by_index(index)
 
     def edges(self) -> list[Edge]:
@@ -959,7 +1116,7 @@ class MemoryGraph:
     ) -> Edge:
         """Add an edge between existing nodes; ``(source, target, type)`` must be new."""
         key = (source, target, edge_type)
-        if key in self._edge_index:
+        if key in self._keys():
             raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
         if source not in self._nodes or target not in self._nodes:
             missing = source if source not in self._nodes else target
@@ -971,14 +1128,14 @@ class MemoryGraph:
 
     def restore_edge(self, edge: Edge) -> None:
         """Put back an edge payload exactly as it was (its ``seq`` too)."""
-        if edge.key in self._edge_index:
+        if edge.key in self._keys():
             raise KeyError(f"edge {edge.key!r} already exists")
         self._edge_seq = max(self._edge_seq, edge.seq)
         self._insert_edge(edge)
 
     def remove_edge(self, source: str, target: str, edge_type: str) -> Edge:
         """Remove one edge; returns its payload."""
-        index = self._edge_index[(source, target, edge_type)]
+        index = self._keys()[(source, target, edge_type)]
         edge = self._rx.get_edge_data_by_index(index)
         self._forget_edge(edge)
         self.version += 1
@@ -986,7 +1143,7 @@ class MemoryGraph:
 
     def set_edge_attrs(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any]) -> Edge:
         """Replace an edge's attributes (its creation number stays)."""
-        index = self._edge_index[(source, target, edge_type)]
+        index = self._keys()[(source, target, edge_type)]
         old = self._rx.get_edge_data_by_index(index)
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else _EMPTY, old.seq)
         self._rx.update_edge_by_index(index, edge)
@@ -996,12 +1153,12 @@ class MemoryGraph:
 
     def _insert_edge(self, edge: Edge) -> None:
         index = self._rx.add_edge(self._index[edge.source], self._index[edge.target], edge)
-        self._edge_index[edge.key] = index
+        self._keys()[edge.key] = index
         self._invalidate(edge.source, edge.target, edge.type)
         self.version += 1
 
     def _forget_edge(self, edge: Edge) -> None:
-        index = self._edge_index.pop(edge.key)
+        index = self._keys().pop(edge.key)
         self._rx.remove_edge_from_index(index)
         self._invalidate(edge.source, edge.target, edge.type)
 
