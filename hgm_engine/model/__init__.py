@@ -29,6 +29,7 @@ from hgm_engine.model.graph import (
     parse_json,
     lazy_nodes,
     lazy_edges,
+    EdgeColumns,
 )
 from hgm_engine.model.overlay import (
     GraphOverlay,
@@ -108,6 +109,7 @@ __all__ = [
     "parse_json",
     "lazy_nodes",
     "lazy_edges",
+    "EdgeColumns",
     "GraphOverlay",
     "Change",
     "apply_changes",

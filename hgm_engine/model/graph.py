@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import operator
 import sys
 from collections import deque
 from itertools import chain, compress, repeat
@@ -56,6 +57,7 @@ __all__ = [
     "parse_json",
     "lazy_nodes",
     "lazy_edges",
+    "EdgeColumns",
 ]
 
 
@@ -89,6 +91,7 @@ class FrozenDict(dict):
 EMPTY_ATTRS = FrozenDict()
 _EMPTY = EMPTY_ATTRS
 _intern = sys.intern
+_SEQ = operator.attrgetter("seq")
 
 
 class bulk_allocation:
@@ -729,6 +732,114 @@ class Adjacency:
 NO_ADJACENCY = Adjacency([], True)
 
 
+def _pairs_adjacency(pairs: tuple) -> Adjacency:
+    adjacency = Adjacency.__new__(Adjacency)
+    adjacency.pairs = pairs
+    by_type: dict[str, list[str]] = {}
+    for edge_type, other in pairs:
+        group = by_type.get(edge_type)
+        if group is None:
+            by_type[edge_type] = [other]
+        else:
+            group.append(other)
+    adjacency.by_type = {k: tuple(v) for k, v in by_type.items()}
+    adjacency.typed = {}
+    return adjacency
+
+
+class EdgeColumns:
+    """The edges of a graph as columns, in *out order* (by source position, then edge
+    order): each edge's source and target as positions in ``ids`` (the node ids in creation
+    order), its type as a position in ``type_names``, its creation number and its attribute
+    text (None: none); ``out_start[p]:out_start[p + 1]`` are node ``p``'s outgoing edges, and
+    ``in_start``, ``in_other``, ``in_type`` the incoming ones, in edge order. What a stored
+    image holds: a query reads adjacency straight from it, and only a change to the edges (or a
+    read of edge payloads) makes the 165k payloads of a 100k-node memory.
+
+    >>> nodes = lazy_nodes(["g", "b", "a"], ["goal"] * 3, [None] * 3, [1, 2, 3])
+    >>> edges = lazy_edges(["g", "g"], ["a", "b"], ["parent_of"] * 2, ['{"order":1}', '{"order":0}'], [1, 2])
+    >>> columns = EdgeColumns.of_edges(nodes, edges)
+    >>> columns.adjacency(0, True).pairs, columns.adjacency(1, False).pairs
+    ((('parent_of', 'b'), ('parent_of', 'a')), (('parent_of', 'g'),))
+    """
+
+    __slots__ = ("ids", "type_names", "source", "target", "type", "seq", "raw", "out_start", "in_start", "in_other", "in_type", "last_seq")
+
+    def __init__(self, ids, type_names, source, target, type_, seq, raw, out_start, in_start, in_other, in_type, last_seq):
+        self.ids, self.type_names = ids, type_names
+        self.source, self.target, self.type, self.seq, self.raw = source, target, type_, seq, raw
+        self.out_start, self.in_start, self.in_other, self.in_type = out_start, in_start, in_other, in_type
+        self.last_seq = last_seq
+
+    @classmethod
+    def of_edges(cls, nodes: list[Node], edges: list[Edge]) -> "EdgeColumns":
+        """The columns of ``edges`` between ``nodes`` (in creation order)."""
+        from array import array
+
+        position = {node.id: i for i, node in enumerate(nodes)}
+        names: dict[str, int] = {}
+        for edge in edges:
+            names.setdefault(edge.type, len(names))
+        keyed = sorted(((position[e.source], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
+        out = [e for _, _, e in keyed]
+        out_at = {id(e): j for j, e in enumerate(out)}
+        incoming = sorted(((position[e.target], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
+        count = len(nodes)
+
+        def starts(ends: list[int]) -> array:
+            found = array("i", [0]) * (count + 1)
+            for end in ends:
+                found[end + 1] += 1
+            for p in range(count):
+                found[p + 1] += found[p]
+            return found
+
+        return cls(
+            [node.id for node in nodes],
+            list(names),
+            array("i", [position[e.source] for e in out]),
+            array("i", [position[e.target] for e in out]),
+            array("i", [names[e.type] for e in out]),
+            array("q", [e.seq for e in out]),
+            [None if not e.attrs else e.attrs_text() for e in out],
+            starts([position[e.source] for e in out]),
+            starts([p for p, _, _ in incoming]),
+            array("i", [position[e.source] for _, _, e in incoming]),
+            array("i", [names[e.type] for _, _, e in incoming]),
+            max((e.seq for e in edges), default=0),
+        )
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.seq)
+
+    def adjacency(self, p: int, outgoing: bool) -> Adjacency:
+        """Node ``p``'s edges in one direction (a node added since has none here)."""
+        starts = self.out_start if outgoing else self.in_start
+        if p + 1 >= len(starts):
+            return NO_ADJACENCY
+        a, b = starts[p], starts[p + 1]
+        if a == b:
+            return NO_ADJACENCY
+        others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
+        return _pairs_adjacency(tuple(zip(map(self.type_names.__getitem__, types[a:b]), map(self.ids.__getitem__, others[a:b]))))
+
+    def targets_of(self, edge_type: str) -> set[str]:
+        """The ids at the end of an edge of ``edge_type``."""
+        if edge_type not in self.type_names:
+            return set()
+        code = self.type_names.index(edge_type)
+        return set(map(self.ids.__getitem__, compress(self.target, map(code.__eq__, self.type))))
+
+    def materialize(self, graph: rx.PyDiGraph) -> None:
+        """Add every edge, as a payload, to ``graph`` (whose node ``p`` is ``ids[p]``)."""
+        at = self.ids.__getitem__
+        edges = lazy_edges(
+            list(map(at, self.source)), list(map(at, self.target)), list(map(self.type_names.__getitem__, self.type)), self.raw, list(self.seq)
+        )
+        graph.add_edges_from(list(zip(self.source, self.target, edges)))
+
+
 class MemoryGraph:
     """A typed multigraph with stable string ids, creation order and edge order.
 
@@ -756,6 +867,9 @@ class MemoryGraph:
         self._node_seq = 0
         self._edge_seq = 0
         self.version = 0  # bumped by every change; caches compare it
+        # The edges of a graph read from a stored image, as columns (EdgeColumns), until
+        # something needs them as payloads: queries read adjacency straight from them.
+        self._csr: EdgeColumns | None = None
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -828,34 +942,29 @@ class MemoryGraph:
         return graph
 
     @classmethod
-    def from_columns(
-        cls, nodes: list[Node], edges: list[Edge], sources: list[int], targets: list[int], *, last_node_seq: int = 0, last_edge_seq: int = 0
-    ) -> "MemoryGraph":
-        """Build a graph in bulk from payloads in creation order and, for edge ``j``, the
-        positions in ``nodes`` of its ends (``sources[j]``, ``targets[j]``); the edge-key
-        index is built when first needed. Nothing is checked: the caller read the columns
-        from a store image whose checksum matched.
+    def from_columns(cls, nodes: list[Node], groups: dict[str, Iterable[int]], edges: "EdgeColumns") -> "MemoryGraph":
+        """Build a graph in bulk from node payloads in creation order (``groups``: each node
+        type's positions in ``nodes``, ascending) and the edges as columns, which stay
+        columns until something needs them as payloads (queries read adjacency from them).
+        Nothing is checked: the caller read them from a store image whose checksum matched.
 
-        >>> g = MemoryGraph.from_columns(lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2]),
-        ...     lazy_edges(["g"], ["a"], ["parent_of"], [None], [1]), [0], [1])
+        >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2])
+        >>> columns = EdgeColumns.of_edges(nodes, lazy_edges(["g"], ["a"], ["parent_of"], [None], [1]))
+        >>> g = MemoryGraph.from_columns(nodes, {"goal": [0], "action": [1]}, columns)
         >>> g.out_ids("g", "parent_of"), g.roots(), g.edge("g", "a", "parent_of").seq
         (('a',), ('g',), 1)
         """
         graph = cls()
         graph._rx.add_nodes_from(nodes)
-        ids = [node.id for node in nodes]
+        ids = edges.ids
         graph._index = dict(zip(ids, range(len(ids))))
         graph._nodes = dict(zip(ids, nodes))
-        by_type = graph._by_type
-        for node in nodes:
-            group = by_type.get(node.type)
-            if group is None:
-                group = by_type[node.type] = {}
-            group[node.id] = node
-        graph._rx.add_edges_from(list(zip(sources, targets, edges)))
+        id_at, node_at = ids.__getitem__, nodes.__getitem__
+        graph._by_type = {name: dict(zip(map(id_at, where), map(node_at, where))) for name, where in groups.items()}
+        graph._csr = edges
         graph._edge_index = None
-        graph._node_seq = last_node_seq
-        graph._edge_seq = last_edge_seq
+        graph._node_seq = max(map(_SEQ, nodes), default=0)
+        graph._edge_seq = edges.last_seq
         graph.version = 1
         return graph
 
@@ -869,13 +978,22 @@ class MemoryGraph:
 
     @property
     def edge_count(self) -> int:
-        return self._rx.num_edges()
+        return self._rx.num_edges() if self._csr is None else self._csr.edge_count
+
+    def _edge_graph(self) -> rx.PyDiGraph:
+        """The rustworkx graph with every edge in it: edges still held as columns (a graph
+        read from a stored image) are made into payloads now, once."""
+        csr = self._csr
+        if csr is not None:
+            self._csr = None
+            csr.materialize(self._rx)
+        return self._rx
 
     def _keys(self) -> dict[tuple[str, str, str], int]:
         """The edge-key index, built from the edges on first use."""
         index = self._edge_index
         if index is None:
-            rxg = self._rx
+            rxg = self._edge_graph()
             index = self._edge_index = {edge.key: i for i, edge in zip(rxg.edge_indices(), rxg.edges())}
         return index
 
@@ -956,28 +1074,29 @@ class MemoryGraph:
 
     def edge(self, source: str, target: str, edge_type: str) -> Edge | None:
         index = self._keys().get((source, target, edge_type))
-        return None if index is None else self._rx.get_edge_data_by_index(index)
+        return None if index is None else self._edge_graph().get_edge_data_by_index(index)
 
     def edges(self) -> list[Edge]:
         """Every edge, in creation order."""
-        return sorted(self._rx.edges(), key=lambda e: e.seq)
+        return sorted(self._edge_graph().edges(), key=lambda e: e.seq)
 
     def edges_of(self, node_id: str) -> list[Edge]:
         """Every edge touching ``node_id`` (outgoing, then incoming), in creation order."""
         index = self._index[node_id]
-        out = [e for _, _, e in self._rx.out_edges(index)]
-        inc = [e for _, _, e in self._rx.in_edges(index) if e.source != node_id]
+        rxg = self._edge_graph()
+        out = [e for _, _, e in rxg.out_edges(index)]
+        inc = [e for _, _, e in rxg.in_edges(index) if e.source != node_id]
         return sorted(out, key=lambda e: e.seq) + sorted(inc, key=lambda e: e.seq)
 
     def out_edges(self, node_id: str) -> list[Edge]:
         """Outgoing edge payloads of ``node_id`` (any order)."""
         index = self._index.get(node_id)
-        return [] if index is None else [e for _, _, e in self._rx.out_edges(index)]
+        return [] if index is None else [e for _, _, e in self._edge_graph().out_edges(index)]
 
     def in_edges(self, node_id: str) -> list[Edge]:
         """Incoming edge payloads of ``node_id`` (any order)."""
         index = self._index.get(node_id)
-        return [] if index is None else [e for _, _, e in self._rx.in_edges(index)]
+        return [] if index is None else [e for _, _, e in self._edge_graph().in_edges(index)]
 
     @property
     def last_node_seq(self) -> int:
@@ -996,7 +1115,10 @@ class MemoryGraph:
             index = self._index.get(node_id)
             if index is None:
                 return NO_ADJACENCY
-            adjacency = Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
+            if self._csr is not None:
+                adjacency = self._csr.adjacency(index, True)
+            else:
+                adjacency = Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
             self._out[node_id] = adjacency
         return adjacency
 
@@ -1007,7 +1129,10 @@ class MemoryGraph:
             index = self._index.get(node_id)
             if index is None:
                 return NO_ADJACENCY
-            adjacency = Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
+            if self._csr is not None:
+                adjacency = self._csr.adjacency(index, False)
+            else:
+                adjacency = Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
             self._in[node_id] = adjacency
         return adjacency
 
@@ -1023,7 +1148,10 @@ class MemoryGraph:
             if self._root_ids is None:
                 # One pass over the edge payloads, not an incoming adjacency built for every
                 # goal: the first ``root`` of a fresh process at 100k nodes cost 0.5 s that way.
-                children = {e.target for e in self._rx.edges() if e.type == "parent_of"}
+                if self._csr is not None:
+                    children = self._csr.targets_of("parent_of")
+                else:
+                    children = {e.target for e in self._rx.edges() if e.type == "parent_of"}
                 self._roots = tuple(node_id for node_id in self.ids_of_type("goal") if node_id not in children)
                 self._root_ids = set(self._roots)
             else:  # a commit changed a few roots: order the set, do not scan every goal
@@ -1136,7 +1264,7 @@ class MemoryGraph:
     def remove_edge(self, source: str, target: str, edge_type: str) -> Edge:
         """Remove one edge; returns its payload."""
         index = self._keys()[(source, target, edge_type)]
-        edge = self._rx.get_edge_data_by_index(index)
+        edge = self._edge_graph().get_edge_data_by_index(index)
         self._forget_edge(edge)
         self.version += 1
         return edge
@@ -1144,7 +1272,7 @@ class MemoryGraph:
     def set_edge_attrs(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any]) -> Edge:
         """Replace an edge's attributes (its creation number stays)."""
         index = self._keys()[(source, target, edge_type)]
-        old = self._rx.get_edge_data_by_index(index)
+        old = self._edge_graph().get_edge_data_by_index(index)
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else _EMPTY, old.seq)
         self._rx.update_edge_by_index(index, edge)
         self._invalidate(source, target, edge_type)
@@ -1152,14 +1280,14 @@ class MemoryGraph:
         return edge
 
     def _insert_edge(self, edge: Edge) -> None:
-        index = self._rx.add_edge(self._index[edge.source], self._index[edge.target], edge)
+        index = self._edge_graph().add_edge(self._index[edge.source], self._index[edge.target], edge)
         self._keys()[edge.key] = index
         self._invalidate(edge.source, edge.target, edge.type)
         self.version += 1
 
     def _forget_edge(self, edge: Edge) -> None:
         index = self._keys().pop(edge.key)
-        self._rx.remove_edge_from_index(index)
+        self._edge_graph().remove_edge_from_index(index)
         self._invalidate(edge.source, edge.target, edge.type)
 
     def _invalidate(self, source: str, target: str, edge_type: str) -> None:
@@ -1172,13 +1300,13 @@ class MemoryGraph:
 
     def iter_edges(self) -> Iterable[Edge]:
         """Every edge, in no particular order (cheaper than :meth:`edges`)."""
-        return self._rx.edges()
+        return self._edge_graph().edges()
 
     def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
         """For each edge type, the ids along one of its cycles, or None (one pass over edges)."""
         wanted = {edge_type: [] for edge_type in edge_types}
         index = self._index
-        for source, target, edge in self._rx.weighted_edge_list():  # indices already: no id lookups
+        for source, target, edge in self._edge_graph().weighted_edge_list():  # indices already: no id lookups
             pairs = wanted.get(edge.type)
             if pairs is not None:
                 pairs.append((source, target))

@@ -29,12 +29,13 @@ hgm_engine.store.image.ImageMismatch: the image does not match its checksum
 from __future__ import annotations
 
 import marshal
+from array import array
 import struct
 import sys
 import zlib
 from typing import NamedTuple
 
-from hgm_engine.model import MemoryGraph, lazy_edges, lazy_nodes
+from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_nodes
 
 __all__ = ["IMAGE_FORMAT", "ImageMismatch", "Image", "encode_image", "decode_image", "image_header"]
 
@@ -62,37 +63,34 @@ def _python() -> tuple[int, int]:
     return sys.version_info[0], sys.version_info[1]
 
 
-def encode_image(graph: MemoryGraph, t: int, edits: int, texts: tuple[list[str], list[str]] | None = None) -> bytes:
+def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
     """The image of ``graph`` at ``t`` (``edits``: the store's outside-edit count now).
-    ``texts``: the attribute texts of ``graph.nodes()`` and ``graph.edges()``, in that order,
-    when the caller has them already (a load writing its rows).
 
     >>> encode_image(MemoryGraph(), 0, 0)[:9]
     b'hgm-image'
     """
     nodes = list(graph.nodes())
-    position = {node.id: i for i, node in enumerate(nodes)}
-    type_names: dict[str, int] = {}
-    node_types = [type_names.setdefault(node.type, len(type_names)) for node in nodes]
-    edges = graph.edges()
-    edge_type_names: dict[str, int] = {}
-    edge_types = [edge_type_names.setdefault(edge.type, len(edge_type_names)) for edge in edges]
+    groups: dict[str, array] = {}
+    for position, node in enumerate(nodes):
+        group = groups.get(node.type)
+        if group is None:
+            group = groups[node.type] = array("i")
+        group.append(position)
+    edges = EdgeColumns.of_edges(nodes, graph.edges())
     columns = (
         [node.id for node in nodes],
-        list(type_names),
-        node_types,
+        {name: group.tobytes() for name, group in groups.items()},
+        [node.type for node in nodes],
         [node.seq for node in nodes],
-        [_text(node) for node in nodes] if texts is None else [None if x == "{}" else x for x in texts[0]],
-        [position[edge.source] for edge in edges],
-        [position[edge.target] for edge in edges],
-        list(edge_type_names),
-        edge_types,
-        [edge.seq for edge in edges],
-        [_text(edge) for edge in edges] if texts is None else [None if x == "{}" else x for x in texts[1]],
+        [_text(node) for node in nodes],
+        edges.type_names,
+        *(column.tobytes() for column in (edges.source, edges.target, edges.type, edges.seq, edges.out_start, edges.in_start, edges.in_other, edges.in_type)),
+        edges.raw,
+        edges.last_seq,
     )
     body = marshal.dumps(columns)
     major, minor = _python()
-    fields = (_MAGIC, IMAGE_FORMAT, marshal.version, major, minor, t, edits, len(nodes), len(edges))
+    fields = (_MAGIC, IMAGE_FORMAT, marshal.version, major, minor, t, edits, len(nodes), edges.edge_count)
     unsigned = _HEADER.pack(*fields, 0)[: _HEADER.size - 4]
     return _HEADER.pack(*fields, zlib.crc32(body, zlib.crc32(unsigned))) + body
 
@@ -100,6 +98,12 @@ def encode_image(graph: MemoryGraph, t: int, edits: int, texts: tuple[list[str],
 def _text(payload) -> str | None:
     text = payload.attrs_text()
     return None if text == "{}" else text
+
+
+def _array(kind: str, data: bytes) -> array:
+    found = array(kind)
+    found.frombytes(data)
+    return found
 
 
 def image_header(data: bytes) -> tuple[int, int]:
@@ -132,19 +136,22 @@ def decode_image(data: bytes) -> Image:
         raise ImageMismatch("the image does not match its checksum")
     try:
         columns = marshal.loads(body)
-        ids, type_names, node_types, node_seqs, node_raws, sources, targets, edge_type_names, edge_types, edge_seqs, edge_raws = columns
+        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq = columns
+        groups = {name: _array("i", data) for name, data in group_data.items()}
+        source, target, types, seqs, out_start, in_start, in_other, in_type = (
+            _array(kind, data) for kind, data in zip("iiiqiiii", arrays)
+        )
         if not (len(ids) == len(node_types) == len(node_seqs) == len(node_raws) == node_count):
             raise ImageMismatch("the image's node columns differ in length")
-        if not (len(sources) == len(targets) == len(edge_types) == len(edge_seqs) == len(edge_raws) == edge_count):
+        if not (len(source) == len(target) == len(types) == len(seqs) == len(edge_raws) == len(in_other) == len(in_type) == edge_count):
             raise ImageMismatch("the image's edge columns differ in length")
-        nodes = lazy_nodes(ids, list(map(type_names.__getitem__, node_types)), node_raws, node_seqs)
-        id_at = ids.__getitem__
-        edges = lazy_edges(
-            list(map(id_at, sources)), list(map(id_at, targets)), list(map(edge_type_names.__getitem__, edge_types)), edge_raws, edge_seqs
-        )
-        graph = MemoryGraph.from_columns(
-            nodes, edges, sources, targets, last_node_seq=max(node_seqs, default=0), last_edge_seq=max(edge_seqs, default=0)
-        )
+        if len(out_start) != node_count + 1 or len(in_start) != node_count + 1:
+            raise ImageMismatch("the image's adjacency offsets do not fit its nodes")
+        if sum(map(len, groups.values())) != node_count:
+            raise ImageMismatch("the image's node types do not cover its nodes")
+        nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
+        edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq)
+        graph = MemoryGraph.from_columns(nodes, groups, edges)
     except ImageMismatch:
         raise
     except (ValueError, TypeError, EOFError, IndexError, OverflowError) as exc:

@@ -263,6 +263,7 @@ class SQLiteStore(Store):
         self._crc = {table: "crc" for table in _COLUMNS}  # the crc column, or NULL in an older store
         self._image_min_nodes = image_min_nodes
         self._guarding = False  # this write transaction has set image_guard.writing
+        self._unchecked: tuple[str, ...] = ()  # tables the open's quick_check left for when they are read
         self.last_load = "none"  # how the last load_state read the state (for tests and benchmarks)
         if os.path.exists(self.location):
             self._db = self._open_existing()
@@ -411,9 +412,20 @@ class SQLiteStore(Store):
                 raise self._problem(f"{self.location} has store format {rows[0][0]}, this hgm reads {SCHEMA_VERSION}")
             if self._check != "none":
                 pragma = "quick_check" if self._check == "quick" else "integrity_check"
-                found = [row[0] for row in db.execute(f"PRAGMA {pragma}(5)")]
-                if found != ["ok"]:
-                    raise self._damaged(f"SQLite's {pragma} found: " + "; ".join(map(str, found)))
+                if pragma == "quick_check" and self._image_min_nodes is not None and {"state_image", "image_guard"} <= set(tables):
+                    # The state will most likely be read from its image: check the tables that
+                    # are read; the state rows are checked if they are read (_load_rows).
+                    self._unchecked = ("nodes", "edges")
+                    for table in tables:
+                        if table not in self._unchecked:
+                            self._quick_check(db, pragma, table)
+                else:
+                    self._quick_check(db, pragma)
+
+    def _quick_check(self, db: sqlite3.Connection, pragma: str, table: str | None = None) -> None:
+        found = [row[0] for row in db.execute(f"PRAGMA {pragma}({_sql_text(table) if table else 5})")]
+        if found != ["ok"]:
+            raise self._damaged(f"SQLite's {pragma} found: " + "; ".join(map(str, found)))
 
     def _create(self) -> sqlite3.Connection:
         """A new, empty memory in a temporary file next to the store's path (see _publish)."""
@@ -646,6 +658,10 @@ class SQLiteStore(Store):
 
     def _load_rows(self) -> tuple[MemoryGraph, int]:
         if True:
+            with self._guard("open"):
+                for table in self._unchecked:
+                    self._quick_check(self._db, "quick_check", table)
+                self._unchecked = ()
             with self._guard("read the state of"):
                 # One read transaction, so the state and its t agree even while others write.
                 self._db.execute("BEGIN")
@@ -896,19 +912,15 @@ class SQLiteStore(Store):
                 for statement in _IMAGE_STATEMENTS:
                     self._db.execute(statement)
         self._hgm_writing()
-        node_texts: list[str] = []
-        edge_texts: list[str] = []
 
         def node_rows() -> Iterator[tuple]:
             for n in graph.nodes():
                 attrs = _dumps(thaw(n.attrs))
-                node_texts.append(attrs)
                 yield n.id, n.type, attrs, n.seq, row_crc(n.id, n.type, attrs, n.seq)
 
         def edge_rows() -> Iterator[tuple]:
             for e in graph.edges():
                 attrs = _dumps(thaw(e.attrs))
-                edge_texts.append(attrs)
                 yield e.source, e.target, e.type, attrs, e.seq, row_crc(e.source, e.target, e.type, attrs, e.seq)
 
         with self._guard("write", written=True):
@@ -922,7 +934,7 @@ class SQLiteStore(Store):
                 raise self._damaged("the state tables are not empty, though the journal is") from None
             if imaged:
                 edits = self._db.execute("SELECT edits FROM image_guard WHERE k = 1").fetchone()[0]
-                data = encode_image(graph, commit.t, edits, texts=(node_texts, edge_texts))
+                data = encode_image(graph, commit.t, edits)
                 self._db.execute("INSERT OR REPLACE INTO state_image (name, t, data) VALUES ('state', ?, ?)", (commit.t, data))
         self._pending.append(commit)
 
