@@ -30,6 +30,7 @@ from hgm_engine.model.graph import (
     lazy_nodes,
     lazy_edges,
     EdgeColumns,
+    packed_attrs,
 )
 from hgm_engine.model.overlay import (
     GraphOverlay,
@@ -110,6 +111,7 @@ __all__ = [
     "lazy_nodes",
     "lazy_edges",
     "EdgeColumns",
+    "packed_attrs",
     "GraphOverlay",
     "Change",
     "apply_changes",
