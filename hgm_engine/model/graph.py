@@ -541,13 +541,18 @@ def _decoded_attrs(raw: str | bytes, owner: Any) -> FrozenDict:
     string values such as a status, are interned, so a hundred thousand nodes share one
     ``"status"`` and one ``"done"``."""
     try:
-        value = marshal.loads(raw) if raw.__class__ is bytes else json.loads(raw)
+        if raw.__class__ is bytes:  # packed_attrs: frozen and interned already
+            value = marshal.loads(raw)
+            if value.__class__ is dict:
+                return FrozenDict(value)
+        else:
+            value = json.loads(raw)
     except (TypeError, ValueError, EOFError, RecursionError):
         value = None
     if value.__class__ is not dict:
         from hgm_engine.errors import StoreError
 
-        raise StoreError([Problem("store", f"the stored attributes of {owner} are not a JSON object: {str(raw)[:80]!r}")])
+        raise StoreError([Problem("store", f"the stored attributes of {owner._name()} are not a JSON object: {str(raw)[:80]!r}")])
     if not value:
         return _EMPTY
     intern = _intern
@@ -566,19 +571,36 @@ def _decoded_attrs(raw: str | bytes, owner: Any) -> FrozenDict:
 _INTERNED_LENGTH = 24  # string values up to this long are shared between payloads (a status, a kind)
 
 
-def packed_attrs(payload: "Node | Edge") -> bytes | None:
+def packed_attrs(payload: "Node | Edge") -> bytes | str | None:
     """A payload's attributes as ``marshal`` bytes (what a stored image keeps: decoded several
-    times faster than JSON when a query first reads them), None when it has none.
+    times faster than JSON when a query first reads them), None when it has none; attributes
+    with an object inside stay JSON text (they are frozen when read).
 
-    >>> node = Node("g", "goal", freeze({"tags": ["a"]}), 1)
+    >>> node = Node("g", "goal", freeze({"tags": ["a"], "status": "done"}), 1)
     >>> lazy_nodes(["g"], ["goal"], [packed_attrs(node)], [1])[0].attrs
-    {'tags': ('a',)}
+    {'tags': ('a',), 'status': 'done'}
+    >>> packed_attrs(Node("n", "fact", freeze({"where": {"city": "Lyon"}}), 2))
+    '{"where":{"city":"Lyon"}}'
     """
     raw = payload._raw
-    if raw is not None:
-        return raw if raw.__class__ is bytes else marshal.dumps(json.loads(raw))
-    attrs = payload.attrs
-    return marshal.dumps(thaw(attrs)) if attrs else None
+    if raw.__class__ is bytes:
+        return raw
+    attrs = payload.attrs if raw is None else _decoded_attrs(raw, payload)
+    if not attrs:
+        return None
+    if not all(map(_flat_or_list, attrs.values())):  # an object inside: kept as JSON text, frozen when read
+        return json.dumps(thaw(attrs), ensure_ascii=False, separators=(",", ":"))
+    # Interned strings stay interned through marshal, and lists are tuples already: reading
+    # them back is marshal.loads and one copy, both in C.
+    intern = _intern
+    return marshal.dumps({intern(k): intern(v) if v.__class__ is str and len(v) <= _INTERNED_LENGTH else v for k, v in attrs.items()})
+
+
+def _flat_or_list(value: Any) -> bool:
+    kind = value.__class__
+    if kind is tuple:
+        return all(map(_flat_or_list, value))
+    return kind is not FrozenDict and kind is not dict
 
 
 class _LazyAttrs:
@@ -594,7 +616,7 @@ class _LazyAttrs:
         raw = object.__getattribute__(self, "_raw")
         if raw is None:  # another thread decoded it meanwhile (attrs is set before _raw is cleared)
             return object.__getattribute__(self, "attrs")
-        value = _decoded_attrs(raw, self._name())
+        value = _decoded_attrs(raw, self)
         object.__setattr__(self, "attrs", value)
         object.__setattr__(self, "_raw", None)
         return value
