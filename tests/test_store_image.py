@@ -220,3 +220,20 @@ def test_an_image_is_not_written_while_another_process_holds_the_write_lock(stor
         other.close()
     assert not _has_image(path)
     assert any("no image of the state was stored" in r.getMessage() for r in caplog.records)
+
+
+def test_value_indexes_kept_in_the_image_follow_later_changes(stored):
+    path, anchors = stored
+    text = QUERIES["failed_urgent"][0]
+    with _open(path) as memory:
+        assert memory.graph._stored_values  # kept in the image, used by the first lookup
+        before = memory.query(text).ids
+        pending = memory.query("nodes.where(type = 'action', status = 'pending')").ids
+        memory.apply({"ops": [{"op": "update_node", "id": pending[0], "set": {"status": "failed", "priority": 9}}]})
+        memory.apply({"ops": [{"op": "update_node", "id": before[0], "set": {"status": "done"}}]})
+        after = memory.query(text).ids
+        still_pending = memory.query("nodes.where(type = 'action', status = 'pending')").ids
+    assert pending[0] in after and before[0] not in after and pending[0] not in still_pending
+    with _open(path, image=False) as memory:
+        assert memory.query(text).ids == after
+        assert memory.query("nodes.where(type = 'action', status = 'pending')").ids == still_pending

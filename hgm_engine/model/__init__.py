@@ -31,6 +31,7 @@ from hgm_engine.model.graph import (
     lazy_edges,
     EdgeColumns,
     packed_attrs,
+    stored_value_indexes,
 )
 from hgm_engine.model.overlay import (
     GraphOverlay,
@@ -112,6 +113,7 @@ __all__ = [
     "lazy_edges",
     "EdgeColumns",
     "packed_attrs",
+    "stored_value_indexes",
     "GraphOverlay",
     "Change",
     "apply_changes",

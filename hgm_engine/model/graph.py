@@ -60,6 +60,7 @@ __all__ = [
     "lazy_edges",
     "EdgeColumns",
     "packed_attrs",
+    "stored_value_indexes",
 ]
 
 
@@ -585,7 +586,10 @@ def packed_attrs(payload: "Node | Edge") -> bytes | str | None:
     raw = payload._raw
     if raw.__class__ is bytes:
         return raw
-    attrs = payload.attrs if raw is None else _decoded_attrs(raw, payload)
+    return _packed(payload.attrs if raw is None else _decoded_attrs(raw, payload))
+
+
+def _packed(attrs: FrozenDict) -> bytes | str | None:
     if not attrs:
         return None
     if not all(map(_flat_or_list, attrs.values())):  # an object inside: kept as JSON text, frozen when read
@@ -594,6 +598,43 @@ def packed_attrs(payload: "Node | Edge") -> bytes | str | None:
     # them back is marshal.loads and one copy, both in C.
     intern = _intern
     return marshal.dumps({intern(k): intern(v) if v.__class__ is str and len(v) <= _INTERNED_LENGTH else v for k, v in attrs.items()})
+
+
+def stored_value_indexes(nodes: list[Node], limit: int = 64) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]]]:
+    """``packed_attrs`` of every node, and the value indexes worth keeping with them: for each
+    (node type, attribute) whose string values take at most ``limit`` distinct values (a
+    status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions.
+
+    >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x"}), 1), Node("b", "action", freeze({"status": "failed"}), 2)]
+    >>> stored_value_indexes(nodes, limit=1)[1]
+    {('action', 'content'): {'x': [0]}}
+    """
+    packed = []
+    found: dict[tuple[str, str], dict[str, list[int]]] = {}
+    dropped: set[tuple[str, str]] = set()
+    for position, node in enumerate(nodes):
+        raw = node._raw
+        attrs = node.attrs if raw is None else _decoded_attrs(raw, node)
+        packed.append(packed_attrs(node) if raw.__class__ is bytes else _packed(attrs))
+        node_type = node.type
+        for attribute, value in attrs.items():
+            if value.__class__ is not str:
+                continue
+            key = (node_type, attribute)
+            if key in dropped:
+                continue
+            buckets = found.get(key)
+            if buckets is None:
+                buckets = found[key] = {}
+            bucket = buckets.get(value)
+            if bucket is None:
+                if len(buckets) >= limit:
+                    dropped.add(key)
+                    del found[key]
+                    continue
+                bucket = buckets[value] = []
+            bucket.append(position)
+    return packed, found
 
 
 def _flat_or_list(value: Any) -> bool:
@@ -910,6 +951,10 @@ class MemoryGraph:
         # The edges of a graph read from a stored image, as columns (EdgeColumns), until
         # something needs them as payloads: queries read adjacency straight from them.
         self._csr: EdgeColumns | None = None
+        # Value indexes kept in that image: (type, attribute) -> value -> positions in
+        # ``_stored_ids``; used until the first change to a node (then built by scanning).
+        self._stored_values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None
+        self._stored_ids: list[str] = []
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -982,11 +1027,20 @@ class MemoryGraph:
         return graph
 
     @classmethod
-    def from_columns(cls, nodes: list[Node], groups: dict[str, Iterable[int]], edges: "EdgeColumns") -> "MemoryGraph":
+    def from_columns(
+        cls,
+        nodes: list[Node],
+        groups: dict[str, Iterable[int]],
+        edges: "EdgeColumns",
+        values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None,
+    ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
         columns until something needs them as payloads (queries read adjacency from them).
-        Nothing is checked: the caller read them from a store image whose checksum matched.
+        ``values``: value indexes kept with them ((type, attribute) → string value → the
+        positions, ascending, of the nodes of that type with that value), used by
+        :meth:`nodes_with` until a node changes. Nothing is checked: the caller read them from
+        a store image whose checksum matched.
 
         >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2])
         >>> columns = EdgeColumns.of_edges(nodes, lazy_edges(["g"], ["a"], ["parent_of"], [None], [1]))
@@ -1002,6 +1056,7 @@ class MemoryGraph:
         id_at, node_at = ids.__getitem__, nodes.__getitem__
         graph._by_type = {name: dict(zip(map(id_at, where), map(node_at, where))) for name, where in groups.items()}
         graph._csr = edges
+        graph._stored_values, graph._stored_ids = values, ids
         graph._edge_index = None
         graph._node_seq = max(map(_SEQ, nodes), default=0)
         graph._edge_seq = edges.last_seq
@@ -1073,6 +1128,12 @@ class MemoryGraph:
         """
         key = (node_type, attribute)
         buckets = self._values.get(key)
+        if buckets is None and self._stored_values is not None and key in self._stored_values:
+            # kept in the image the graph was read from: the nodes' positions, per value
+            nodes, at = self._nodes, self._stored_ids.__getitem__
+            buckets = self._values[key] = {
+                found: {node_id: nodes[node_id] for node_id in map(at, where)} for found, where in self._stored_values[key].items()
+            }
         if buckets is None:
             buckets = self._values[key] = {}
             for node in self._by_type.get(node_type, {}).values():
@@ -1090,6 +1151,7 @@ class MemoryGraph:
 
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
+        self._stored_values = None  # the image's positions no longer describe the nodes
         if not self._values:
             return
         node = new if new is not None else old

@@ -4,7 +4,9 @@ Opening a memory from its state rows decodes, checks and builds every node and e
 CPU at 100,000 nodes). An *image* is the graph as columns in one blob: node ids, types and
 creation numbers; each edge's ends as positions in the node column, its type and creation
 number; every payload's attributes as ``marshal`` bytes (decoded only when a query first
-reads them, several times faster than JSON). One checksum covers the blob, so opening checks one CRC-32 instead of
+reads them, several times faster than JSON); and the value indexes a query such as
+``where(status = 'failed')`` starts from (the positions of the nodes of each string value, for
+each type and attribute with few distinct values). One checksum covers the blob, so opening checks one CRC-32 instead of
 one per row, and builds no attribute map it does not need.
 
 The blob is ``marshal`` data behind a fixed header: the format (:data:`IMAGE_FORMAT`), this
@@ -35,7 +37,7 @@ import sys
 import zlib
 from typing import NamedTuple
 
-from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_nodes, packed_attrs
+from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_nodes, stored_value_indexes
 
 __all__ = ["IMAGE_FORMAT", "ImageMismatch", "Image", "encode_image", "decode_image", "image_header"]
 
@@ -77,16 +79,18 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
             group = groups[node.type] = array("i")
         group.append(position)
     edges = EdgeColumns.of_edges(nodes, graph.edges())
+    packed, values = stored_value_indexes(nodes)
     columns = (
         [node.id for node in nodes],
         {name: group.tobytes() for name, group in groups.items()},
         [node.type for node in nodes],
         [node.seq for node in nodes],
-        list(map(packed_attrs, nodes)),
+        packed,
         edges.type_names,
         *(column.tobytes() for column in (edges.source, edges.target, edges.type, edges.seq, edges.out_start, edges.in_start, edges.in_other, edges.in_type)),
         edges.raw,
         edges.last_seq,
+        {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in values.items()},
     )
     body = marshal.dumps(columns)
     major, minor = _python()
@@ -131,7 +135,8 @@ def decode_image(data: bytes) -> Image:
         raise ImageMismatch("the image does not match its checksum")
     try:
         columns = marshal.loads(body)
-        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq = columns
+        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data = columns
+        values = {tuple(key.split("\x1f", 1)): {value: _array("i", where) for value, where in buckets.items()} for key, buckets in value_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
         source, target, types, seqs, out_start, in_start, in_other, in_type = (
             _array(kind, data) for kind, data in zip("iiiqiiii", arrays)
@@ -146,7 +151,7 @@ def decode_image(data: bytes) -> Image:
             raise ImageMismatch("the image's node types do not cover its nodes")
         nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
         edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq)
-        graph = MemoryGraph.from_columns(nodes, groups, edges)
+        graph = MemoryGraph.from_columns(nodes, groups, edges, values)
     except ImageMismatch:
         raise
     except (ValueError, TypeError, EOFError, IndexError, OverflowError) as exc:
