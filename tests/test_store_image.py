@@ -237,3 +237,22 @@ def test_value_indexes_kept_in_the_image_follow_later_changes(stored):
     with _open(path, image=False) as memory:
         assert memory.query(text).ids == after
         assert memory.query("nodes.where(type = 'action', status = 'pending')").ids == still_pending
+
+
+def test_value_indexes_kept_in_the_image_become_built_ones_at_the_first_change(stored):
+    path, anchors = stored
+    text = QUERIES["failed_urgent"][0]
+    with _open(path, image=False) as memory:
+        pending = memory.query("nodes.where(type = 'action', status = 'pending')").ids
+        failed = memory.query(text).ids
+    with _open(path) as memory:
+        memory.apply({"ops": [
+            {"op": "update_node", "id": pending[0], "set": {"status": "failed", "priority": 9}},
+            {"op": "update_node", "id": failed[0], "set": {"priority": 1}},
+        ]})
+        assert memory.graph._stored_values is None and ("action", "status") in memory.graph._values
+        after = memory.query(text).ids
+        still_pending = memory.query("nodes.where(type = 'action', status = 'pending')").ids
+    assert pending[0] in after and failed[0] not in after and still_pending == pending[1:]
+    with _open(path, image=False) as memory:
+        assert memory.query(text).ids == after

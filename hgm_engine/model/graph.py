@@ -25,6 +25,7 @@ import math
 import re
 import operator
 import sys
+import threading
 from collections import deque
 from itertools import chain, compress, repeat
 from typing import Any, Iterable, Iterator, Mapping
@@ -95,6 +96,7 @@ EMPTY_ATTRS = FrozenDict()
 _EMPTY = EMPTY_ATTRS
 _intern = sys.intern
 _SEQ = operator.attrgetter("seq")
+_MATERIALIZING = threading.Lock()  # one reader makes a graph's edge payloads from its columns
 
 
 class bulk_allocation:
@@ -1073,15 +1075,21 @@ class MemoryGraph:
 
     @property
     def edge_count(self) -> int:
-        return self._rx.num_edges() if self._csr is None else self._csr.edge_count
+        csr = self._csr
+        return self._rx.num_edges() if csr is None else csr.edge_count
 
     def _edge_graph(self) -> rx.PyDiGraph:
         """The rustworkx graph with every edge in it: edges still held as columns (a graph
         read from a stored image) are made into payloads now, once."""
-        csr = self._csr
-        if csr is not None:
-            self._csr = None
-            csr.materialize(self._rx)
+        if self._csr is not None:
+            # Readers may ask at the same time (under the state's read lock): one makes the
+            # payloads, the others wait; an adjacency read from the columns meanwhile is the
+            # same as one read from the payloads.
+            with _MATERIALIZING:
+                csr = self._csr
+                if csr is not None:
+                    csr.materialize(self._rx)
+                    self._csr = None
         return self._rx
 
     def _keys(self) -> dict[tuple[str, str, str], int]:
@@ -1151,7 +1159,18 @@ class MemoryGraph:
 
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
-        self._stored_values = None  # the image's positions no longer describe the nodes
+        if self._stored_values is not None:
+            # The image's positions describe the nodes before this change: every index kept
+            # there becomes a built one (the node just changed is in the bucket of its old
+            # value, or not there at all), then follows the change as built ones do.
+            stored, self._stored_values = self._stored_values, None
+            nodes, at = self._nodes, self._stored_ids.__getitem__
+            for key, buckets in stored.items():
+                if key not in self._values:
+                    self._values[key] = {
+                        found: {node_id: nodes[node_id] for node_id in map(at, where) if node_id in nodes}
+                        for found, where in buckets.items()
+                    }
         if not self._values:
             return
         node = new if new is not None else old
@@ -1217,8 +1236,9 @@ class MemoryGraph:
             index = self._index.get(node_id)
             if index is None:
                 return NO_ADJACENCY
-            if self._csr is not None:
-                adjacency = self._csr.adjacency(index, True)
+            csr = self._csr
+            if csr is not None:
+                adjacency = csr.adjacency(index, True)
             else:
                 adjacency = Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
             self._out[node_id] = adjacency
@@ -1231,8 +1251,9 @@ class MemoryGraph:
             index = self._index.get(node_id)
             if index is None:
                 return NO_ADJACENCY
-            if self._csr is not None:
-                adjacency = self._csr.adjacency(index, False)
+            csr = self._csr
+            if csr is not None:
+                adjacency = csr.adjacency(index, False)
             else:
                 adjacency = Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
             self._in[node_id] = adjacency
@@ -1250,8 +1271,9 @@ class MemoryGraph:
             if self._root_ids is None:
                 # One pass over the edge payloads, not an incoming adjacency built for every
                 # goal: the first ``root`` of a fresh process at 100k nodes cost 0.5 s that way.
-                if self._csr is not None:
-                    children = self._csr.targets_of("parent_of")
+                csr = self._csr
+                if csr is not None:
+                    children = csr.targets_of("parent_of")
                 else:
                     children = {e.target for e in self._rx.edges() if e.type == "parent_of"}
                 self._roots = tuple(node_id for node_id in self.ids_of_type("goal") if node_id not in children)
