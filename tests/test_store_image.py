@@ -256,3 +256,13 @@ def test_value_indexes_kept_in_the_image_become_built_ones_at_the_first_change(s
     assert pending[0] in after and failed[0] not in after and still_pending == pending[1:]
     with _open(path, image=False) as memory:
         assert memory.query(text).ids == after
+
+
+def test_a_memory_read_from_its_image_keeps_one_string_per_id_and_per_type_name(stored):
+    path, _ = stored
+    with _open(path) as memory:
+        graph = memory.graph
+        assert len({id(node.type) for node in graph.nodes()}) == len({node.type for node in graph.nodes()})
+        edge = next(e for e in graph.iter_edges() if e.type == "parent_of")  # edge payloads made from the columns
+        assert edge.source is graph.node(edge.source).id and edge.target is graph.node(edge.target).id
+        assert len({id(e.type) for e in graph.iter_edges() if e.type == "parent_of"}) == 1

@@ -80,10 +80,11 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
         group.append(position)
     edges = EdgeColumns.of_edges(nodes, graph.edges())
     packed, values = stored_value_indexes(nodes)
+    code = {name: i for i, name in enumerate(groups)}
     columns = (
         [node.id for node in nodes],
         {name: group.tobytes() for name, group in groups.items()},
-        [node.type for node in nodes],
+        array("i", [code[node.type] for node in nodes]).tobytes(),
         [node.seq for node in nodes],
         packed,
         edges.type_names,
@@ -138,6 +139,7 @@ def decode_image(data: bytes) -> Image:
         ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data = columns
         values = {tuple(key.split("\x1f", 1)): {value: _array("i", where) for value, where in buckets.items()} for key, buckets in value_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
+        node_types = list(map(list(groups).__getitem__, _array("i", node_types)))  # one string per type name
         source, target, types, seqs, out_start, in_start, in_other, in_type = (
             _array(kind, data) for kind, data in zip("iiiqiiii", arrays)
         )
