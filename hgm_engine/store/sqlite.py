@@ -15,6 +15,12 @@ is reported too, naming the row. Any SQLite error on any path becomes a ``StoreE
 names the store and the cause: the file is read-only, no space is left, the file is damaged,
 another process holds the lock.
 
+Reopening reads the state from the stored *image* of the built graph when it can be trusted
+(:mod:`hgm_engine.store.image`: one checksummed blob, then the journal's commits after it),
+else from the rows, each checked as above; triggers count every change to the state and journal
+rows made outside hgm, so an image is never used over a hand edit (``image_min_nodes``: the
+size from which a memory keeps one, :data:`IMAGE_MIN_NODES` by default, None for never).
+
 A new store is built in a temporary file next to ``path`` and renamed into place by its first
 commit: a memory that never committed anything (a first ``hgm load`` that failed on a full
 disk, say) leaves no file behind, and a 0-byte or half-made file is never hgm's.
@@ -222,7 +228,10 @@ class SQLiteStore(Store):
 
     ``timeout`` is how long a writer waits for another process's write lock (seconds);
     ``create`` whether a missing file becomes a new memory (else ``StoreError``, "no memory
-    at ..."); ``check`` what opening runs besides the table checks (:data:`CHECKS`).
+    at ..."); ``check`` what opening runs besides the table checks (:data:`CHECKS`);
+    ``image_min_nodes`` from how many nodes the memory keeps a stored image of its graph
+    (None: never; see the module's docstring). ``last_load`` says how the last state was
+    read: ``"image"``, ``"rows"`` or ``"none"``.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "notes.txt")
