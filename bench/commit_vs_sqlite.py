@@ -47,7 +47,8 @@ def write_statements(trace: list[str]) -> list[str]:
     (catching up with other processes) and its own bookkeeping for the stored image (the
     ``image_guard`` flag) are hgm's cost, not the rows'.
 
-    >>> write_statements(["SELECT 1", "BEGIN IMMEDIATE", "UPDATE image_guard SET writing = 1", "PRAGMA data_version", "INSERT INTO t VALUES (1)", "COMMIT"])
+    >>> write_statements(["SELECT 1", "BEGIN IMMEDIATE", "UPDATE image_guard SET writing = 1", "PRAGMA data_version",
+    ...                   "INSERT INTO t VALUES (1)", "INSERT INTO t VALUES (1)", "COMMIT"])
     ['BEGIN IMMEDIATE', 'INSERT INTO t VALUES (1)', 'COMMIT']
     """
     end = max(i for i, s in enumerate(trace) if s.strip().upper() == "COMMIT")
@@ -55,6 +56,9 @@ def write_statements(trace: list[str]) -> list[str]:
     body = [
         s for s in trace[start + 1:end] if s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")) and "image_guard" not in s
     ]
+    # SQLite's trace reports a statement again when it starts a trigger (hgm's image guard):
+    # one statement, once (hgm never writes the same row twice in a row).
+    body = [s for i, s in enumerate(body) if i == 0 or s != body[i - 1]]
     return [trace[start], *body, trace[end]]
 
 
