@@ -1035,13 +1035,15 @@ class MemoryGraph:
         groups: dict[str, Iterable[int]],
         edges: "EdgeColumns",
         values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None,
+        roots: tuple[str, ...] | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
         columns until something needs them as payloads (queries read adjacency from them).
         ``values``: value indexes kept with them ((type, attribute) → string value → the
         positions, ascending, of the nodes of that type with that value), used by
-        :meth:`nodes_with` until a node changes. Nothing is checked: the caller read them from
+        :meth:`nodes_with` until a node changes; ``roots``: the root goals in creation order,
+        when known (:meth:`roots` then needs no pass over the edges). Nothing is checked: the caller read them from
         a store image whose checksum matched.
 
         >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2])
@@ -1059,6 +1061,8 @@ class MemoryGraph:
         graph._by_type = {name: dict(zip(map(id_at, where), map(node_at, where))) for name, where in groups.items()}
         graph._csr = edges
         graph._stored_values, graph._stored_ids = values, ids
+        if roots is not None:
+            graph._roots, graph._root_ids = roots, set(roots)
         graph._edge_index = None
         graph._node_seq = max(map(_SEQ, nodes), default=0)
         graph._edge_seq = edges.last_seq

@@ -4,7 +4,7 @@ Opening a memory from its state rows decodes, checks and builds every node and e
 CPU at 100,000 nodes). An *image* is the graph as columns in one blob: node ids, types and
 creation numbers; each edge's ends as positions in the node column, its type and creation
 number; every payload's attributes as ``marshal`` bytes (decoded only when a query first
-reads them, several times faster than JSON); and the value indexes a query such as
+reads them, several times faster than JSON); the root goals; and the value indexes a query such as
 ``where(status = 'failed')`` starts from (the positions of the nodes of each string value, for
 each type and attribute with few distinct values). One checksum covers the blob, so opening checks one CRC-32 instead of
 one per row, and builds no attribute map it does not need.
@@ -81,6 +81,8 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
     edges = EdgeColumns.of_edges(nodes, graph.edges())
     packed, values = stored_value_indexes(nodes)
     code = {name: i for i, name in enumerate(groups)}
+    position = {node.id: i for i, node in enumerate(nodes)}
+    roots = array("i", [position[node_id] for node_id in graph.roots()])
     columns = (
         [node.id for node in nodes],
         {name: group.tobytes() for name, group in groups.items()},
@@ -92,6 +94,7 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
         edges.raw,
         edges.last_seq,
         {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in values.items()},
+        roots.tobytes(),
     )
     body = marshal.dumps(columns)
     major, minor = _python()
@@ -136,7 +139,7 @@ def decode_image(data: bytes) -> Image:
         raise ImageMismatch("the image does not match its checksum")
     try:
         columns = marshal.loads(body)
-        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data = columns
+        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data, root_data = columns
         values = {tuple(key.split("\x1f", 1)): {value: _array("i", where) for value, where in buckets.items()} for key, buckets in value_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
         node_types = list(map(list(groups).__getitem__, _array("i", node_types)))  # one string per type name
@@ -153,7 +156,7 @@ def decode_image(data: bytes) -> Image:
             raise ImageMismatch("the image's node types do not cover its nodes")
         nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
         edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq)
-        graph = MemoryGraph.from_columns(nodes, groups, edges, values)
+        graph = MemoryGraph.from_columns(nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))))
     except ImageMismatch:
         raise
     except (ValueError, TypeError, EOFError, IndexError, OverflowError) as exc:
