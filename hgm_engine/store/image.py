@@ -41,7 +41,7 @@ from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_nodes, stored_value_
 
 __all__ = ["IMAGE_FORMAT", "ImageMismatch", "Image", "encode_image", "decode_image", "image_header"]
 
-IMAGE_FORMAT = 1
+IMAGE_FORMAT = 2
 """The layout of the columns; an image of another layout is not read (the rows are)."""
 
 _MAGIC = b"hgm-image\x00"
@@ -159,6 +159,6 @@ def decode_image(data: bytes) -> Image:
         graph = MemoryGraph.from_columns(nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))))
     except ImageMismatch:
         raise
-    except (ValueError, TypeError, EOFError, IndexError, OverflowError) as exc:
-        raise ImageMismatch(f"the image's columns cannot be read ({exc})") from None
+    except Exception as exc:  # columns of another shape, whatever the error: never a wrong graph, never a crash
+        raise ImageMismatch(f"the image's columns cannot be read ({type(exc).__name__}: {exc})") from None
     return Image(graph, t, edits)
