@@ -1,5 +1,5 @@
 import json, sys, time, gc
-sys.path.insert(0, "/work/hgm-s15")
+import pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 from hgm_engine.store.graphfile import graph_from_document
 from hgm_engine.store.image import encode_image
 t = time.process_time()

@@ -1,5 +1,5 @@
 import sys, time
-sys.path.insert(0, "/work/hgm-s15")
+import pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 import hgm_engine, gc
 from hgm_engine.model import bulk_allocation
 from hgm_engine.store.image import decode_image
