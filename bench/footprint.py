@@ -3,7 +3,8 @@
 Opens a SQLite memory in this (fresh) process, runs every benchmark query once, and reports:
 
 - resident memory (``VmRSS``) before opening, after opening, after the queries;
-- the bytes each structure of the ``MemoryGraph`` holds, counted with ``sys.getsizeof`` over
+- the bytes each structure of the ``MemoryGraph`` holds (without decoding an attribute
+  text or making an edge payload the queries did not), counted with ``sys.getsizeof`` over
   the objects reachable from it, each object counted once, in this order (an object shared by
   two structures is charged to the first): node payloads (``Node``), their attribute maps
   and values, edge payloads (``Edge``) and theirs, the id → position index, id → node, the
@@ -71,6 +72,14 @@ def deep_size(roots: Iterable[Any], seen: set[int]) -> int:
     return total
 
 
+def _slot_attrs(payload: Any) -> Any:
+    """A payload's attribute map if it was decoded (None if still its text), without decoding it."""
+    try:
+        return type(payload).attrs.__get__(payload)
+    except AttributeError:
+        return None
+
+
 def measure(db: str, anchors: dict[str, str]) -> dict[str, Any]:
     import rustworkx as rx
 
@@ -86,38 +95,54 @@ def measure(db: str, anchors: dict[str, str]) -> dict[str, Any]:
     graph = memory.graph
     g = graph.__dict__
     nodes = list(graph.nodes())
-    edges = list(graph.iter_edges())
+    columns = g.get("_csr")  # edges still held as columns (read from the stored image)
+    edge_count = graph.edge_count
     seen: set[int] = set()
     parts = {}
     # payload shells first (without their attribute maps), then the maps
     parts["node payloads (Node objects)"] = sum(sys.getsizeof(n) for n in nodes)
     parts["node ids and type names (str)"] = deep_size([n.id for n in nodes] + [n.type for n in nodes], seen) - 0
     seen.update(id(n) for n in nodes)
-    parts["node attribute maps and values"] = deep_size([n.attrs for n in nodes], seen)
-    parts["edge payloads (Edge objects)"] = sum(sys.getsizeof(e) for e in edges)
-    seen.update(id(e) for e in edges)
-    parts["edge ends, types, attribute maps"] = deep_size(
-        [x for e in edges for x in (e.source, e.target, e.type, e.attrs)], seen)
+    decoded = [a for a in map(_slot_attrs, nodes) if a is not None]
+    parts["node attribute maps and values (decoded)"] = deep_size(decoded, seen)
+    parts["node attribute texts (not yet decoded)"] = deep_size([n._raw for n in nodes if n._raw is not None], seen)
+    parts["nodes whose attributes were decoded"] = len(decoded)
+    if columns is not None:
+        parts["edge columns (arrays: ends, types, seq, adjacency offsets)"] = sum(
+            sys.getsizeof(getattr(columns, name)) for name in ("source", "target", "type", "seq", "out_start", "in_start", "in_other", "in_type")
+        )
+        parts["edge attribute texts (list)"] = deep_size([columns.raw], seen)
+        edges = []
+    else:
+        edges = list(graph.iter_edges())
+        parts["edge payloads (Edge objects)"] = sum(sys.getsizeof(e) for e in edges)
+        seen.update(id(e) for e in edges)
+        parts["edge ends, types, attribute maps"] = deep_size(
+            [x for e in edges for x in (e.source, e.target, e.type, _slot_attrs(e), e._raw)], seen)
     for label, key in (("id → position index", "_index"), ("id → node", "_nodes"), ("per-type index", "_by_type"),
                        ("edge-key index", "_edge_index"), ("adjacency caches (out)", "_out"),
                        ("adjacency caches (in)", "_in"), ("value indexes", "_values"), ("root goals", "_root_ids")):
         parts[label] = deep_size([g.get(key)], seen)
+    counted = parts.pop("nodes whose attributes were decoded")
     before = _rss_kb()
     probe = rx.PyDiGraph(multigraph=True)
     probe.add_nodes_from([None] * len(nodes))
-    probe.add_edges_from([(i % len(nodes), (i * 7) % len(nodes), None) for i in range(len(edges))])
+    if columns is None:
+        probe.add_edges_from([(i % len(nodes), (i * 7) % len(nodes), None) for i in range(edge_count)])
     gc.collect()
     parts["rustworkx graph (Rust storage, RSS growth of an equal PyDiGraph)"] = (_rss_kb() - before) * 1024
     del probe
     total = sum(parts.values())
     return {
         "nodes": len(nodes),
-        "edges": len(edges),
+        "edges": edge_count,
+        "edges_as_columns": columns is not None,
+        "nodes_with_decoded_attributes": counted,
         "rss_mb": {"before_open": rss_before / 1024, "after_open": rss_open / 1024, "after_queries": rss_after / 1024},
         "structures_bytes": parts,
         "structures_total_mb": total / 2**20,
         "bytes_per_node": {k: v / len(nodes) for k, v in parts.items() if "node" in k or "id " in k or "type" in k},
-        "bytes_per_edge": {k: v / len(edges) for k, v in parts.items() if "edge" in k or "rustworkx" in k},
+        "bytes_per_edge": {k: v / edge_count for k, v in parts.items() if "edge" in k or "rustworkx" in k},
     }
 
 

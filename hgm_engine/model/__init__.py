@@ -27,6 +27,11 @@ from hgm_engine.model.graph import (
     values_ok,
     strings_ok,
     parse_json,
+    lazy_nodes,
+    lazy_edges,
+    EdgeColumns,
+    packed_attrs,
+    stored_value_indexes,
 )
 from hgm_engine.model.overlay import (
     GraphOverlay,
@@ -104,6 +109,11 @@ __all__ = [
     "values_ok",
     "strings_ok",
     "parse_json",
+    "lazy_nodes",
+    "lazy_edges",
+    "EdgeColumns",
+    "packed_attrs",
+    "stored_value_indexes",
     "GraphOverlay",
     "Change",
     "apply_changes",

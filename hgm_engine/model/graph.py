@@ -20,9 +20,14 @@ each node's edges in *edge order* (spec/dsl.md §1) — and refreshes them as it
 from __future__ import annotations
 
 import json
+import marshal
 import math
 import re
-from itertools import chain, compress
+import operator
+import sys
+import threading
+from collections import deque
+from itertools import chain, compress, repeat
 from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
@@ -52,6 +57,11 @@ __all__ = [
     "values_ok",
     "strings_ok",
     "parse_json",
+    "lazy_nodes",
+    "lazy_edges",
+    "EdgeColumns",
+    "packed_attrs",
+    "stored_value_indexes",
 ]
 
 
@@ -84,6 +94,9 @@ class FrozenDict(dict):
 
 EMPTY_ATTRS = FrozenDict()
 _EMPTY = EMPTY_ATTRS
+_intern = sys.intern
+_SEQ = operator.attrgetter("seq")
+_MATERIALIZING = threading.Lock()  # one reader makes a graph's edge payloads from its columns
 
 
 class bulk_allocation:
@@ -525,14 +538,145 @@ def thaw(value: Any) -> Any:
     return value
 
 
+def _decoded_attrs(raw: str | bytes, owner: Any) -> FrozenDict:
+    """The frozen attributes of a payload whose attributes were kept undecoded (a state row's
+    JSON text, or a stored image's ``marshal`` bytes, whose checksum matched): keys, and short
+    string values such as a status, are interned, so a hundred thousand nodes share one
+    ``"status"`` and one ``"done"``."""
+    try:
+        if raw.__class__ is bytes:  # packed_attrs: frozen and interned already
+            value = marshal.loads(raw)
+            if value.__class__ is dict:
+                return FrozenDict(value)
+        else:
+            value = json.loads(raw)
+    except (TypeError, ValueError, EOFError, RecursionError):
+        value = None
+    if value.__class__ is not dict:
+        from hgm_engine.errors import StoreError
+
+        raise StoreError([Problem("store", f"the stored attributes of {owner._name()} are not a JSON object: {str(raw)[:80]!r}")])
+    if not value:
+        return _EMPTY
+    intern = _intern
+    out = {}
+    for key, item in value.items():
+        kind = item.__class__
+        if kind is str:
+            if len(item) <= _INTERNED_LENGTH:
+                item = intern(item)
+        elif kind is dict or kind is list:
+            item = freeze(item)
+        out[intern(key)] = item
+    return FrozenDict(out)
+
+
+_INTERNED_LENGTH = 24  # string values up to this long are shared between payloads (a status, a kind)
+
+
+def packed_attrs(payload: "Node | Edge") -> bytes | str | None:
+    """A payload's attributes as ``marshal`` bytes (what a stored image keeps: decoded several
+    times faster than JSON when a query first reads them), None when it has none; attributes
+    with an object inside stay JSON text (they are frozen when read).
+
+    >>> node = Node("g", "goal", freeze({"tags": ["a"], "status": "done"}), 1)
+    >>> lazy_nodes(["g"], ["goal"], [packed_attrs(node)], [1])[0].attrs
+    {'tags': ('a',), 'status': 'done'}
+    >>> packed_attrs(Node("n", "fact", freeze({"where": {"city": "Lyon"}}), 2))
+    '{"where":{"city":"Lyon"}}'
+    """
+    raw = payload._raw
+    if raw.__class__ is bytes:
+        return raw
+    return _packed(payload.attrs if raw is None else _decoded_attrs(raw, payload))
+
+
+def _packed(attrs: FrozenDict) -> bytes | str | None:
+    if not attrs:
+        return None
+    if not all(map(_flat_or_list, attrs.values())):  # an object inside: kept as JSON text, frozen when read
+        return json.dumps(thaw(attrs), ensure_ascii=False, separators=(",", ":"))
+    # Interned strings stay interned through marshal, and lists are tuples already: reading
+    # them back is marshal.loads and one copy, both in C.
+    intern = _intern
+    return marshal.dumps({intern(k): intern(v) if v.__class__ is str and len(v) <= _INTERNED_LENGTH else v for k, v in attrs.items()})
+
+
+def stored_value_indexes(nodes: list[Node], limit: int = 64) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]]]:
+    """``packed_attrs`` of every node, and the value indexes worth keeping with them: for each
+    (node type, attribute) whose string values take at most ``limit`` distinct values (a
+    status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions.
+
+    >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x"}), 1), Node("b", "action", freeze({"status": "failed"}), 2)]
+    >>> stored_value_indexes(nodes, limit=1)[1]
+    {('action', 'content'): {'x': [0]}}
+    """
+    packed = []
+    found: dict[tuple[str, str], dict[str, list[int]]] = {}
+    dropped: set[tuple[str, str]] = set()
+    for position, node in enumerate(nodes):
+        raw = node._raw
+        attrs = node.attrs if raw is None else _decoded_attrs(raw, node)
+        packed.append(packed_attrs(node) if raw.__class__ is bytes else _packed(attrs))
+        node_type = node.type
+        for attribute, value in attrs.items():
+            if value.__class__ is not str:
+                continue
+            key = (node_type, attribute)
+            if key in dropped:
+                continue
+            buckets = found.get(key)
+            if buckets is None:
+                buckets = found[key] = {}
+            bucket = buckets.get(value)
+            if bucket is None:
+                if len(buckets) >= limit:
+                    dropped.add(key)
+                    del found[key]
+                    continue
+                bucket = buckets[value] = []
+            bucket.append(position)
+    return packed, found
+
+
+def _flat_or_list(value: Any) -> bool:
+    kind = value.__class__
+    if kind is tuple:
+        return all(map(_flat_or_list, value))
+    return kind is not FrozenDict and kind is not dict
+
+
+class _LazyAttrs:
+    """``attrs`` of a payload made by :func:`lazy_nodes` / :func:`lazy_edges` is decoded
+    from its kept JSON text on first read (the slot is then set: later reads are plain slot
+    reads). A payload made otherwise has ``attrs`` set and ``_raw`` None."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "attrs":
+            raise AttributeError(name)
+        raw = object.__getattribute__(self, "_raw")
+        if raw is None:  # another thread decoded it meanwhile (attrs is set before _raw is cleared)
+            return object.__getattribute__(self, "attrs")
+        value = _decoded_attrs(raw, self)
+        object.__setattr__(self, "attrs", value)
+        object.__setattr__(self, "_raw", None)
+        return value
+
+
 @attrs.frozen(slots=True)
-class Node:
+class Node(_LazyAttrs):
     """A node payload. ``seq`` is its creation number (the tie-breaker for "in order")."""
 
     id: str
     type: str
     attrs: FrozenDict
     seq: int
+    _raw: Any = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
+
+    def _name(self) -> str:
+        return f"node {self.id!r}"
 
     def get(self, name: str) -> Any:
         """An attribute by name; ``id`` and ``type`` are attributes like any other."""
@@ -547,9 +691,20 @@ class Node:
         doc.update(thaw(self.attrs))
         return doc
 
+    def attrs_text(self) -> str:
+        """The attributes as compact JSON text (the kept text itself while not decoded).
+
+        >>> Node("g", "goal", freeze({"status": "done"}), 1).attrs_text()
+        '{"status":"done"}'
+        """
+        raw = self._raw
+        if raw.__class__ is str:
+            return raw
+        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+
 
 @attrs.frozen(slots=True)
-class Edge:
+class Edge(_LazyAttrs):
     """An edge payload; ``(source, target, type)`` identifies it."""
 
     source: str
@@ -557,6 +712,10 @@ class Edge:
     type: str
     attrs: FrozenDict
     seq: int
+    _raw: Any = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
+
+    def _name(self) -> str:
+        return f"edge {self.source} -{self.type}-> {self.target}"
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -566,6 +725,48 @@ class Edge:
         doc: dict[str, Any] = {"from": self.source, "to": self.target, "type": self.type}
         doc.update(thaw(self.attrs))
         return doc
+
+    def attrs_text(self) -> str:
+        """The attributes as compact JSON text (see :meth:`Node.attrs_text`)."""
+        raw = self._raw
+        if raw.__class__ is str:
+            return raw
+        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+
+
+def _fill(cls: type, count: int, columns: dict[str, list], raws: list) -> list:
+    """``count`` new payloads of ``cls`` with their slots set from ``columns`` (one list per
+    field), without a Python call per payload: ``attrs`` stays unset (decoded on first read)
+    where ``raws`` holds a text, and is the empty map where it holds None."""
+    objects = list(map(object.__new__, repeat(cls, count)))
+    for name, column in columns.items():
+        deque(map(getattr(cls, name).__set__, objects, column), 0)
+    deque(map(cls._raw.__set__, objects, raws), 0)
+    empty = [raw is None for raw in raws]
+    deque(map(cls.attrs.__set__, compress(objects, empty), repeat(_EMPTY)), 0)
+    return objects
+
+
+def lazy_nodes(ids: list[str], types: list[str], raws: list[str | None], seqs: list[int]) -> list[Node]:
+    """Node payloads made in bulk from columns, their attributes kept as the JSON texts
+    ``raws`` (None: no attributes) and decoded when first read. The texts must be what
+    hgm wrote (a checksum matched): a text that is not a JSON object is a ``StoreError``
+    when it is read.
+
+    >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], ['{"status":"done"}', None], [1, 2])
+    >>> nodes[0].attrs["status"], nodes[1].attrs, nodes[0] == Node("g", "goal", freeze({"status": "done"}), 1)
+    ('done', {}, True)
+    """
+    return _fill(Node, len(ids), {"id": ids, "type": types, "seq": seqs}, raws)
+
+
+def lazy_edges(sources: list[str], targets: list[str], types: list[str], raws: list[str | None], seqs: list[int]) -> list[Edge]:
+    """Edge payloads made in bulk from columns (see :func:`lazy_nodes`).
+
+    >>> [e.attrs for e in lazy_edges(["g"], ["a"], ["parent_of"], ['{"order":0}'], [1])]
+    [{'order': 0}]
+    """
+    return _fill(Edge, len(sources), {"source": sources, "target": targets, "type": types, "seq": seqs}, raws)
 
 
 def edge_order_key(edge: Edge) -> tuple:
@@ -614,6 +815,114 @@ class Adjacency:
 NO_ADJACENCY = Adjacency([], True)
 
 
+def _pairs_adjacency(pairs: tuple) -> Adjacency:
+    adjacency = Adjacency.__new__(Adjacency)
+    adjacency.pairs = pairs
+    by_type: dict[str, list[str]] = {}
+    for edge_type, other in pairs:
+        group = by_type.get(edge_type)
+        if group is None:
+            by_type[edge_type] = [other]
+        else:
+            group.append(other)
+    adjacency.by_type = {k: tuple(v) for k, v in by_type.items()}
+    adjacency.typed = {}
+    return adjacency
+
+
+class EdgeColumns:
+    """The edges of a graph as columns, in *out order* (by source position, then edge
+    order): each edge's source and target as positions in ``ids`` (the node ids in creation
+    order), its type as a position in ``type_names``, its creation number and its attribute
+    text (None: none); ``out_start[p]:out_start[p + 1]`` are node ``p``'s outgoing edges, and
+    ``in_start``, ``in_other``, ``in_type`` the incoming ones, in edge order. What a stored
+    image holds: a query reads adjacency straight from it, and only a change to the edges (or a
+    read of edge payloads) makes the 165k payloads of a 100k-node memory.
+
+    >>> nodes = lazy_nodes(["g", "b", "a"], ["goal"] * 3, [None] * 3, [1, 2, 3])
+    >>> edges = lazy_edges(["g", "g"], ["a", "b"], ["parent_of"] * 2, ['{"order":1}', '{"order":0}'], [1, 2])
+    >>> columns = EdgeColumns.of_edges(nodes, edges)
+    >>> columns.adjacency(0, True).pairs, columns.adjacency(1, False).pairs
+    ((('parent_of', 'b'), ('parent_of', 'a')), (('parent_of', 'g'),))
+    """
+
+    __slots__ = ("ids", "type_names", "source", "target", "type", "seq", "raw", "out_start", "in_start", "in_other", "in_type", "last_seq")
+
+    def __init__(self, ids, type_names, source, target, type_, seq, raw, out_start, in_start, in_other, in_type, last_seq):
+        self.ids, self.type_names = ids, type_names
+        self.source, self.target, self.type, self.seq, self.raw = source, target, type_, seq, raw
+        self.out_start, self.in_start, self.in_other, self.in_type = out_start, in_start, in_other, in_type
+        self.last_seq = last_seq
+
+    @classmethod
+    def of_edges(cls, nodes: list[Node], edges: list[Edge]) -> "EdgeColumns":
+        """The columns of ``edges`` between ``nodes`` (in creation order)."""
+        from array import array
+
+        position = {node.id: i for i, node in enumerate(nodes)}
+        names: dict[str, int] = {}
+        for edge in edges:
+            names.setdefault(edge.type, len(names))
+        keyed = sorted(((position[e.source], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
+        out = [e for _, _, e in keyed]
+        out_at = {id(e): j for j, e in enumerate(out)}
+        incoming = sorted(((position[e.target], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
+        count = len(nodes)
+
+        def starts(ends: list[int]) -> array:
+            found = array("i", [0]) * (count + 1)
+            for end in ends:
+                found[end + 1] += 1
+            for p in range(count):
+                found[p + 1] += found[p]
+            return found
+
+        return cls(
+            [node.id for node in nodes],
+            list(names),
+            array("i", [position[e.source] for e in out]),
+            array("i", [position[e.target] for e in out]),
+            array("i", [names[e.type] for e in out]),
+            array("q", [e.seq for e in out]),
+            [packed_attrs(e) for e in out],
+            starts([position[e.source] for e in out]),
+            starts([p for p, _, _ in incoming]),
+            array("i", [position[e.source] for _, _, e in incoming]),
+            array("i", [names[e.type] for _, _, e in incoming]),
+            max((e.seq for e in edges), default=0),
+        )
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.seq)
+
+    def adjacency(self, p: int, outgoing: bool) -> Adjacency:
+        """Node ``p``'s edges in one direction (a node added since has none here)."""
+        starts = self.out_start if outgoing else self.in_start
+        if p + 1 >= len(starts):
+            return NO_ADJACENCY
+        a, b = starts[p], starts[p + 1]
+        if a == b:
+            return NO_ADJACENCY
+        others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
+        return _pairs_adjacency(tuple(zip(map(self.type_names.__getitem__, types[a:b]), map(self.ids.__getitem__, others[a:b]))))
+
+    def targets_of(self, edge_type: str) -> set[str]:
+        """The ids at the end of an edge of ``edge_type``."""
+        if edge_type not in self.type_names:
+            return set()
+        code = self.type_names.index(edge_type)
+        return set(map(self.ids.__getitem__, compress(self.target, map(code.__eq__, self.type))))
+
+    def materialize(self, graph: rx.PyDiGraph) -> None:
+        """Add every edge, as a payload, to ``graph`` (whose node ``p`` is ``ids[p]``)."""
+        at = self.ids.__getitem__
+        edges = lazy_edges(
+            list(map(at, self.source)), list(map(at, self.target)), list(map(self.type_names.__getitem__, self.type)), self.raw, list(self.seq)
+        )
+        graph.add_edges_from(list(zip(self.source, self.target, edges)))
+
+
 class MemoryGraph:
     """A typed multigraph with stable string ids, creation order and edge order.
 
@@ -625,7 +934,9 @@ class MemoryGraph:
         self._rx = rx.PyDiGraph(multigraph=True)
         self._index: dict[str, int] = {}  # id -> rustworkx index, in creation order
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
-        self._edge_index: dict[tuple[str, str, str], int] = {}
+        # (source, target, type) -> rustworkx edge index; None until first needed (a graph read
+        # from a stored image answers queries without it: 165k 3-tuples cost 20 MB).
+        self._edge_index: dict[tuple[str, str, str], int] | None = {}
         self._by_type: dict[str, dict[str, Node]] = {}  # type -> id -> payload, creation order
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
@@ -639,6 +950,13 @@ class MemoryGraph:
         self._node_seq = 0
         self._edge_seq = 0
         self.version = 0  # bumped by every change; caches compare it
+        # The edges of a graph read from a stored image, as columns (EdgeColumns), until
+        # something needs them as payloads: queries read adjacency straight from them.
+        self._csr: EdgeColumns | None = None
+        # Value indexes kept in that image: (type, attribute) -> value -> positions in
+        # ``_stored_ids``; used until the first change to a node (then built by scanning).
+        self._stored_values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None
+        self._stored_ids: list[str] = []
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -710,6 +1028,47 @@ class MemoryGraph:
         graph.version = 1
         return graph
 
+    @classmethod
+    def from_columns(
+        cls,
+        nodes: list[Node],
+        groups: dict[str, Iterable[int]],
+        edges: "EdgeColumns",
+        values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None,
+        roots: tuple[str, ...] | None = None,
+    ) -> "MemoryGraph":
+        """Build a graph in bulk from node payloads in creation order (``groups``: each node
+        type's positions in ``nodes``, ascending) and the edges as columns, which stay
+        columns until something needs them as payloads (queries read adjacency from them).
+        ``values``: value indexes kept with them ((type, attribute) → string value → the
+        positions, ascending, of the nodes of that type with that value), used by
+        :meth:`nodes_with` until a node changes; ``roots``: the root goals in creation order,
+        when known (:meth:`roots` then needs no pass over the edges). Nothing is checked: the caller read them from
+        a store image whose checksum matched.
+
+        >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2])
+        >>> columns = EdgeColumns.of_edges(nodes, lazy_edges(["g"], ["a"], ["parent_of"], [None], [1]))
+        >>> g = MemoryGraph.from_columns(nodes, {"goal": [0], "action": [1]}, columns)
+        >>> g.out_ids("g", "parent_of"), g.roots(), g.edge("g", "a", "parent_of").seq
+        (('a',), ('g',), 1)
+        """
+        graph = cls()
+        graph._rx.add_nodes_from(nodes)
+        ids = edges.ids
+        graph._index = dict(zip(ids, range(len(ids))))
+        graph._nodes = dict(zip(ids, nodes))
+        id_at, node_at = ids.__getitem__, nodes.__getitem__
+        graph._by_type = {name: dict(zip(map(id_at, where), map(node_at, where))) for name, where in groups.items()}
+        graph._csr = edges
+        graph._stored_values, graph._stored_ids = values, ids
+        if roots is not None:
+            graph._roots, graph._root_ids = roots, set(roots)
+        graph._edge_index = None
+        graph._node_seq = max(map(_SEQ, nodes), default=0)
+        graph._edge_seq = edges.last_seq
+        graph.version = 1
+        return graph
+
     # -- reading ------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -720,7 +1079,30 @@ class MemoryGraph:
 
     @property
     def edge_count(self) -> int:
-        return len(self._edge_index)
+        csr = self._csr
+        return self._rx.num_edges() if csr is None else csr.edge_count
+
+    def _edge_graph(self) -> rx.PyDiGraph:
+        """The rustworkx graph with every edge in it: edges still held as columns (a graph
+        read from a stored image) are made into payloads now, once."""
+        if self._csr is not None:
+            # Readers may ask at the same time (under the state's read lock): one makes the
+            # payloads, the others wait; an adjacency read from the columns meanwhile is the
+            # same as one read from the payloads.
+            with _MATERIALIZING:
+                csr = self._csr
+                if csr is not None:
+                    csr.materialize(self._rx)
+                    self._csr = None
+        return self._rx
+
+    def _keys(self) -> dict[tuple[str, str, str], int]:
+        """The edge-key index, built from the edges on first use."""
+        index = self._edge_index
+        if index is None:
+            rxg = self._edge_graph()
+            index = self._edge_index = {edge.key: i for i, edge in zip(rxg.edge_indices(), rxg.edges())}
+        return index
 
     def node(self, node_id: str) -> Node | None:
         """The payload of ``node_id``, or None."""
@@ -758,6 +1140,12 @@ class MemoryGraph:
         """
         key = (node_type, attribute)
         buckets = self._values.get(key)
+        if buckets is None and self._stored_values is not None and key in self._stored_values:
+            # kept in the image the graph was read from: the nodes' positions, per value
+            nodes, at = self._nodes, self._stored_ids.__getitem__
+            buckets = self._values[key] = {
+                found: {node_id: nodes[node_id] for node_id in map(at, where)} for found, where in self._stored_values[key].items()
+            }
         if buckets is None:
             buckets = self._values[key] = {}
             for node in self._by_type.get(node_type, {}).values():
@@ -775,6 +1163,18 @@ class MemoryGraph:
 
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
+        if self._stored_values is not None:
+            # The image's positions describe the nodes before this change: every index kept
+            # there becomes a built one (the node just changed is in the bucket of its old
+            # value, or not there at all), then follows the change as built ones do.
+            stored, self._stored_values = self._stored_values, None
+            nodes, at = self._nodes, self._stored_ids.__getitem__
+            for key, buckets in stored.items():
+                if key not in self._values:
+                    self._values[key] = {
+                        found: {node_id: nodes[node_id] for node_id in map(at, where) if node_id in nodes}
+                        for found, where in buckets.items()
+                    }
         if not self._values:
             return
         node = new if new is not None else old
@@ -798,29 +1198,30 @@ class MemoryGraph:
                     self._unsorted.add((node_type, attribute, after))
 
     def edge(self, source: str, target: str, edge_type: str) -> Edge | None:
-        index = self._edge_index.get((source, target, edge_type))
-        return None if index is None else self._rx.get_edge_data_by_index(index)
+        index = self._keys().get((source, target, edge_type))
+        return None if index is None else self._edge_graph().get_edge_data_by_index(index)
 
     def edges(self) -> list[Edge]:
         """Every edge, in creation order."""
-        return sorted(self._rx.edges(), key=lambda e: e.seq)
+        return sorted(self._edge_graph().edges(), key=lambda e: e.seq)
 
     def edges_of(self, node_id: str) -> list[Edge]:
         """Every edge touching ``node_id`` (outgoing, then incoming), in creation order."""
         index = self._index[node_id]
-        out = [e for _, _, e in self._rx.out_edges(index)]
-        inc = [e for _, _, e in self._rx.in_edges(index) if e.source != node_id]
+        rxg = self._edge_graph()
+        out = [e for _, _, e in rxg.out_edges(index)]
+        inc = [e for _, _, e in rxg.in_edges(index) if e.source != node_id]
         return sorted(out, key=lambda e: e.seq) + sorted(inc, key=lambda e: e.seq)
 
     def out_edges(self, node_id: str) -> list[Edge]:
         """Outgoing edge payloads of ``node_id`` (any order)."""
         index = self._index.get(node_id)
-        return [] if index is None else [e for _, _, e in self._rx.out_edges(index)]
+        return [] if index is None else [e for _, _, e in self._edge_graph().out_edges(index)]
 
     def in_edges(self, node_id: str) -> list[Edge]:
         """Incoming edge payloads of ``node_id`` (any order)."""
         index = self._index.get(node_id)
-        return [] if index is None else [e for _, _, e in self._rx.in_edges(index)]
+        return [] if index is None else [e for _, _, e in self._edge_graph().in_edges(index)]
 
     @property
     def last_node_seq(self) -> int:
@@ -839,7 +1240,11 @@ class MemoryGraph:
             index = self._index.get(node_id)
             if index is None:
                 return NO_ADJACENCY
-            adjacency = Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
+            csr = self._csr
+            if csr is not None:
+                adjacency = csr.adjacency(index, True)
+            else:
+                adjacency = Adjacency([e for _, _, e in self._rx.out_edges(index)], True)
             self._out[node_id] = adjacency
         return adjacency
 
@@ -850,7 +1255,11 @@ class MemoryGraph:
             index = self._index.get(node_id)
             if index is None:
                 return NO_ADJACENCY
-            adjacency = Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
+            csr = self._csr
+            if csr is not None:
+                adjacency = csr.adjacency(index, False)
+            else:
+                adjacency = Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
             self._in[node_id] = adjacency
         return adjacency
 
@@ -866,7 +1275,11 @@ class MemoryGraph:
             if self._root_ids is None:
                 # One pass over the edge payloads, not an incoming adjacency built for every
                 # goal: the first ``root`` of a fresh process at 100k nodes cost 0.5 s that way.
-                children = {e.target for e in self._rx.edges() if e.type == "parent_of"}
+                csr = self._csr
+                if csr is not None:
+                    children = csr.targets_of("parent_of")
+                else:
+                    children = {e.target for e in self._rx.edges() if e.type == "parent_of"}
                 self._roots = tuple(node_id for node_id in self.ids_of_type("goal") if node_id not in children)
                 self._root_ids = set(self._roots)
             else:  # a commit changed a few roots: order the set, do not scan every goal
@@ -959,7 +1372,7 @@ class MemoryGraph:
     ) -> Edge:
         """Add an edge between existing nodes; ``(source, target, type)`` must be new."""
         key = (source, target, edge_type)
-        if key in self._edge_index:
+        if key in self._keys():
             raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
         if source not in self._nodes or target not in self._nodes:
             missing = source if source not in self._nodes else target
@@ -971,23 +1384,23 @@ class MemoryGraph:
 
     def restore_edge(self, edge: Edge) -> None:
         """Put back an edge payload exactly as it was (its ``seq`` too)."""
-        if edge.key in self._edge_index:
+        if edge.key in self._keys():
             raise KeyError(f"edge {edge.key!r} already exists")
         self._edge_seq = max(self._edge_seq, edge.seq)
         self._insert_edge(edge)
 
     def remove_edge(self, source: str, target: str, edge_type: str) -> Edge:
         """Remove one edge; returns its payload."""
-        index = self._edge_index[(source, target, edge_type)]
-        edge = self._rx.get_edge_data_by_index(index)
+        index = self._keys()[(source, target, edge_type)]
+        edge = self._edge_graph().get_edge_data_by_index(index)
         self._forget_edge(edge)
         self.version += 1
         return edge
 
     def set_edge_attrs(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any]) -> Edge:
         """Replace an edge's attributes (its creation number stays)."""
-        index = self._edge_index[(source, target, edge_type)]
-        old = self._rx.get_edge_data_by_index(index)
+        index = self._keys()[(source, target, edge_type)]
+        old = self._edge_graph().get_edge_data_by_index(index)
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else _EMPTY, old.seq)
         self._rx.update_edge_by_index(index, edge)
         self._invalidate(source, target, edge_type)
@@ -995,14 +1408,14 @@ class MemoryGraph:
         return edge
 
     def _insert_edge(self, edge: Edge) -> None:
-        index = self._rx.add_edge(self._index[edge.source], self._index[edge.target], edge)
-        self._edge_index[edge.key] = index
+        index = self._edge_graph().add_edge(self._index[edge.source], self._index[edge.target], edge)
+        self._keys()[edge.key] = index
         self._invalidate(edge.source, edge.target, edge.type)
         self.version += 1
 
     def _forget_edge(self, edge: Edge) -> None:
-        index = self._edge_index.pop(edge.key)
-        self._rx.remove_edge_from_index(index)
+        index = self._keys().pop(edge.key)
+        self._edge_graph().remove_edge_from_index(index)
         self._invalidate(edge.source, edge.target, edge.type)
 
     def _invalidate(self, source: str, target: str, edge_type: str) -> None:
@@ -1015,13 +1428,13 @@ class MemoryGraph:
 
     def iter_edges(self) -> Iterable[Edge]:
         """Every edge, in no particular order (cheaper than :meth:`edges`)."""
-        return self._rx.edges()
+        return self._edge_graph().edges()
 
     def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
         """For each edge type, the ids along one of its cycles, or None (one pass over edges)."""
         wanted = {edge_type: [] for edge_type in edge_types}
         index = self._index
-        for source, target, edge in self._rx.weighted_edge_list():  # indices already: no id lookups
+        for source, target, edge in self._edge_graph().weighted_edge_list():  # indices already: no id lookups
             pairs = wanted.get(edge.type)
             if pairs is not None:
                 pairs.append((source, target))

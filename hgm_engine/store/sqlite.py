@@ -15,6 +15,12 @@ is reported too, naming the row. Any SQLite error on any path becomes a ``StoreE
 names the store and the cause: the file is read-only, no space is left, the file is damaged,
 another process holds the lock.
 
+Reopening reads the state from the stored *image* of the built graph when it can be trusted
+(:mod:`hgm_engine.store.image`: one checksummed blob, then the journal's commits after it),
+else from the rows, each checked as above; triggers count every change to the state and journal
+rows made outside hgm, so an image is never used over a hand edit (``image_min_nodes``: the
+size from which a memory keeps one, :data:`IMAGE_MIN_NODES` by default, None for never).
+
 A new store is built in a temporary file next to ``path`` and renamed into place by its first
 commit: a memory that never committed anything (a first ``hgm load`` that failed on a full
 disk, say) leaves no file behind, and a 0-byte or half-made file is never hgm's.
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import operator
 import os
 import pathlib
@@ -46,7 +53,8 @@ import zlib
 from typing import Any, Iterator
 
 from hgm_engine.errors import Problem, StoreError
-from hgm_engine.model import Commit, MemoryGraph, bulk_allocation, thaw
+from hgm_engine.model import Commit, MemoryGraph, apply_changes, bulk_allocation, thaw
+from hgm_engine.store.image import ImageMismatch, decode_image, encode_image
 from hgm_engine.store.base import Store
 from hgm_engine.store.journal import commit_from_row, commit_to_record
 from hgm_engine.store.rows import build_state, edge_name, node_name
@@ -108,6 +116,38 @@ CREATE TABLE IF NOT EXISTS node_vectors (
     PRIMARY KEY (model, key)
 );
 """
+
+# The stored image of the built graph (hgm_engine.store.image): what reopening reads instead of
+# every state row. ``image_guard`` counts changes to the state and journal rows made outside
+# hgm (``edits``): a trigger on each of those tables bumps it unless hgm itself is writing
+# (``writing`` = 1, set and cleared inside hgm's own write transactions, so no other connection
+# ever sees it set). An image records the count it was made at; any other count means a row
+# was changed by hand (or by a program that is not hgm) and the image is not used: the rows
+# are read and checked as before.
+_IMAGE_STATEMENTS = [
+    "CREATE TABLE IF NOT EXISTS state_image (name TEXT PRIMARY KEY, t INTEGER NOT NULL, data BLOB)",
+    "CREATE TABLE IF NOT EXISTS image_guard (k INTEGER PRIMARY KEY CHECK (k = 1), writing INTEGER NOT NULL, edits INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO image_guard (k, writing, edits) VALUES (1, 0, 0)",
+] + [
+    f"CREATE TRIGGER IF NOT EXISTS hgm_outside_{table}_{event.lower()} AFTER {event} ON {table} "
+    "WHEN (SELECT writing FROM image_guard) IS NOT 1 BEGIN UPDATE image_guard SET edits = edits + 1; END"
+    for table in ("nodes", "edges", "journal")
+    for event in ("INSERT", "UPDATE", "DELETE")
+]
+_IMAGE_TRIGGERS = 9
+
+IMAGE_MIN_NODES = 2000
+"""Memories with fewer nodes keep no image (reading their rows is fast enough); the default of
+``SQLiteStore(image_min_nodes=...)``, where None keeps none at all."""
+
+IMAGE_REPLAY_MAX = 1000
+"""An image older than this many commits is not replayed forward: the rows are read (and a
+new image written)."""
+
+IMAGE_REWRITE_AFTER = 50
+"""Opening writes a new image when it replayed at least this many commits onto the old one."""
+
+_log = logging.getLogger("hgm.store")
 
 # Read in table order and sorted by seq here: the rows come nearly in creation order, which
 # Python's sort orders in one pass, where SQLite's ORDER BY sorts them all (a third of the read).
@@ -188,7 +228,10 @@ class SQLiteStore(Store):
 
     ``timeout`` is how long a writer waits for another process's write lock (seconds);
     ``create`` whether a missing file becomes a new memory (else ``StoreError``, "no memory
-    at ..."); ``check`` what opening runs besides the table checks (:data:`CHECKS`).
+    at ..."); ``check`` what opening runs besides the table checks (:data:`CHECKS`);
+    ``image_min_nodes`` from how many nodes the memory keeps a stored image of its graph
+    (None: never; see the module's docstring). ``last_load`` says how the last state was
+    read: ``"image"``, ``"rows"`` or ``"none"``.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "notes.txt")
@@ -200,7 +243,15 @@ class SQLiteStore(Store):
     PATH is not a SQLite database (or its first page is damaged): file is not a database; ...
     """
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float = 30.0, create: bool = True, check: str = "quick"):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        timeout: float = 30.0,
+        create: bool = True,
+        check: str = "quick",
+        image_min_nodes: int | None = IMAGE_MIN_NODES,
+    ):
         if check not in CHECKS:
             raise ValueError(f"check must be one of {', '.join(CHECKS)}, not {check!r}")
         self.location = os.fspath(path)
@@ -219,6 +270,10 @@ class SQLiteStore(Store):
         self._unpublished: str | None = None
         self._generation = 0  # counts connection switches (change_token differs across them)
         self._crc = {table: "crc" for table in _COLUMNS}  # the crc column, or NULL in an older store
+        self._image_min_nodes = image_min_nodes
+        self._guarding = False  # this write transaction has set image_guard.writing
+        self._unchecked: tuple[str, ...] = ()  # tables the open's quick_check left for when they are read
+        self.last_load = "none"  # how the last load_state read the state (for tests and benchmarks)
         if os.path.exists(self.location):
             self._db = self._open_existing()
         elif not create:
@@ -366,9 +421,20 @@ class SQLiteStore(Store):
                 raise self._problem(f"{self.location} has store format {rows[0][0]}, this hgm reads {SCHEMA_VERSION}")
             if self._check != "none":
                 pragma = "quick_check" if self._check == "quick" else "integrity_check"
-                found = [row[0] for row in db.execute(f"PRAGMA {pragma}(5)")]
-                if found != ["ok"]:
-                    raise self._damaged(f"SQLite's {pragma} found: " + "; ".join(map(str, found)))
+                if pragma == "quick_check" and self._image_min_nodes is not None and {"state_image", "image_guard"} <= set(tables):
+                    # The state will most likely be read from its image: check the tables that
+                    # are read; the state rows are checked if they are read (_load_rows).
+                    self._unchecked = ("nodes", "edges")
+                    for table in tables:
+                        if table not in self._unchecked:
+                            self._quick_check(db, pragma, table)
+                else:
+                    self._quick_check(db, pragma)
+
+    def _quick_check(self, db: sqlite3.Connection, pragma: str, table: str | None = None) -> None:
+        found = [row[0] for row in db.execute(f"PRAGMA {pragma}({_sql_text(table) if table else 5})")]
+        if found != ["ok"]:
+            raise self._damaged(f"SQLite's {pragma} found: " + "; ".join(map(str, found)))
 
     def _create(self) -> sqlite3.Connection:
         """A new, empty memory in a temporary file next to the store's path (see _publish)."""
@@ -391,6 +457,8 @@ class SQLiteStore(Store):
             for statement in (_TABLES + _INDEX_TABLES).split(";"):
                 if statement.strip():
                     db.execute(statement)
+            for statement in _IMAGE_STATEMENTS:
+                db.execute(statement)
             db.execute(
                 "INSERT INTO meta (key, value, crc) VALUES ('schema_version', ?, ?)",
                 (SCHEMA_VERSION, row_crc("schema_version", SCHEMA_VERSION)),
@@ -500,12 +568,115 @@ class SQLiteStore(Store):
                 self._db.execute("COMMIT")
 
     def load_state(self) -> tuple[MemoryGraph, int]:
+        """The state: from the stored image and the commits after it when it can be trusted
+        (see :mod:`hgm_engine.store.image`), else from the rows, each checked; a memory read
+        from its rows (or from an image many commits old) then gets a new image, if it can be
+        written without waiting for another process."""
         with self._lock, bulk_allocation():
+            found = self._load_image()
+            if found is not None:
+                graph, t, replayed = found
+                self.last_load = "image"
+                if replayed >= IMAGE_REWRITE_AFTER:
+                    self._save_image(graph, t, self._read_version)
+                return graph, t
+            graph, t = self._load_rows()
+            self.last_load = "rows"
+            if self._image_min_nodes is not None and len(graph) >= self._image_min_nodes:
+                self._save_image(graph, t, self._read_version)
+            return graph, t
+
+    def _load_image(self) -> tuple[MemoryGraph, int, int] | None:
+        """(graph, t, commits replayed) from the image, or None (logged: why not)."""
+        if self._image_min_nodes is None:
+            return None
+        db = self._db
+        with self._guard("read the state of"):
+            db.execute("BEGIN")
+            try:
+                names = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE name IN ('state_image', 'image_guard') OR name LIKE 'hgm_outside_%'")}
+                if "state_image" not in names or "image_guard" not in names:
+                    return None
+                row = db.execute("SELECT t, data FROM state_image WHERE name = 'state'").fetchone()
+                if row is None:
+                    return None
+                if len(names) != 2 + _IMAGE_TRIGGERS:
+                    _log.info("%s: the stored image is not used: its triggers are missing; reading the rows", self.location)
+                    return None
+                guard = db.execute("SELECT edits FROM image_guard WHERE k = 1").fetchone()
+                t = self._latest_t()
+                self._read_version = db.execute("PRAGMA data_version").fetchone()[0]
+                image_t, data = row
+                try:
+                    image = decode_image(data)
+                    if image.t != image_t:
+                        raise ImageMismatch(f"the image is of t={image.t}, its row says t={image_t}")
+                    if guard is None or image.edits != guard[0]:
+                        raise ImageMismatch("rows were changed outside hgm since it was written")
+                    if image.t > t:
+                        raise ImageMismatch(f"it is of t={image.t}, past the journal's last t={t}")
+                    if t - image.t > IMAGE_REPLAY_MAX:
+                        raise ImageMismatch(f"it is {t - image.t} commits old")
+                    rows = self._journal_rows(db, image.t, t) if t > image.t else []
+                except ImageMismatch as why:
+                    _log.info("%s: the stored image is not used (%s); reading the rows", self.location, why)
+                    return None
+            finally:
+                self._end_read()
+        graph = image.graph
+        try:
+            for number, record, crc in rows:
+                commit = self._decode_commit(number, record, crc)
+                if commit.genesis or commit.kind == "purge":
+                    raise ImageMismatch(f"commit t={number} replaced the state")
+                apply_changes(graph, list(commit.changes))
+        except (ImageMismatch, KeyError, ValueError) as why:
+            _log.info("%s: the stored image is not used (replaying the journal after it: %s); reading the rows", self.location, why)
+            return None
+        return graph, t, len(rows)
+
+    def _save_image(self, graph: MemoryGraph, t: int, version: int) -> None:
+        """Store the image of ``graph`` at ``t``, read when the connection's ``data_version``
+        was ``version``, unless another process holds the write lock, the file is read-only, a
+        commit of this process is under way, or another connection wrote since the state was
+        read (then the next open tries again). Never raises."""
+        if self._in_write or self._unpublished is not None:
+            return
+        db = self._db
+        try:
+            db.execute("PRAGMA busy_timeout = 0")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            try:
+                if db.execute("PRAGMA data_version").fetchone()[0] != version or self._latest_t() != t:
+                    db.execute("ROLLBACK")
+                    return
+                for statement in _IMAGE_STATEMENTS:
+                    db.execute(statement)
+                edits = db.execute("SELECT edits FROM image_guard WHERE k = 1").fetchone()[0]
+                data = encode_image(graph, t, edits)
+                db.execute("INSERT OR REPLACE INTO state_image (name, t, data) VALUES ('state', ?, ?)", (t, data))
+                db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        except (sqlite3.Error, OSError) as exc:
+            _log.info("%s: no image of the state was stored (%s)", self.location, exc)
+
+    def _load_rows(self) -> tuple[MemoryGraph, int]:
+        if True:
+            with self._guard("open"):
+                for table in self._unchecked:
+                    self._quick_check(self._db, "quick_check", table)
+                self._unchecked = ()
             with self._guard("read the state of"):
                 # One read transaction, so the state and its t agree even while others write.
                 self._db.execute("BEGIN")
                 try:
                     t = self._latest_t()
+                    self._read_version = self._db.execute("PRAGMA data_version").fetchone()[0]
                     node_rows = self._db.execute(_NODE_ROWS.format(crc=self._crc["nodes"])).fetchall()
                     edge_rows = self._db.execute(_EDGE_ROWS.format(crc=self._crc["edges"])).fetchall()
                     try:
@@ -530,6 +701,8 @@ class SQLiteStore(Store):
             return f"UPDATE edges SET crc = NULL WHERE {where}"
 
         suspects = _unchecked_or_bad(node_rows, edge_rows)
+        if not suspects[0] and not suspects[1]:  # every row is as hgm wrote it
+            return build_state(node_rows, edge_rows, self._damaged, checked=True)
         for rows, name, fix, types in zip(suspects, (node_name, edge_name), (node_fix, edge_fix), (_NODE_TYPES, _EDGE_TYPES)):
             bad = [row for row in rows if row[-1] is not None]
             if bad:
@@ -638,6 +811,8 @@ class SQLiteStore(Store):
                 raise
             else:
                 try:
+                    if self._guarding:
+                        self._db.execute("UPDATE image_guard SET writing = 0")
                     self._db.execute("COMMIT")
                 except (sqlite3.Error, UnicodeError) as exc:
                     self._rollback()
@@ -649,6 +824,7 @@ class SQLiteStore(Store):
                     self._commit_cache[commit.t] = commit
             finally:
                 self._in_write = 0
+                self._guarding = False
                 self._pending = []
 
     def _add_checksum_columns(self) -> None:
@@ -666,8 +842,20 @@ class SQLiteStore(Store):
         record = _dumps(commit_to_record(commit))
         return (commit.t, record, row_crc(commit.t, record))
 
+    def _hgm_writing(self) -> None:
+        """Inside ``write()``, before hgm changes the state or journal rows: tell the triggers
+        it is hgm (so the stored image stays valid and the journal brings it forward)."""
+        if self._guarding:
+            return
+        try:
+            self._db.execute("UPDATE image_guard SET writing = 1")
+        except sqlite3.OperationalError:  # a store made before images: no triggers either
+            return
+        self._guarding = True
+
     def append(self, commit: Commit) -> None:
         assert self._in_write, "append() runs inside write()"
+        self._hgm_writing()
         with self._guard("write", written=True):
             try:
                 self._db.execute("INSERT INTO journal (t, record, crc) VALUES (?, ?, ?)", self._journal_row(commit))
@@ -724,8 +912,15 @@ class SQLiteStore(Store):
                         ) from None
 
     def write_genesis(self, commit: Commit, graph: MemoryGraph) -> None:
-        """Record a load into an empty store: the whole graph, in bulk."""
+        """Record a load into an empty store: the whole graph, in bulk, and its image (so the
+        first reopening reads no row either)."""
         assert self._in_write and commit.genesis
+        imaged = self._image_min_nodes is not None and len(graph) >= self._image_min_nodes
+        if imaged:
+            with self._guard("write", written=True):
+                for statement in _IMAGE_STATEMENTS:
+                    self._db.execute(statement)
+        self._hgm_writing()
 
         def node_rows() -> Iterator[tuple]:
             for n in graph.nodes():
@@ -746,6 +941,10 @@ class SQLiteStore(Store):
                 )
             except sqlite3.IntegrityError:
                 raise self._damaged("the state tables are not empty, though the journal is") from None
+            if imaged:
+                edits = self._db.execute("SELECT edits FROM image_guard WHERE k = 1").fetchone()[0]
+                data = encode_image(graph, commit.t, edits)
+                self._db.execute("INSERT OR REPLACE INTO state_image (name, t, data) VALUES ('state', ?, ?)", (commit.t, data))
         self._pending.append(commit)
 
     # -- forgetting ---------------------------------------------------------------------------
@@ -756,6 +955,7 @@ class SQLiteStore(Store):
         from hgm_engine.store.purge import mentions, without_nodes
 
         assert self._in_write, "purge() runs inside write()"
+        self._hgm_writing()
         with self._guard("write", written=True):
             db = self._db
             db.execute("PRAGMA secure_delete=ON")  # freed space is overwritten with zeros
@@ -772,7 +972,7 @@ class SQLiteStore(Store):
             db.execute(f"DELETE FROM nodes WHERE id IN ({marks})", tuple(ids))
             # The kept node index (search) holds the nodes' terms: dropped, rebuilt from the state.
             kept = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            for table in ("node_index", "node_index_changes", "node_vectors"):
+            for table in ("node_index", "node_index_changes", "node_vectors", "state_image"):
                 if table in kept:
                     db.execute(f"DELETE FROM {table}")
         self._commit_cache.clear()
