@@ -13,7 +13,10 @@ On the generated graph (``generate.py``, seed 0; ``--nodes``, 100,000 by default
 2. **With vectors** — the same memory with a local, deterministic embedder set
    (:class:`HashEmbedder`: 384 numbers per text, the sum of seeded random unit vectors of its
    words — MiniLM's size; the bundled MiniLM extra needs torch, not installable offline
-   here): time to embed every node (``configure_search``), then the same queries.
+   here): time to embed every node (``configure_search``), then the same queries. Beside
+   them, over a random matrix of the same size, interleaved: one BLAS matrix-vector product
+   (what the scan reads; its threads are numpy's OpenBLAS's, recorded in ``blas_threads``)
+   and the row-by-row ``vecdot`` scan the search used before.
 3. **Upkeep in a commit** — two SQLite memories loaded from the same graph, one keeping the
    node index (as every memory does) and one with its store hook removed
    (``memory.store_hooks = []``: nothing of the index written); ``--commits`` 10-op
@@ -29,8 +32,10 @@ On the generated graph (``generate.py``, seed 0; ``--nodes``, 100,000 by default
 
     python bench/search_bench.py --nodes 100000 --out bench/results/search/search.json
 
-Timing: ``time.perf_counter`` around each call, the garbage collector off within a round of
-queries (as query_bench.py) and on for commits (as txn_bench.py).
+Timing: ``time.perf_counter`` around each call, and the process's CPU time
+(``time.process_time``: on a shared machine the wall clock also counts other processes'
+turns), the garbage collector off within a round of queries (as query_bench.py) and on for
+commits (as txn_bench.py).
 """
 
 from __future__ import annotations
