@@ -39,6 +39,7 @@ for (and built again when that graph has changed).
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import struct
@@ -96,6 +97,24 @@ class TextFields:
     def text(self, attributes: Mapping[str, Any]) -> str:
         return node_text(attributes, self.fields, self.tags)
 
+    def same_text(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+        """Whether two versions of a node's attributes have the same text: at once when none
+        of the text attributes changed (a status update), else by their texts.
+
+        >>> DEFAULT_FIELDS.same_text({"content": "Book", "status": "pending"}, {"content": "Book", "status": "done"})
+        True
+        >>> DEFAULT_FIELDS.same_text({"content": "Book", "name": 3}, {"content": "Book", "name": 4})
+        True
+        >>> DEFAULT_FIELDS.same_text({"content": "Book"}, {"content": "Book it"})
+        False
+        """
+        names = self.fields if self.tags is None else (*self.fields, self.tags)
+        for name in names:
+            old, new = before.get(name), after.get(name)
+            if old is not new and old != new:
+                return self.text(before) == self.text(after)
+        return True
+
     def key(self) -> str:
         """How these fields are named in a saved index (an index of other fields is not read)."""
         return json.dumps([list(self.fields), self.tags])
@@ -106,6 +125,9 @@ DEFAULT_FIELDS = TextFields()
 # The terms of a text, remembered for the texts seen last (a node's text is analysed when it
 # is indexed, again when a view hides it, and when a list is ranked).
 _TERMS_CACHE: dict[str, tuple[dict[str, int], int]] = {}
+# What json.dumps(terms, ensure_ascii=False, separators=(",", ":")) makes, without a new
+# encoder per call (making one took most of the time of writing an entry).
+_TERMS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _TERMS_CACHE_SIZE = 50_000
 _cache_lock = threading.Lock()
 
@@ -114,7 +136,10 @@ def _terms_of(text: str) -> tuple[dict[str, int], int]:
     found = _TERMS_CACHE.get(text)
     if found is None:
         terms = analyze(text)
-        found = (dict(Counter(terms)), len(terms))
+        counts: dict[str, int] = {}  # as dict(Counter(terms)), in first-seen order, at half the cost
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+        found = (counts, len(terms))
         with _cache_lock:
             if len(_TERMS_CACHE) >= _TERMS_CACHE_SIZE:
                 _TERMS_CACHE.clear()
@@ -139,7 +164,7 @@ def text_changes(changes: Iterable[Any], fields: "TextFields") -> dict[str, Node
             out[change.after.id] = change.after
         elif kind == "node_updated":
             before, after = change.before, change.after
-            if before is None or before.type != after.type or fields.text(before.attrs) != fields.text(after.attrs):
+            if before is None or before.type != after.type or not fields.same_text(before.attrs, after.attrs):
                 out[after.id] = after
         elif kind == "node_removed":
             out[change.before.id] = None
@@ -171,7 +196,7 @@ class Doc:
         >>> Doc({"hotel": 2}, 2, 1, "fact").terms_json()
         '{"hotel":2}'
         """
-        return json.dumps(self.terms, ensure_ascii=False, separators=(",", ":"))
+        return _TERMS_JSON.encode(self.terms)
 
     @classmethod
     def from_terms_json(cls, text: str, node: Node) -> "Doc":
@@ -753,7 +778,8 @@ class IndexView:
             partial, seqs = counts != wanted, seg.seqs[positions]
         other_index = {hit.id: i for i, hit in enumerate(others)}
         other_keys = [(not hit.all_terms, -hit.score, self.doc(hit.id).seq) for hit in others]
-        out: dict[str, tuple[int, SearchHit]] = {}
+        sorted_other_keys = sorted(other_keys)
+        chosen: list[tuple[str, SearchHit, tuple[bool, float, int]]] = []
         postings = None
         for node_id in ids:
             if node_id in other_index:
@@ -772,11 +798,15 @@ class IndexView:
                 held = tuple(terms) if complete else tuple(t for t in terms if _holds(postings[t], position))
                 hit = SearchHit(node_id, float(scores[at]), held, complete)
                 key = (not complete, -hit.score, int(seqs[at]))
-            before = sum(1 for other in other_keys if other < key)
-            if found is not None:
-                first, score, seq = key
-                beats = (partial < first) | ((partial == first) & ((-scores < score) | ((-scores == score) & (seqs < seq))))
-                before += int(np.count_nonzero(beats))
+            chosen.append((node_id, hit, key))
+        # A hit's rank is 1 + the hits whose key (partial, -score, seq) is smaller: among the
+        # changed entries by bisection, among the segment's counted for all the ids at once.
+        ahead = _keys_ahead(partial, scores, seqs, [key for _, _, key in chosen]) if found is not None else None
+        out: dict[str, tuple[int, SearchHit]] = {}
+        for i, (node_id, hit, key) in enumerate(chosen):
+            before = bisect.bisect_left(sorted_other_keys, key)
+            if ahead is not None:
+                before += ahead[i]
             out[node_id] = (before + 1, hit)
         return out
 
@@ -875,6 +905,43 @@ def _best(seg: Segment, found, terms, wanted: int, top: int | None) -> list[Sear
         for position, score, held in zip(group_positions.tolist(), group_scores.tolist(), held_of):
             hits.append(SearchHit(seg.ids[position], score, held, complete))
     return hits
+
+
+def _keys_ahead(partial: np.ndarray, scores: np.ndarray, seqs: np.ndarray,
+                keys: Sequence[tuple[bool, float, int]]) -> list[int]:
+    """For each ``(partial, -score, seq)`` of ``keys``: how many of the segment's hits
+    (``partial``, ``scores``, ``seqs``, one entry each) have a smaller key — the same count as
+    comparing every hit with it, in a few passes over the hits for all the keys together.
+
+    >>> _keys_ahead(np.array([False, False, True, False]), np.array([2.0, 1.0, 5.0, 1.0]),
+    ...             np.array([1, 2, 3, 4]), [(False, -1.0, 4), (True, -5.0, 3), (False, -3.0, 0)])
+    [2, 3, 0]
+    """
+    out = [0] * len(keys)
+    if not keys:
+        return out
+    full = ~partial
+    n_full = int(np.count_nonzero(full))
+    for flag, group in ((False, full), (True, partial)):
+        members = [i for i, key in enumerate(keys) if key[0] == flag]
+        if not members:
+            continue
+        group_scores, group_seqs = scores[group], seqs[group]
+        wanted = np.array([-keys[i][1] for i in members], np.float64)
+        thresholds = np.unique(wanted)  # ascending
+        low = np.searchsorted(thresholds, group_scores, "left")  # thresholds below each hit's score
+        high = np.searchsorted(thresholds, group_scores, "right")
+        # Hits scoring more than thresholds[m]: those with more than m thresholds below them.
+        above = np.cumsum(np.bincount(low, minlength=len(thresholds) + 1)[::-1])[::-1]
+        tied = high != low  # a hit whose score is one of the thresholds: by seq among those
+        tied_at, tied_seqs = low[tied], group_seqs[tied]
+        order = np.lexsort((tied_seqs, tied_at))
+        tied_at, tied_seqs = tied_at[order], tied_seqs[order]
+        for i, at in zip(members, np.searchsorted(thresholds, wanted).tolist()):
+            start, stop = np.searchsorted(tied_at, [at, at + 1])
+            count = int(above[at + 1]) + int(np.searchsorted(tied_seqs[start:stop], keys[i][2], "left"))
+            out[i] = count + (n_full if flag else 0)
+    return out
 
 
 def _holds(posting, position: int) -> bool:

@@ -247,9 +247,8 @@ class NodeSearch:
             saved = None
             if keeps:
                 assert index is not None
-                stored_t = self.store.node_index_t()
                 growing = self._changed_rows + len(docs) > max(COMPACT_MIN, index.n_docs // 8)
-                if stored_t == commit.t - 1 and self._stored and not growing:
+                if self._stored and not growing and self.store.node_index_t() == commit.t - 1:
                     rows = [(node_id, None if doc is None else doc.terms_json()) for node_id, doc in docs.items()]
                     self.store.write_node_index(commit.t, rows)
                     saved = "changes"

@@ -34,7 +34,7 @@ from hgm_engine.errors import HGMError, Problem, SearchError
 
 __all__ = [
     "EMBEDDER_META_KEY", "EMBEDDER_NAMES", "DEFAULT_MIN_SIMILARITY", "EmbedderConfig", "VectorIndex", "text_key", "unit",
-    "embed_texts", "min_similarity_of", "python_embedder", "similarities",
+    "embed_texts", "min_similarity_of", "python_embedder", "similarities", "dot_error_bound",
 ]
 
 EMBEDDER_META_KEY = "node_index.embedder"
@@ -64,12 +64,53 @@ def unit(vector: Sequence[float]) -> np.ndarray:
 DEFAULT_MIN_SIMILARITY = 0.35
 
 _VECDOT = getattr(np, "vecdot", None)  # numpy >= 2.0
+_UNIT_ROUNDOFF = 2.0 ** -24  # float32's
+
+
+def dot_error_bound(dimensions: int, query_norm: float) -> float:
+    """A bound on how far two float32 computations of ``row · query`` can differ, for any
+    order of summation (BLAS's or numpy's own loop), when ``row`` is a unit vector as
+    :func:`unit` makes them: each is within ``γ·|row|·|query|`` of the true product, with
+    ``γ = d·u / (1 − d·u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1),
+    so they are within twice that of each other; ``|row|`` is taken as ``1 + γ`` (the
+    rounding of :func:`unit`'s division), and the whole doubled for headroom.
+
+    >>> 4e-5 < dot_error_bound(384, 1.0) < 1e-4
+    True
+    """
+    gamma = dimensions * _UNIT_ROUNDOFF / (1.0 - dimensions * _UNIT_ROUNDOFF)
+    return 4.0 * gamma * (1.0 + gamma) * query_norm
+
+
+def _fast_query(query: Any, dimensions: int) -> bool:
+    """Whether ``query`` is a finite float32 vector of the index's size: the BLAS scan's
+    case (another dtype is scanned as before, promoted by numpy, row by row)."""
+    return (isinstance(query, np.ndarray) and query.dtype == np.float32 and query.shape == (dimensions,)
+            and bool(np.isfinite(query).all()))
+
+
+def _best_of(rows: np.ndarray, sims: np.ndarray, k: int, min_similarity: float,
+             names: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Of ``rows`` (positions in ``sims``), those with a similarity of at least
+    ``min_similarity`` and, when there are more than ``k``, of the ``k``-th best or more (all
+    the rows tied with it): (their row numbers — ``names`` of the positions when given — in
+    order, their similarities as float64). The scan's own selection: its ties are resolved by
+    the caller, in creation order."""
+    if min_similarity > -1.0 and len(rows):
+        rows = rows[sims[rows] >= min_similarity]
+    values = sims[rows].astype(np.float64)
+    if len(rows) > k:
+        threshold = np.partition(values, len(values) - k)[len(values) - k]
+        pick = values >= threshold
+        rows, values = rows[pick], values[pick]
+    return (rows if names is None else names[rows]), values
 
 
 def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Each row of ``matrix`` dotted with ``query`` (float32), by numpy's own loop rather than
-    BLAS: the scan is bound by memory, so BLAS's worker threads add no speed, only the CPU
-    time they spend waiting (a third more CPU per search on a busy two-core machine).
+    """Each row of ``matrix`` dotted with ``query`` (float32), row by row (numpy's ``vecdot``):
+    the similarities a search reports and ranks by. :meth:`VectorIndex.nearest` reads the
+    whole matrix by one BLAS product instead and computes these for the few rows that can be
+    among the nearest: the same numbers, each row's computed alone as here.
 
     >>> similarities(np.array([[1.0, 0.0], [0.6, 0.8]], np.float32), np.array([0.6, 0.8], np.float32)).astype(float).round(2).tolist()
     [0.6, 1.0]
@@ -260,6 +301,7 @@ class VectorIndex:
         self.keys: dict[str, str] = {}
         self._free: list[int] = []
         self._next = 0
+        self._finite = True  # every row ever put was finite (the BLAS scan's bound holds)
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -294,6 +336,8 @@ class VectorIndex:
                 self._next += 1
             self.row_of[node_id] = row
             self.id_at[row] = node_id
+        if self._finite and not np.isfinite(array).all():
+            self._finite = False
         self.matrix[row] = array
         self.alive[row] = True
         self.type_codes[row] = self._type_code(node_type)
@@ -335,11 +379,17 @@ class VectorIndex:
         """The ``k`` rows nearest to ``query`` (a unit vector) with a cosine similarity of
         at least ``min_similarity``: (id, similarity), most similar first, ties in creation
         order (``seq_of``); ``hidden`` ids are left out and ``extra`` ``{id: (type, unit
-        vector)}`` taken in (a view's own nodes)."""
+        vector)}`` taken in (a view's own nodes).
+
+        Exact: every row is compared. A float32 ``query`` is scanned by one BLAS
+        matrix-vector product, which finds the few rows that can be among the ``k`` (its
+        rounding differs from :func:`similarities`' by less than :func:`dot_error_bound`);
+        those rows' similarities are then computed by :func:`similarities` itself, so the
+        answer is the same, to the last bit, as scanning every row with it.
+        """
         if k <= 0:
             return []
         used = self._next
-        sims = similarities(self.matrix[:used], query) if used else np.zeros(0, np.float32)
         mask = self.alive[:used].copy()
         if node_type is not None:
             code = self.type_names.index(node_type) if node_type in self.type_names else -1
@@ -348,20 +398,38 @@ class VectorIndex:
             row = self.row_of.get(node_id)
             if row is not None and row < used:
                 mask[row] = False
-        if min_similarity > -1.0 and used:
-            mask &= sims >= min_similarity
-        rows = np.flatnonzero(mask)
-        candidates: list[tuple[str, float]] = []
-        if len(rows):
-            values = sims[rows].astype(np.float64)
-            if len(rows) > k:
-                threshold = np.partition(values, len(values) - k)[len(values) - k]
-                pick = values >= threshold
-                rows, values = rows[pick], values[pick]
-            candidates = [(self.id_at[row], value) for row, value in zip(rows.tolist(), values.tolist())]
+        if used and self._finite and _fast_query(query, self.dimensions):
+            rows, values = self._best_rows(query, k, used, mask, min_similarity)
+        elif used:
+            rows, values = _best_of(np.flatnonzero(mask), similarities(self.matrix[:used], query), k, min_similarity)
+        else:
+            rows, values = np.zeros(0, np.intp), np.zeros(0, np.float64)
+        id_at = self.id_at
+        candidates = [(id_at[row], value) for row, value in zip(rows.tolist(), values.tolist())]
         for node_id, (kind, vector) in (extra or {}).items():
             similarity = float(np.dot(vector, query))
             if (node_type is None or kind == node_type) and similarity >= min_similarity:
                 candidates.append((node_id, similarity))
         candidates.sort(key=lambda item: (-item[1], seq_of(item[0])))
         return candidates[:k]
+
+    def _best_rows(self, query: np.ndarray, k: int, used: int, mask: np.ndarray,
+                   min_similarity: float) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`_best_of` over every row, reading the matrix once (by BLAS) and computing
+        :func:`similarities` for the rows that can be among the best only."""
+        matrix = self.matrix[:used]
+        approx = matrix @ query  # BLAS sgemv: within `margin` of similarities()' value, row by row
+        margin = dot_error_bound(self.dimensions, float(np.linalg.norm(query)))
+        if min_similarity > -1.0:
+            mask &= approx >= min_similarity - margin  # every row that can reach min_similarity
+        rows = np.flatnonzero(mask)
+        if len(rows) > k:
+            # k rows have an approx of `kth` or more, so a similarities() value of
+            # `kth - margin` or more. A row of the answer has a similarity at least as high
+            # (when those k rows all reach min_similarity: the k-th best is one of them or
+            # better) or reaches min_similarity while they do not (so it is higher than
+            # `kth - margin` anyway): its approx is `kth - 2·margin` or more.
+            near = approx[rows]
+            kth = float(np.partition(near, len(near) - k)[len(near) - k])
+            rows = rows[near >= kth - 2.0 * margin]
+        return _best_of(np.arange(len(rows)), similarities(matrix[rows], query), k, min_similarity, rows)

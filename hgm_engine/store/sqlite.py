@@ -104,10 +104,13 @@ CREATE TABLE constraints (name TEXT PRIMARY KEY, text TEXT NOT NULL, crc INTEGER
 
 # The node index (hgm_engine.search): its saved segment and its t (node_index rows 'segment'
 # and 't'), the entries changed since the segment was saved, the vectors of texts by model.
-# Created with a new store, and by the first index write of a store made before them.
+# Created with a new store, and by the first index write of a store made before them. The
+# changed entries are small rows written by every commit: WITHOUT ROWID keeps them in one
+# B-tree (a rowid table and its primary-key index would be two, each a page more per commit).
+# A store made before that has a rowid table, read and written the same way.
 _INDEX_TABLES = """
 CREATE TABLE IF NOT EXISTS node_index (name TEXT PRIMARY KEY, t INTEGER NOT NULL, data BLOB, crc INTEGER);
-CREATE TABLE IF NOT EXISTS node_index_changes (id TEXT PRIMARY KEY, terms TEXT, crc INTEGER);
+CREATE TABLE IF NOT EXISTS node_index_changes (id TEXT PRIMARY KEY, terms TEXT, crc INTEGER) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS node_vectors (
     model TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -1076,7 +1079,11 @@ class SQLiteStore(Store):
                     "INSERT OR REPLACE INTO node_index_changes (id, terms, crc) VALUES (?, ?, ?)",
                     [(node_id, terms, row_crc(node_id, terms)) for node_id, terms in changed],
                 )
-            db.execute("INSERT OR REPLACE INTO node_index (name, t, data, crc) VALUES ('t', ?, NULL, ?)", (t, row_crc("t", t)))
+            # In place: a REPLACE would delete the row and insert it again, in the table and its
+            # primary-key index (a page more per commit).
+            head = (t, row_crc("t", t))
+            if db.execute("UPDATE node_index SET t = ?, data = NULL, crc = ? WHERE name = 't'", head).rowcount != 1:
+                db.execute("INSERT OR REPLACE INTO node_index (name, t, data, crc) VALUES ('t', ?, NULL, ?)", head)
 
     def read_node_vectors(self, model: str, keys: list[str] | None = None) -> dict[str, bytes]:
         self._follow()
