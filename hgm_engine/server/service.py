@@ -110,6 +110,7 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     "rewrite-cap": 429,
     # transport-level refusals
     "unauthorized": 401,
+    "forbidden": 403,
     "request-timeout": 408,
     "request-too-large": 413,
     "unsupported-media-type": 415,
