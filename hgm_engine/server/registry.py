@@ -48,6 +48,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from hgm_engine.errors import Problem, RequestError
@@ -156,6 +157,7 @@ class MemoryRegistry:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
         self._closing: dict[str, _Entry] = {}  # evicted entries whose memory is being closed
         self._pinned = _pinned
+        self._closer: ThreadPoolExecutor | None = None  # closes evicted memories, off the caller's thread
         self.opened = 0  # memories opened so far (reopenings too)
         self.evicted = 0  # memories closed to make room
         if _pinned is not None:
@@ -313,6 +315,19 @@ class MemoryRegistry:
                     self._closing[entry.name] = entry
                     self.evicted += 1
         for entry in victims:
+            self._close_later(entry)
+
+    def _close_later(self, entry: _Entry) -> None:
+        """Close an evicted memory in the registry's closing thread, so the request whose end
+        evicted it (on an event loop, perhaps) does not wait for it; a reopening of the same
+        name waits for it (``entry.closed``)."""
+        with self._lock:
+            if self._closer is None:
+                self._closer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hgm-evict")
+            closer = self._closer
+        try:
+            closer.submit(self._close, entry)
+        except RuntimeError:  # the registry is closing: close it here
             self._close(entry)
 
     def _close(self, entry: _Entry) -> None:
@@ -450,6 +465,8 @@ class MemoryRegistry:
                 self._entries.clear()
         for entry in entries:
             self._close(entry)
+        if self._closer is not None:
+            self._closer.shutdown(wait=True)
         if self._store is not None:
             self._store.close()
 
