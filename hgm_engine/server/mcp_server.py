@@ -77,6 +77,9 @@ __all__ = [
     "build_server",
     "request_grant",
     "serve",
+    "http_app",
+    "serve_http",
+    "TokenCheck",
     "main",
     "add_parser",
     "add_arguments",
@@ -1409,12 +1412,13 @@ def build_server(target: Any, *, default_memory: str = DEFAULT_MEMORY, tokens: T
     )
 
 
-async def serve(service: MemoryService) -> None:
-    """Serve the tools on stdin/stdout until the client closes the connection."""
+async def serve(target: Any, *, default_memory: str = DEFAULT_MEMORY) -> None:
+    """Serve the tools on stdin/stdout until the client closes the connection. ``target``: a
+    :class:`MemoryService` or a registry of memories (see :func:`build_server`)."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    server = build_server(service)
+    server = build_server(target, default_memory=default_memory)
     # The SDK drops a line it cannot read without answering: it reads ours, which answer those.
     # (stdin is a duplicate of fd 0, so closing it leaves sys.stdin alone.)
     binary = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
@@ -1427,17 +1431,159 @@ async def serve(service: MemoryService) -> None:
         binary.close()
 
 
+# -- MCP over HTTP (issue 19): the SDK's streamable HTTP transport, behind the token check -------
+
+DEFAULT_HTTP_PATH = "/mcp"
+DEFAULT_HTTP_PORT = 8766  # hgm serve's 8765, plus one
+
+
+class TokenCheck:
+    """ASGI middleware in front of the SDK's streamable HTTP app: every HTTP request needs
+    ``Authorization: Bearer TOKEN`` with a token of ``tokens``. A missing or unknown token is
+    answered 401 with ``WWW-Authenticate: Bearer error="invalid_token"`` (RFC 6750) and a
+    JSON-RPC error whose message says what was wrong (the SDK's client raises it as an
+    ``MCPError`` with that message) and whose ``data`` is the ``{"category": "unauthorized",
+    ...}`` error. A known token's :class:`~hgm_engine.server.tokens.Grant` goes with the
+    request to the tools (:func:`request_grant`), and the SDK binds the session it opens to that
+    token (a session id used with another token is answered 404, as an unknown session).
+
+    >>> TokenCheck(None, TokenScopes.single("s3cret-s3cret-s3cret")).tokens
+    TokenScopes('--token', 1 tokens)
+    """
+
+    def __init__(self, app: Any, tokens: TokenScopes):
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"authorization"), None)
+        try:
+            grant = self.tokens.grant_for_header(header)
+        except HGMError as err:
+            await self._refuse(err, send)
+            return
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+        from mcp.server.auth.provider import AccessToken
+
+        scope = dict(scope)
+        scope[GRANT_SCOPE_KEY] = grant
+        # The session's owner (the SDK compares it on every request of a session): the token's
+        # line in the file names it without holding the token.
+        scope["user"] = AuthenticatedUser(AccessToken(token=grant.where, client_id=grant.where, scopes=[]))
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(err: HGMError, send) -> None:
+        error = error_document(err)["error"]
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": f"{err.category}: {err.message}", "data": error}}
+        ).encode()
+        challenge = 'Bearer error="invalid_token", error_description="' + err.message.replace('"', "'") + '"'
+        await send({
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", challenge.encode("latin-1", "replace")),
+            ],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_app(
+    target: Any,
+    *,
+    default_memory: str = DEFAULT_MEMORY,
+    tokens: TokenScopes | None = None,
+    host: str = "127.0.0.1",
+    path: str = DEFAULT_HTTP_PATH,
+    max_body: int | None = None,
+):
+    """The ASGI app of MCP over streamable HTTP at ``path``: the SDK's own transport
+    (``Server.streamable_http_app``: sessions, SSE or JSON answers, DNS-rebinding protection
+    on a loopback ``host``), behind :class:`TokenCheck` when ``tokens`` is given. Run it
+    with any ASGI server; :func:`serve_http` runs it on uvicorn.
+
+    >>> from hgm_engine import Memory
+    >>> type(http_app(MemoryService(Memory()))).__name__
+    'Starlette'
+    """
+    from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    server = build_server(target, default_memory=default_memory, tokens=tokens)
+    app = server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        max_request_body_size=max_body or DEFAULT_MAX_REQUEST_BODY_SIZE,
+    )
+    return app if tokens is None else TokenCheck(app, tokens)
+
+
+def serve_http(app: Any, sock: Any, *, log_level: str = "warning") -> None:
+    """Serve ``app`` on the listening socket ``sock`` with uvicorn until SIGINT or SIGTERM.
+
+    Example (not run here: it serves until stopped)::
+
+        serve_http(http_app(service), socket.create_server(("127.0.0.1", 0)))
+    """
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 # -- command line ------------------------------------------------------------------------------
+
+DB_ENV, MEMORY_ENV = "HGM_DB", "HGM_MEMORY"
+TRANSPORTS = ("stdio", "streamable-http")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of ``hgm mcp``.
 
-    >>> add_arguments(argparse.ArgumentParser()).parse_args(["--db", "m.db"]).query_timeout
-    5.0
+    >>> args = add_arguments(argparse.ArgumentParser()).parse_args(["--db", "m.db"])
+    >>> args.query_timeout, args.transport, args.port
+    (5.0, 'stdio', 8766)
     """
+    from hgm_engine.server.registry import DEFAULT_MAX_OPEN, MAX_OPEN_ENV
+
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
+    parser.add_argument(
+        "--db", default=None, metavar="PATH",
+        help=f"the store: a SQLite file (created if missing) or a postgresql:// URL (default: ${DB_ENV})",
+    )
+    parser.add_argument(
+        "--memory", default=None, metavar="NAME",
+        help=f"the memory of tool calls that name none (default: ${MEMORY_ENV}, else 'default')",
+    )
+    parser.add_argument(
+        "--max-open", type=int, default=None, metavar="N",
+        help=f"memories kept open at once, the least recently used closed first (default: ${MAX_OPEN_ENV}, else {DEFAULT_MAX_OPEN})",
+    )
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio", help="stdio (default) or streamable-http")
+    parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to bind (default 127.0.0.1: loopback only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help=f"streamable-http: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one)")
+    parser.add_argument("--path", default=DEFAULT_HTTP_PATH, help=f"streamable-http: the endpoint's path (default {DEFAULT_HTTP_PATH})")
+    parser.add_argument(
+        "--token-file", default=None, metavar="PATH",
+        help="streamable-http: the tokens and the memories each may use (TOKEN PREFIX [read|write] per line; docs/server.md)",
+    )
+    parser.add_argument("--max-body", type=int, default=defaults.max_body, metavar="BYTES", help="streamable-http: largest request body (default 1 MiB)")
     parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length, metavar="CHARS")
     parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
     parser.add_argument("--query-timeout", type=float, default=defaults.timeout, metavar="SECONDS")
@@ -1454,45 +1600,122 @@ def add_parser(subparsers: Any, name: str = "mcp") -> argparse.ArgumentParser:
     >>> parser.parse_args(["mcp", "--db", "m.db"]).db
     'm.db'
     """
-    parser = subparsers.add_parser(name, help="serve a memory as MCP tools over stdio", description=__doc__.split("\n\n")[0])
+    parser = subparsers.add_parser(name, help="serve memories as MCP tools over stdio or streamable HTTP", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     parser.set_defaults(func=run)
     return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return add_arguments(argparse.ArgumentParser(prog="hgm mcp", description="Serve an hgm memory as MCP tools over stdio."))
+    return add_arguments(
+        argparse.ArgumentParser(prog="hgm mcp", description="Serve hgm memories as MCP tools over stdio or streamable HTTP.")
+    )
+
+
+def _configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    for name in ("hgm", "mcp", "uvicorn.error"):
+        named = logging.getLogger(name)
+        named.handlers[:] = [handler]
+        named.setLevel(level.upper())
+        named.propagate = False
+
+
+def _usage(message: str) -> int:
+    print(f"hgm mcp: {message}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until the client disconnects (stdin closes); logs on stderr."""
+    """Serve until the client disconnects (stdio: stdin closes) or the server is stopped
+    (streamable-http: SIGINT, SIGTERM); logs on stderr. Exit 2 for a bad command line, 1
+    when the store, the token file or the port cannot be used."""
     try:
         import anyio
         import mcp.server.lowlevel  # noqa: F401 - the SDK, before the memory is opened
     except ImportError as exc:
         print(f"hgm mcp: needs the mcp extra: pip install 'hgm-engine[mcp]' ({exc})", file=sys.stderr)
         return 1
+    from hgm_engine.server.registry import MemoryRegistry, max_open_from_env
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    for name in ("hgm", "mcp"):
-        named = logging.getLogger(name)
-        named.handlers[:] = [handler]
-        named.setLevel(args.log_level.upper())
-        named.propagate = False
-    limits = ServerLimits(max_query_length=args.max_query_length, max_work=args.max_work, timeout=args.query_timeout)
+    _configure_logging(args.log_level)
+    db = args.db or os.environ.get(DB_ENV) or None
+    if db is None:
+        return _usage(f"the store is missing: give --db PATH (or set ${DB_ENV})")
+    http = args.transport == "streamable-http"
+    if args.token_file and not http:
+        return _usage("--token-file needs --transport streamable-http (a stdio server's client is the process that started it)")
+    if not 0 <= args.port <= 65535:
+        return _usage(f"--port is 0 to 65535, not {args.port}")
+    if not args.path.startswith("/"):
+        return _usage(f"--path starts with '/', not {args.path[:40]!r}")
+    if args.max_body < 1:
+        return _usage("--max-body must be at least 1")
     try:
-        memory = Memory.open(args.db)
+        default_memory = args.memory or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY
+        check_memory_name(default_memory, where="--memory" if args.memory else MEMORY_ENV)
+        max_open = args.max_open if args.max_open is not None else max_open_from_env()
+        if max_open < 1:
+            return _usage(f"--max-open must be at least 1, not {max_open}")
+        tokens = TokenScopes.load(args.token_file) if args.token_file else None
+    except HGMError as err:
+        print(f"hgm mcp: {err}", file=sys.stderr)
+        return 1 if err.category == "invalid-token-file" else 2
+    limits = ServerLimits(max_body=args.max_body, max_query_length=args.max_query_length, max_work=args.max_work, timeout=args.query_timeout)
+    try:
+        registry = MemoryRegistry(db, max_open=max_open, limits=limits, llm=llm_endpoint(args))
     except (HGMError, OSError) as exc:
-        print(f"hgm mcp: cannot open {args.db}: {exc}", file=sys.stderr)
+        print(f"hgm mcp: cannot open {db}: {exc}", file=sys.stderr)
         return 1
     try:
-        logger.info("serving %s (t=%d, %d nodes) over stdio", args.db, memory.t, len(memory))
-        anyio.run(serve, MemoryService(memory, limits, llm=llm_endpoint(args)))
+        try:  # the default memory opens now: a store that cannot be read says so at once
+            with registry.lease(default_memory) as service:
+                logger.info("serving %s, default memory %r (t=%d, %d nodes)", db, default_memory, service.memory.t, len(service.memory))
+        except HGMError as err:
+            print(f"hgm mcp: cannot open the memory {default_memory!r} of {db}: {err}", file=sys.stderr)
+            return 1
+        if not http:
+            anyio.run(lambda: serve(registry, default_memory=default_memory))
+            return 0
+        return _run_http(args, registry, default_memory, tokens)
     except KeyboardInterrupt:
-        pass
+        return 0
     finally:
-        memory.close()
+        registry.close()
+
+
+def _run_http(args: argparse.Namespace, registry: Any, default_memory: str, tokens: TokenScopes | None) -> int:
+    import socket
+
+    if not _is_loopback(args.host):
+        logger.warning(
+            "binding to %s: the memories are reachable from other machines%s",
+            args.host,
+            "" if tokens else " WITHOUT a token (set --token-file)",
+        )
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        sock.close()
+        print(f"hgm mcp: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    sock.listen(2048)
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    app = http_app(registry, default_memory=default_memory, tokens=tokens, host=args.host, path=args.path, max_body=args.max_body)
+    print(
+        f"hgm mcp: listening on http://{host}:{port}{args.path}{' (bearer token required)' if tokens else ''}",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        serve_http(app, sock, log_level=args.log_level)
+    finally:
+        sock.close()
     return 0
 
 
