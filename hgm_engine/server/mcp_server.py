@@ -1639,7 +1639,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     from hgm_engine.server.registry import MemoryRegistry, max_open_from_env
 
-    _configure_logging(args.log_level)
     db = args.db or os.environ.get(DB_ENV) or None
     if db is None:
         return _usage(f"the store is missing: give --db PATH (or set ${DB_ENV})")
@@ -1671,10 +1670,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:  # the default memory opens now: a store that cannot be read says so at once
             with registry.lease(default_memory) as service:
-                logger.info("serving %s, default memory %r (t=%d, %d nodes)", db, default_memory, service.memory.t, len(service.memory))
+                opened = service.memory.t, len(service.memory)
         except HGMError as err:
             print(f"hgm mcp: cannot open the memory {default_memory!r} of {db}: {err}", file=sys.stderr)
             return 1
+        _configure_logging(args.log_level)  # only now: a refused command line leaves logging alone
+        logger.info("serving %s, default memory %r (t=%d, %d nodes)", db, default_memory, *opened)
         if not http:
             anyio.run(lambda: serve(registry, default_memory=default_memory))
             return 0
