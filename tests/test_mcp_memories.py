@@ -277,6 +277,19 @@ def test_hgm_mcp_refuses_a_bad_default_memory_name(tmp_path, capsys):
     assert "invalid-memory-name at --memory" in capsys.readouterr().err
 
 
+def test_hgm_mcp_takes_its_default_memory_from_hgm_memory(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HGM_MEMORY", "a//b")
+    assert run_args("--db", str(tmp_path / "m.db")) == 2
+    assert "invalid-memory-name at HGM_MEMORY" in capsys.readouterr().err
+
+
+def test_the_global_memory_option_is_the_default_memory_of_hgm_mcp(tmp_path, capsys):
+    from hgm_engine.cli import main
+
+    assert main(["--memory", "a//b", "mcp", "--db", str(tmp_path / "m.db")]) == 2
+    assert "invalid-memory-name at --memory" in capsys.readouterr().err
+
+
 def test_hgm_mcp_refuses_an_unknown_default_memory_with_suggestions(registry, capsys):
     assert run_args("--db", registry.location, "--memory", "acme/alcie") == 1
     assert "'acme/alice'" in capsys.readouterr().err
