@@ -1,12 +1,18 @@
-"""``hgm mcp``: the memory as Model Context Protocol tools, over stdio (the official SDK).
+"""``hgm mcp``: memories as Model Context Protocol tools, over stdio or streamable HTTP (the
+official SDK).
 
 :data:`TOOLS` defines each tool (name, description written for an LLM, JSON Schema of its
 input, and the operation of :class:`~hgm_engine.server.service.MemoryService` it runs);
-:func:`call_tool` validates the arguments and runs one, returning the result document or an
-``{"error": ...}`` document (an error result, ``is_error``). :func:`build_server` makes the
-SDK's low-level ``Server`` with those tools; :func:`main` serves it on stdin/stdout::
+:func:`call_tool` validates the arguments and runs one on the memory its ``memory`` argument
+names (else the server's default), within the grant of the request's token
+(:mod:`hgm_engine.server.tokens`), returning the result document or an ``{"error": ...}``
+document (an error result, ``is_error``). :func:`build_server` makes the SDK's low-level
+``Server`` with those tools over a :class:`~hgm_engine.server.registry.MemoryRegistry`;
+:func:`main` serves it on stdin/stdout, or with ``--transport streamable-http`` over HTTP
+(:func:`http_app`, behind :class:`TokenCheck` with ``--token-file``)::
 
     python -m hgm_engine.server.mcp_server --db memory.db
+    python -m hgm_engine.server.mcp_server --db memory.db --transport streamable-http --port 8766 --token-file tokens.txt
 
 Configure a client (e.g. a desktop host) with that command. The protocol uses stdout; logs
 go to stderr. Every line the client sends gets an answer: one that is not JSON gets the
