@@ -218,6 +218,7 @@ class Guard:
         max_concurrency: int | None = None,
         tokens: TokenScopes | None = None,
         registry: Any = None,
+        default_memory: str = "default",
     ):
         self.app = app
         # The tokens and what each may do (a token file); ``token`` alone is one token that
@@ -226,6 +227,7 @@ class Guard:
         # The open memories (server/registry.py): a request of a memory's route leases its
         # memory for as long as it runs. None: the app routes no memory (tests of the guard).
         self.registry = registry
+        self.default_memory = default_memory  # the memory of the unprefixed routes
         self.max_body = max_body
         # (method, path) -> a plain ASGI handler answered here, past the checks above but
         # without the framework's per-request layers (the hot query route).
@@ -266,7 +268,7 @@ class Guard:
             target = None
             if refusal is None:
                 try:
-                    target = memory_target(scope["path"], scope.get("raw_path"))
+                    target = memory_target(scope["path"], scope.get("raw_path"), self.default_memory)
                     if target is not None and target.name is not None and target.bound:
                         grant.check(target.name, write=scope["method"] in ("PUT", "DELETE", "PATCH"))
                 except HGMError as exc:

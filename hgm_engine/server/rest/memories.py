@@ -92,12 +92,13 @@ def memory_url(name: str, route: str = "") -> str:
     return _PREFIX + quote(name, safe="") + (("/" + route.lstrip("/")) if route else "")
 
 
-def memory_target(path: str, raw_path: bytes | None) -> MemoryTarget | None:
+def memory_target(path: str, raw_path: bytes | None, default: str = DEFAULT_MEMORY) -> MemoryTarget | None:
     """The memory and route of a request for ``path`` (decoded) and ``raw_path`` (as sent);
     None when it is for no memory (the documentation pages, ``/openapi.json``). A bad name is
     a ``RequestError`` ``invalid-memory-name``.
 
-    ``/health`` and ``/api/v1/ROUTE`` are the memory ``default``;
+    ``/health`` and ``/api/v1/ROUTE`` are the memory ``default`` (the server's default
+    memory, ``hgm serve --memory``);
     ``/api/v1/memories/NAME/ROUTE`` is the memory NAME (its ``/`` as ``%2F``), served by the
     route ``/api/v1/ROUTE``; ``/api/v1/memories`` and ``/api/v1/memories/NAME`` are the
     store's routes (not bound: they lease nothing themselves here).
@@ -110,13 +111,13 @@ def memory_target(path: str, raw_path: bytes | None) -> MemoryTarget | None:
     True
     """
     if path == "/health":
-        return MemoryTarget(DEFAULT_MEMORY, path, raw_path or path.encode(), True)
+        return MemoryTarget(default, path, raw_path or path.encode(), True)
     if not path.startswith(_API):
         return None
     if path == MEMORIES_PATH or path == _PREFIX:
         return MemoryTarget(None, path, raw_path or path.encode(), False)
     if not path.startswith(_PREFIX):
-        return MemoryTarget(DEFAULT_MEMORY, path, raw_path or path.encode(), True)
+        return MemoryTarget(default, path, raw_path or path.encode(), True)
     raw = raw_path if raw_path else quote(path, safe="/").encode("ascii")
     tail = raw[len(_PREFIX):] if raw.startswith(_PREFIX.encode()) else quote(path[len(_PREFIX):], safe="/").encode("ascii")
     segment, slash, rest = tail.partition(b"/")
