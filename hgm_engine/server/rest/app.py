@@ -88,7 +88,7 @@ logger = logging.getLogger("hgm.server")
 
 
 def create_app(
-    memory: Memory | MemoryRegistry,
+    memory: Memory | MemoryRegistry | None = None,
     *,
     token: str | None = None,
     max_body: int | None = None,
@@ -99,6 +99,11 @@ def create_app(
 ) -> FastAPI:
     """The REST app over ``memory`` (an ASGI app; run it with uvicorn or test it with
     ``fastapi.testclient.TestClient``).
+
+    Without ``memory`` (and nothing else) it is the application factory of process managers
+    (``uvicorn --factory hgm_engine.server.rest:create_app``): everything comes from the
+    environment (``HGM_DB``, ``HGM_MAX_OPEN``, ``HGM_TOKEN_FILE``, ...;
+    :mod:`~hgm_engine.server.rest.factory`, docs/deployment.md).
 
     ``memory``: one :class:`~hgm_engine.Memory` (served as the memory ``default``), or a
     :class:`~hgm_engine.server.registry.MemoryRegistry` over a store of many memories, each
@@ -123,6 +128,12 @@ def create_app(
     >>> client.get("/health", headers={"Authorization": "Bearer s3cret"}).json()["status"]
     'ok'
     """
+    if memory is None:
+        if any(v is not None for v in (token, max_body, limits, llm, tokens)) or default_memory != DEFAULT_MEMORY:
+            raise TypeError("create_app() without a memory reads everything from the environment")
+        from hgm_engine.server.rest.factory import app_from_environment
+
+        return app_from_environment()
     if isinstance(limits, Limits):
         limits = ServerLimits(max_work=limits.max_work, timeout=limits.timeout)
     if isinstance(memory, MemoryRegistry):
