@@ -136,10 +136,10 @@ def _sequential(port: int, indexes: list[int]) -> list[float]:
         for index in indexes:
             path, body = _query(index)
             started = time.perf_counter()
-            status, doc = client.request("POST", path, body)
+            status, data = client.request("POST", path, body, parse=False)
             latencies.append(time.perf_counter() - started)
-            if status != 200:
-                raise RuntimeError(f"{path}: {status} {doc}")
+            if status != 200 or not data.startswith(b'{"kind"'):
+                raise RuntimeError(f"{path}: {status} {data[:300]!r}")
     finally:
         client.close()
     return latencies
@@ -159,10 +159,10 @@ def _parallel(port: int, clients: int, draw, requests: int, seed: int) -> list[f
             for _ in range(per_client):
                 path, body = _query(draw(rng))
                 started = time.perf_counter()
-                status, doc = client.request("POST", path, body)
+                status, data = client.request("POST", path, body, parse=False)
                 mine.append(time.perf_counter() - started)
-                if status != 200:
-                    errors.append(f"{path}: {status} {doc}")
+                if status != 200 or not data.startswith(b'{"kind"'):
+                    errors.append(f"{path}: {status} {data[:300]!r}")
                     return
         finally:
             client.close()
@@ -276,6 +276,9 @@ def run_store(kind: str, location: str, args: argparse.Namespace, log=print) -> 
             f"(x{out['spread_over_one']})")
     finally:
         out["server_exit"] = server.stop()
+        kept = pathlib.Path(tempfile.gettempdir()) / f"hgm-membench-{kind}-server.log"
+        shutil.copy(work / "server.log", kept)  # what the server logged (warnings and errors)
+        log(f"{kind}: server log in {kept}")
         shutil.rmtree(work, ignore_errors=True)
     return out
 

@@ -182,3 +182,17 @@ def test_an_evicted_memory_is_freed_while_others_keep_opening(store_path):
         if was_enabled:
             gc.enable()
     registry.close()
+
+
+def test_a_collection_in_another_thread_emptying_the_queue_first_is_no_error():
+    # The registry collects in its closing thread while request threads trigger collections of
+    # their own; each collection's end drops the queued linecache entries of freed generated
+    # functions, and one could empty the queue between another's check and its pop
+    # ("Exception ignored in _on_collection: IndexError: pop from empty list").
+    from hgm_engine.model import generated
+
+    class EmptiedMeanwhile(list):
+        def __bool__(self) -> bool:  # non-empty when checked, empty when popped
+            return True
+
+    assert generated._drop_queued(queued=EmptiedMeanwhile()) is None
