@@ -253,3 +253,16 @@ def test_no_memory_name_or_path_gets_a_server_error_or_opens_anything(store_path
     check()
     assert registry.list() == ["acme/alice", "acme/bob", "zed"]  # nothing created or dropped
     registry.close()
+
+
+def test_a_memory_that_fails_to_open_unexpectedly_is_a_json_500_with_the_request_id(client, monkeypatch):
+    registry = client.app.state.registry
+
+    def broken(name="default"):
+        raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(registry, "lease", broken)
+    answer = client.post(f"{memory_url('zed')}/query", json={"expr": "root"})
+    assert answer.status_code == 500 and answer.headers["content-type"] == "application/json"
+    assert answer.json()["error"]["category"] == "internal"
+    assert answer.headers["x-request-id"] in answer.json()["error"]["message"]

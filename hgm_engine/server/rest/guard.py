@@ -37,6 +37,7 @@ from hgm_engine.server.tokens import OPEN_ACCESS, TokenScopes
 __all__ = ["Guard", "BodyTooLarge", "access_logger", "REQUEST_ID_RE", "deadline_protocol", "MAX_HEADER_BYTES", "RETRY_AFTER"]
 
 access_logger = logging.getLogger("hgm.server.access")
+_logger = logging.getLogger("hgm.server")
 
 # A request id the client may choose (else the guard makes one): short and log-safe.
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -304,6 +305,10 @@ class Guard:
                             lease = await lease_for(self.registry, target.name)
                         except HGMError as exc:
                             await _error_answer(exc, slash_hint(original_raw))(scope, receive, send_with_id)
+                            return
+                        except Exception:  # noqa: BLE001 - the same JSON 500 as every route, never uvicorn's text
+                            _logger.exception("%s opening memory %r failed", rid, target.name)
+                            await error_response("internal", f"internal error (request id {rid})", 500)(scope, receive, send_with_id)
                             return
                         lease_ctx = current_lease.set(lease)
                     await (handler or self.app)(scope, receive, send_with_id)
