@@ -698,24 +698,9 @@ def _with_memory(tool: Tool) -> Tool:
     return attrs.evolve(tool, input_schema={**tool.input_schema, "properties": properties})
 
 
-def _purge(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
-    service.fresh()
-    tombstone = service.memory.purge(a["id"], reason=a["reason"], subtree=a.get("subtree", False), author=a.get("author"))
-    return {**tombstone.summary(), "purged": list(tombstone.purged), "t": tombstone.t}
-
-
 def _get_schema(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
     service.fresh()
-    return {**service.schema(), "document": service.memory.schema.to_document()}
-
-
-def _set_schema(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
-    from hgm_engine.model import Schema
-
-    schema = Schema.from_document(a["schema"])
-    service.fresh()
-    service.memory.set_schema(schema)
-    return {"t": service.memory.t, **service.schema()}
+    return {**service.schema(), "document": service.schema_document()}
 
 
 MEMORY_TOOLS: tuple[Tool, ...] = (
@@ -738,7 +723,7 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
         "changing nothing, when what the memory holds breaks the new schema (each problem names the "
         "node); invalid-document names each mistake with its place. Change a schema only when asked to.",
         _schema({"schema": {"type": "object", "description": "The hgm-schema/1 document (formats.md)."}}, ["schema"]),
-        _set_schema,
+        lambda s, a: s.set_schema(a["schema"]),
         read_only=False,
     ),
     Tool(
@@ -758,7 +743,7 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
             },
             ["id", "reason"],
         ),
-        _purge,
+        lambda s, a: s.purge(a["id"], a["reason"], subtree=a.get("subtree", False), author=a.get("author")),
         read_only=False,
     ),
 )
