@@ -1540,7 +1540,7 @@ def _is_loopback(host: str) -> bool:
 
 # -- command line ------------------------------------------------------------------------------
 
-DB_ENV, MEMORY_ENV = "HGM_DB", "HGM_MEMORY"
+DB_ENV, MEMORY_ENV, TOKEN_ENV = "HGM_DB", "HGM_MEMORY", "HGM_TOKEN"
 TRANSPORTS = ("stdio", "streamable-http")
 
 
@@ -1570,6 +1570,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to bind (default 127.0.0.1: loopback only)")
     parser.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help=f"streamable-http: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one)")
     parser.add_argument("--path", default=DEFAULT_HTTP_PATH, help=f"streamable-http: the endpoint's path (default {DEFAULT_HTTP_PATH})")
+    parser.add_argument(
+        "--token", default=None,
+        help=f"streamable-http: require 'Authorization: Bearer TOKEN', one token for every memory (default: ${TOKEN_ENV})",
+    )
     parser.add_argument(
         "--token-file", default=None, metavar="PATH",
         help="streamable-http: the tokens and the memories each may use (TOKEN PREFIX [read|write] per line; docs/server.md)",
@@ -1634,8 +1638,11 @@ def run(args: argparse.Namespace) -> int:
     if db is None:
         return _usage(f"the store is missing: give --db PATH (or set ${DB_ENV})")
     http = args.transport == "streamable-http"
-    if args.token_file and not http:
-        return _usage("--token-file needs --transport streamable-http (a stdio server's client is the process that started it)")
+    for given, option in ((args.token_file, "--token-file"), (args.token, "--token")):
+        if given and not http:
+            return _usage(f"{option} needs --transport streamable-http (a stdio server's client is the process that started it)")
+    if args.token_file and args.token:
+        return _usage("give --token or --token-file, not both")
     if not 0 <= args.port <= 65535:
         return _usage(f"--port is 0 to 65535, not {args.port}")
     if not args.path.startswith("/"):
@@ -1648,7 +1655,11 @@ def run(args: argparse.Namespace) -> int:
         max_open = args.max_open if args.max_open is not None else max_open_from_env()
         if max_open < 1:
             return _usage(f"--max-open must be at least 1, not {max_open}")
-        tokens = TokenScopes.load(args.token_file) if args.token_file else None
+        tokens = None
+        if args.token_file:
+            tokens = TokenScopes.load(args.token_file)
+        elif http and (args.token or os.environ.get(TOKEN_ENV)):
+            tokens = TokenScopes.single(args.token or os.environ[TOKEN_ENV], source="--token" if args.token else TOKEN_ENV)
     except HGMError as err:
         print(f"hgm mcp: {err}", file=sys.stderr)
         return 1 if err.category == "invalid-token-file" else 2
@@ -1684,7 +1695,7 @@ def _run_http(args: argparse.Namespace, registry: Any, default_memory: str, toke
         logger.warning(
             "binding to %s: the memories are reachable from other machines%s",
             args.host,
-            "" if tokens else " WITHOUT a token (set --token-file)",
+            "" if tokens else " WITHOUT a token (set --token-file or --token)",
         )
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
