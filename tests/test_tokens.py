@@ -216,3 +216,44 @@ def test_a_grant_describes_its_scopes_without_the_token():
     grant = TokenScopes.parse(f"{WRITER} acme\n{WRITER} acme/alice write", source="t.txt").grant(WRITER)
     assert grant.describe() == "it reads acme/, writes acme/alice/" and grant.where == "t.txt:1"
     assert Grant(()).describe() == "it reaches no memory"
+
+
+# -- any text ---------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FIELDS = st.sampled_from([READER, WRITER, "short", "sha256:" + "a" * 64, "sha256:xyz", "#", "# c", "*", "acme", "acme/",
+                          "acme//x", "..", "read", "write", "rw", "tokén-0123456789abcdef", "\x00" * 3, "\u2028"]) | st.text(max_size=8)
+LINES = st.lists(st.lists(FIELDS, max_size=4).map(" ".join), max_size=6).map("\n".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=LINES | st.text(max_size=60))
+def test_any_token_file_text_is_tokens_or_an_invalid_token_file_error_naming_lines(text):
+    try:
+        scopes = TokenScopes.parse(text, source="t.txt")
+    except ServiceError as err:
+        assert {p.category for p in err.problems} == {"invalid-token-file"}
+        assert all(p.where == "t.txt" or p.where.startswith("t.txt:") for p in err.problems)
+        return
+    assert len(scopes) >= 1
+    for token in (READER, WRITER, "x" * 16):
+        try:
+            grant = scopes.grant(token)
+        except ServiceError as err:
+            assert err.category == "unauthorized"
+        else:
+            assert grant.scopes and grant.where.startswith("t.txt:")
+
+
+@settings(max_examples=100, deadline=None)
+@given(header=st.text(max_size=40) | st.sampled_from(["Bearer", "Bearer  ", "bearer x y", "Basic abc", "Bearer \x00"]))
+def test_any_authorization_header_is_a_grant_or_unauthorized(header):
+    scopes = TokenScopes.parse(f"{READER} acme")
+    try:
+        scopes.grant_for_header(header)
+    except ServiceError as err:
+        assert err.category == "unauthorized"  # and one of the two fixed messages: nothing of the header is echoed
+        assert err.message in ("a bearer token is required: send the header 'Authorization: Bearer TOKEN'",
+                               "the bearer token is not one of this server's tokens")

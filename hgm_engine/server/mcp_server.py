@@ -1118,12 +1118,18 @@ PROMPTS: tuple[Prompt, ...] = (
 )
 
 
+_PROMPT_MEMORY = ("memory", "The memory to work in (default: the server's default memory).", False)
+PROMPTS = tuple(attrs.evolve(p, arguments=p.arguments + (_PROMPT_MEMORY,)) for p in PROMPTS)
+
+
 def get_prompt(name: str, arguments: Mapping[str, str] | None) -> tuple[str, str] | None:
     """``(description, text)`` of prompt ``name`` with ``arguments`` filled in; None for an
     unknown prompt; ValueError naming a missing required argument.
 
     >>> get_prompt("next_step", {"goal": "trip"})[1].split(".")[0]
     'You are working on goal trip in the hgm task memory'
+    >>> get_prompt("review_stale", {"memory": "acme/alice"})[1].split("\\n")[-1]
+    "Work in the memory 'acme/alice': pass it as the memory argument of every tool call."
     >>> get_prompt("next_step", {})
     Traceback (most recent call last):
     ...
@@ -1137,7 +1143,11 @@ def get_prompt(name: str, arguments: Mapping[str, str] | None) -> tuple[str, str
         if required and not str(values.get(arg, "")).strip():
             raise ValueError(f"prompt {name!r} needs the argument {arg!r}")
     filled = {arg: str(values.get(arg, "")) for arg, _, _ in prompt.arguments}
-    return prompt.description, prompt.template.format(**filled)
+    text = prompt.template.format(**filled)
+    memory = str(values.get("memory") or "").strip()
+    if memory:
+        text += f"\nWork in the memory {memory[:200]!r}: pass it as the memory argument of every tool call."
+    return prompt.description, text
 
 
 # -- lines that are no JSON-RPC message ---------------------------------------------------------
