@@ -257,3 +257,57 @@ def test_any_authorization_header_is_a_grant_or_unauthorized(header):
         assert err.category == "unauthorized"  # and one of the two fixed messages: nothing of the header is echoed
         assert err.message in ("a bearer token is required: send the header 'Authorization: Bearer TOKEN'",
                                "the bearer token is not one of this server's tokens")
+
+
+# -- the file, read again when it changes ---------------------------------------------------------
+
+from hgm_engine.server.tokens import TokenFile  # noqa: E402
+
+
+def token_file(tmp_path, text):
+    path = tmp_path / "tokens.txt"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_token_removed_from_the_file_stops_working_without_a_restart(tmp_path):
+    path = token_file(tmp_path, f"{READER} acme\n{WRITER} acme write\n")
+    tokens = TokenFile(path, check_every=0)
+    assert tokens.grant(WRITER).can_write("acme")
+    path.write_text(f"{READER} acme\n", encoding="utf-8")
+    with pytest.raises(ServiceError) as caught:
+        tokens.grant(WRITER)
+    assert caught.value.category == "unauthorized" and tokens.reloads == 1
+
+
+def test_a_new_version_with_errors_keeps_the_tokens_in_force_and_is_logged(tmp_path, caplog):
+    path = token_file(tmp_path, f"{READER} acme\n")
+    tokens = TokenFile(path, check_every=0)
+    path.write_text(f"{READER} acme rw\n", encoding="utf-8")
+    with caplog.at_level("ERROR", logger="hgm.server"):
+        assert tokens.grant(READER).can_read("acme")
+        assert tokens.grant(READER).can_read("acme")
+    assert [r.getMessage() for r in caplog.records].count(caplog.records[0].getMessage()) == 1  # once per version
+    assert f"{path}:1" in caplog.records[0].getMessage()
+    path.write_text(f"{READER} acme write\n", encoding="utf-8")  # fixed: taken
+    assert tokens.grant(READER).can_write("acme")
+
+
+def test_a_token_file_that_goes_missing_keeps_the_tokens_in_force(tmp_path):
+    path = token_file(tmp_path, f"{READER} acme\n")
+    tokens = TokenFile(path, check_every=0)
+    path.unlink()
+    assert tokens.grant(READER).can_read("acme") and tokens.reloads == 0
+
+
+def test_the_file_is_looked_at_at_most_once_per_check_interval(tmp_path):
+    path = token_file(tmp_path, f"{READER} acme\n")
+    tokens = TokenFile(path, check_every=3600)
+    path.write_text(f"{WRITER} acme\n", encoding="utf-8")
+    assert tokens.grant(READER).can_read("acme")  # not looked at again yet
+
+
+def test_opening_a_bad_token_file_raises_as_load_does(tmp_path):
+    with pytest.raises(ServiceError) as caught:
+        TokenFile(token_file(tmp_path, "short acme\n"))
+    assert caught.value.problems[0].where.endswith("tokens.txt:1")

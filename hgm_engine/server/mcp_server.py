@@ -52,7 +52,7 @@ from hgm_engine.memory import Memory
 from hgm_engine.model import value_problem
 from hgm_engine.errors import Problem, ServiceError
 from hgm_engine.server.service import MemoryService, ServerLimits, add_llm_arguments, error_document, llm_endpoint
-from hgm_engine.server.tokens import OPEN_ACCESS, Grant, TokenScopes
+from hgm_engine.server.tokens import OPEN_ACCESS, Grant, TokenFile, TokenScopes
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, check_memory_prefix, unknown_memory
 
 __all__ = [
@@ -1260,7 +1260,7 @@ INSTRUCTIONS = (
 GRANT_SCOPE_KEY = "hgm.grant"  # where the HTTP transport's token check leaves a request's Grant
 
 
-def request_grant(ctx: Any, tokens: TokenScopes | None) -> Grant:
+def request_grant(ctx: Any, tokens: TokenScopes | TokenFile | None) -> Grant:
     """The grant of the request behind a handler's ``ctx``: the one the token check of the
     HTTP transport left in the request's scope; every memory when the server has no token
     file (stdio, or HTTP without ``--token-file``). With a token file and no grant found,
@@ -1289,7 +1289,7 @@ def _listed_schema(tool: Tool, default_memory: str) -> dict[str, Any]:
     return schema
 
 
-def build_server(target: Any, *, default_memory: str = DEFAULT_MEMORY, tokens: TokenScopes | None = None):
+def build_server(target: Any, *, default_memory: str = DEFAULT_MEMORY, tokens: TokenScopes | TokenFile | None = None):
     """The MCP SDK's low-level ``Server`` exposing :data:`TOOLS` (and the resources and
     prompts) over ``target``: a :class:`MemoryService` (the memory ``default``) or a registry
     of memories. ``default_memory`` is the memory of calls that name none; ``tokens``, when
@@ -1452,7 +1452,7 @@ class TokenCheck:
     TokenScopes('--token', 1 tokens)
     """
 
-    def __init__(self, app: Any, tokens: TokenScopes):
+    def __init__(self, app: Any, tokens: TokenScopes | TokenFile):
         self.app = app
         self.tokens = tokens
 
@@ -1499,7 +1499,7 @@ def http_app(
     target: Any,
     *,
     default_memory: str = DEFAULT_MEMORY,
-    tokens: TokenScopes | None = None,
+    tokens: TokenScopes | TokenFile | None = None,
     host: str = "127.0.0.1",
     path: str = DEFAULT_HTTP_PATH,
     max_body: int | None = None,
@@ -1667,7 +1667,7 @@ def run(args: argparse.Namespace) -> int:
             return _usage(f"--max-open must be at least 1, not {max_open}")
         tokens = None
         if args.token_file:
-            tokens = TokenScopes.load(args.token_file)
+            tokens = TokenFile(args.token_file)  # read again when it changes: no restart to revoke a token
         elif http and (args.token or os.environ.get(TOKEN_ENV)):
             tokens = TokenScopes.single(args.token or os.environ[TOKEN_ENV], source="--token" if args.token else TOKEN_ENV)
     except HGMError as err:
@@ -1698,7 +1698,7 @@ def run(args: argparse.Namespace) -> int:
         registry.close()
 
 
-def _run_http(args: argparse.Namespace, registry: Any, default_memory: str, tokens: TokenScopes | None) -> int:
+def _run_http(args: argparse.Namespace, registry: Any, default_memory: str, tokens: Any) -> int:
     import socket
 
     if not _is_loopback(args.host):
