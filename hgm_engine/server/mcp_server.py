@@ -837,16 +837,43 @@ class Access:
 
     def name(self, arguments: Mapping[str, Any], *, write: bool) -> str:
         """The memory a call names (its ``memory``, else the default), checked against the
-        grant: ``invalid-memory-name``, or ``forbidden`` outside the token's scope."""
+        grant: ``invalid-memory-name``, or ``forbidden`` outside the token's scope.
+
+        >>> from hgm_engine import Memory
+        >>> from hgm_engine.server.tokens import Scope
+        >>> access = Access(memories_of(MemoryService(Memory())), Grant((Scope("acme"),)), "acme/alice")
+        >>> access.name({}, write=False), access.name({"memory": "acme/bob"}, write=False)
+        ('acme/alice', 'acme/bob')
+        >>> access.name({}, write=True)
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.ServiceError: forbidden at acme/alice: this token may only read the memory 'acme/alice' (it reads acme/); a change needs a write token
+        """
         name = arguments.get("memory")
         name = self.default if name is None else check_memory_name(name, where="memory")
         return self.grant.check(name, write=write)
 
     def list_memories(self, prefix: str) -> dict[str, Any]:
+        """The ``list_memories`` document: the names under ``prefix`` the grant covers.
+
+        >>> from hgm_engine import Memory
+        >>> Access(memories_of(MemoryService(Memory()))).list_memories("x")["memories"]
+        []
+        """
         check_memory_prefix(prefix)
         return {"memories": self.grant.visible(self.memories.list(prefix)), "default": self.default, "prefix": prefix}
 
     def create_memory(self, name: str, schema: Any) -> dict[str, Any]:
+        """Make the memory ``name`` (a write grant over it needed) with the ``hgm-schema/1``
+        document ``schema`` (None: the default schema).
+
+        >>> import os, tempfile
+        >>> from hgm_engine.server.registry import MemoryRegistry
+        >>> registry = MemoryRegistry(os.path.join(tempfile.mkdtemp(), "m.db"))
+        >>> Access(registry).create_memory("acme/alice", None), registry.list()
+        ({'created': 'acme/alice'}, ['acme/alice'])
+        >>> registry.close()
+        """
         from hgm_engine.model import Schema
 
         self.grant.check(check_memory_name(name, where="name"), write=True)

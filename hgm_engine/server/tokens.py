@@ -499,11 +499,25 @@ class TokenFile:
             return scopes
 
     def grant(self, token: str | None) -> Grant:
-        """As :meth:`TokenScopes.grant`, with the file's current tokens."""
+        """As :meth:`TokenScopes.grant`, with the file's current tokens.
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "tokens.txt")
+        >>> _ = open(path, "w").write("audit-token-0123456789 * read\\n")
+        >>> TokenFile(path).grant("audit-token-0123456789").can_read("any/memory")
+        True
+        """
         return self._current().grant(token)
 
     def grant_for_header(self, authorization: str | None) -> Grant:
-        """As :meth:`TokenScopes.grant_for_header`, with the file's current tokens."""
+        """As :meth:`TokenScopes.grant_for_header`, with the file's current tokens.
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "tokens.txt")
+        >>> _ = open(path, "w").write("audit-token-0123456789 * read\\n")
+        >>> TokenFile(path).grant_for_header("Bearer audit-token-0123456789").where.endswith("tokens.txt:1")
+        True
+        """
         return self._current().grant_for_header(authorization)
 
 
