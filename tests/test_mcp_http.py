@@ -180,7 +180,7 @@ def test_a_read_token_reads_its_memory_and_may_not_change_it(server):
 def test_resources_give_a_memorys_schema_stale_list_and_the_language_reference(server):
     async def calls(call, client):
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
-        assert {"hgm://memories/{memory}/schema", "hgm://memories/{memory}/stale"} <= templates
+        assert {"hgm://memories/{memory}/schema", "hgm://memories/{memory}/stale", "hgm://memories/{memory}/language"} <= templates
         listed = {r.uri for r in (await client.list_resources()).resources}
         assert "hgm://language" in listed
         schema = await client.read_resource("hgm://memories/zed/schema")

@@ -239,9 +239,20 @@ def test_a_resource_outside_the_scope_is_forbidden(registry):
     assert failed and doc["error"]["category"] == "forbidden"
 
 
-def test_the_language_reference_is_the_text_of_docs_language_md():
+def test_the_language_reference_is_the_text_of_docs_language_md_and_the_memorys_names():
     doc, failed = read_resource(MemoryService(Memory()), "hgm://language")
-    assert not failed and doc == language_reference() and "## " in doc
+    assert not failed and doc.startswith(language_reference().rstrip()) and "## " in doc
+    assert doc.rstrip().endswith(", ".join(Memory().schema.to_json()["relations"]))
+
+
+def test_a_memorys_language_reference_names_its_own_schema(registry):
+    ok(call_tool(registry, "create_memory", {"name": "tools", "schema": {
+        "format": "hgm-schema/1", "extends": "default", "node_types": ["tool"], "edge_types": ["wields"],
+        "relations": {"tools": {"kind": "hop", "direction": "out", "edge_types": ["wields"], "node_type": "tool"}}}}))
+    own, failed = read_resource(registry, "hgm://memories/tools/language")
+    assert not failed and "tool" in own.split("## The names of this memory")[1] and "wields" in own.split("## The names of this memory")[1]
+    other = read_resource(registry, "hgm://memories/zed/language")[0]
+    assert "wields" not in other.split("## The names of this memory")[1]
 
 
 def test_the_memories_resource_lists_what_the_token_covers(registry):

@@ -79,6 +79,7 @@ __all__ = [
     "MEMORY_RESOURCE_TEMPLATES",
     "MEMORY_URI",
     "language_reference",
+    "memory_language",
     "Prompt",
     "build_server",
     "request_grant",
@@ -1013,16 +1014,40 @@ def language_reference() -> str:
     raise ServiceError([Problem("missing-package", "docs/language.md is missing from this installation", where="hgm://language")])
 
 
-GLOBAL_RESOURCES: tuple[Resource, ...] = (
+def memory_language(service: MemoryService) -> str:
+    """The language reference of one memory: :func:`language_reference`, then the names its
+    schema gives the language (node types, edge types, relations: the steps a query may take).
+
+    >>> from hgm_engine import Memory
+    >>> text = memory_language(MemoryService(Memory()))
+    >>> text.startswith(language_reference().rstrip()), "- relations (steps): actions, ancestors," in text
+    (True, True)
+    """
+    schema = service.schema()
+    names = [
+        "## The names of this memory",
+        "",
+        "What its schema gives the language (get_schema has the rest):",
+        "",
+        "- node types: " + ", ".join(schema["node_types"]),
+        "- edge types (for .out(TYPE) and .in(TYPE)): " + ", ".join(schema["edge_types"]),
+        "- relations (steps): " + ", ".join(schema["relations"]),
+    ]
+    return language_reference().rstrip("\n") + "\n\n" + "\n".join(names) + "\n"
+
+
+RESOURCES = RESOURCES + (
     Resource(
         "hgm://language",
         "language reference",
-        "The path language of query, constraints and rule files: starts, steps, conditions, finals, "
-        "search, limits, with examples (docs/language.md). The same for every memory; the names a "
-        "memory knows are in its schema.",
-        lambda access: language_reference(),
+        "The path language of query, constraints and rule files (starts, steps, conditions, finals, "
+        "search, limits, with examples: docs/language.md), ending with the names this memory's schema "
+        "gives it: node types, edge types, relations.",
+        memory_language,
         mime_type="text/markdown",
     ),
+)
+GLOBAL_RESOURCES: tuple[Resource, ...] = (
     Resource("hgm://memories", "memories", "The memories you may use, and the default one.", lambda access: access.list_memories("")),
 )
 MEMORY_RESOURCE_TEMPLATES: tuple[Resource, ...] = tuple(
@@ -1054,7 +1079,7 @@ def read_resource(
 ) -> tuple[Any, bool]:
     """The document at ``uri`` (one of :data:`RESOURCES` or a :data:`RESOURCE_TEMPLATES`
     match, of the default memory; the same under ``hgm://memories/NAME/`` for the memory
-    ``NAME``; or one of :data:`GLOBAL_RESOURCES`: ``hgm://language`` is text);
+    ``NAME``; or one of :data:`GLOBAL_RESOURCES`; ``hgm://language`` is text);
     ``(document, is_error)`` as :func:`call_tool` answers, ``None`` document for a URI that
     names no resource. ``target`` and ``grant`` as for :func:`call_tool`.
 
