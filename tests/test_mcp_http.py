@@ -237,3 +237,10 @@ def test_a_token_added_to_or_removed_from_the_file_counts_without_a_restart(serv
     while lists_memories(newcomer) is not None and time.monotonic() < deadline:
         time.sleep(0.3)
     assert lists_memories(newcomer) is None and lists_memories(WRITER) == ["acme/alice", "acme/bob"]
+
+
+def test_a_body_over_max_body_is_refused_413_before_it_is_read(server):
+    answer = httpx2.post(server, content=b"{" + b" " * (1 << 21), headers={
+        "Authorization": f"Bearer {WRITER}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+    assert answer.status_code == 413
