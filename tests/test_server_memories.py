@@ -129,7 +129,9 @@ def test_a_schema_with_errors_names_each_place_and_creates_nothing(client):
 def test_a_server_of_one_memory_cannot_create_memories():
     client = TestClient(create_app(Memory()))
     assert client.get(MEMORIES_PATH).json()["memories"] == ["default"]
-    assert client.post(MEMORIES_PATH, json={"name": "x"}).json()["error"]["category"] == "not-implemented"
+    answer = client.post(MEMORIES_PATH, json={"name": "x"})
+    assert answer.status_code == 405 and answer.headers["allow"] == "GET"
+    assert client.delete(memory_url("default")).status_code == 405
 
 
 # -- purge and the schema, per memory --------------------------------------------------------------
@@ -222,3 +224,45 @@ def test_a_read_token_reads_but_cannot_change_the_memory(scoped):
         assert answer.status_code == 403 and answer.json()["error"]["category"] == "forbidden", answer.text
     assert "read" in refused[0].json()["error"]["message"]
     assert scoped.post(f"{alice}/query", json={"expr": "nodes"}, headers=auth(WRITER)).json()["t"] == 1  # nothing changed
+
+
+# -- hostile names and paths -------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SEGMENT = st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(["", ".", "..", "%", "%2F", "a%2F", "x" * 250, "default", "memories"])
+
+
+def test_no_memory_name_or_path_gets_a_server_error_or_opens_anything(store_path):
+    from urllib.parse import quote
+
+    registry = MemoryRegistry(store_path, max_open=2)
+    client = TestClient(create_app(registry, tokens=TokenScopes.parse(TOKENS, source="tokens.txt")))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(segment=_SEGMENT, tail=st.sampled_from(["query", "", "memories", "nodes/a%2Fb", "schema", "purge", "x/y"]),
+           method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]))
+    def check(segment, tail, method):
+        path = "/api/v1/memories/" + quote(segment, safe="%") + ("/" + tail if tail else "")
+        answer = client.request(method, path, json={"expr": "root"} if method in ("POST", "PUT") else None, headers=auth(WRITER))
+        assert answer.status_code < 500, (path, answer.text[:300])
+        assert "error" in answer.json() or answer.status_code == 200
+        assert set(registry.resident()) <= {"acme/alice", "acme/bob"}  # only what the token reaches
+
+    check()
+    assert registry.list() == ["acme/alice", "acme/bob", "zed"]  # nothing created or dropped
+    registry.close()
+
+
+def test_a_memory_that_fails_to_open_unexpectedly_is_a_json_500_with_the_request_id(client, monkeypatch):
+    registry = client.app.state.registry
+
+    def broken(name="default"):
+        raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(registry, "lease", broken)
+    answer = client.post(f"{memory_url('zed')}/query", json={"expr": "root"})
+    assert answer.status_code == 500 and answer.headers["content-type"] == "application/json"
+    assert answer.json()["error"]["category"] == "internal"
+    assert answer.headers["x-request-id"] in answer.json()["error"]["message"]

@@ -27,7 +27,7 @@ _SERVER_MODULES = {"serve": "hgm_engine.server.rest", "mcp": "hgm_engine.server.
 # The extra of the hgm-engine distribution each server needs (pyproject.toml).
 _EXTRAS = {"serve": "server", "mcp": "mcp"}
 # The servers that serve many memories and read --memory / HGM_MEMORY for their default one.
-TAKES_MEMORY = frozenset({"mcp"})
+TAKES_MEMORY = frozenset({"mcp", "serve"})
 
 
 def register(commands: Commands) -> None:

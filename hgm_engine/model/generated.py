@@ -86,7 +86,11 @@ def _forget(reference: weakref.ref, registered=_registered, cache=linecache.cach
 
 def _drop_queued(cache=linecache.cache, queued=_queued) -> None:
     while queued:
-        cache.pop(queued.pop(), None)
+        try:
+            filename = queued.pop()
+        except IndexError:  # a collection in another thread emptied it after the check
+            return
+        cache.pop(filename, None)
 
 
 def compile_function(source: str, name: str, namespace: Mapping[str, Any], *, kind: str) -> Callable:

@@ -43,6 +43,7 @@ hgm_engine.errors.RequestError: unknown-memory at acme/alcie: no memory 'acme/al
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import threading
@@ -158,6 +159,9 @@ class MemoryRegistry:
         self._closing: dict[str, _Entry] = {}  # evicted entries whose memory is being closed
         self._pinned = _pinned
         self._closer: ThreadPoolExecutor | None = None  # closes evicted memories, off the caller's thread
+        self._closed_since_collect = 0
+        self._collect_every = max(1, max_open // 4)  # closes between the registry's collections
+        self.collections = 0  # full garbage collections the registry ran (see _collect)
         self.opened = 0  # memories opened so far (reopenings too)
         self.evicted = 0  # memories closed to make room
         if _pinned is not None:
@@ -307,7 +311,7 @@ class MemoryRegistry:
                 for entry in self._entries.values():
                     if over <= 0:
                         break
-                    if entry.refs == 0 and entry.service is not None and self._pinned is None:
+                    if entry.refs == 0 and entry.service is not None and not entry.dropping and self._pinned is None:
                         victims.append(entry)
                         over -= 1
                 for entry in victims:
@@ -332,10 +336,12 @@ class MemoryRegistry:
 
     def _close(self, entry: _Entry) -> None:
         try:
-            service, entry.service = entry.service, None
+            with self._lock:  # taken once: an eviction and a drop never close it twice
+                service, entry.service = entry.service, None
             if service is not None:
                 service.memory.close()
                 logger.debug("closed memory %s", entry.name)
+            del service  # the collection below must find it unreferenced
         except Exception:  # noqa: BLE001 - a failed close must not fail the request that caused it
             logger.exception("closing memory %s failed", entry.name)
         finally:
@@ -343,6 +349,40 @@ class MemoryRegistry:
             with self._lock:
                 if self._closing.get(entry.name) is entry:
                     del self._closing[entry.name]
+                self._closed_since_collect += 1
+                collect = self._closed_since_collect >= self._collect_every
+                if collect:
+                    self._closed_since_collect = 0
+            if collect:
+                self._collect()
+
+    def _collect(self) -> None:
+        """A full pass of the cyclic garbage collector, for the memories closed since the last.
+
+        A memory's objects form reference cycles, and loading a memory moves every object of
+        the process out of the collector's reach (``gc.freeze``, so that its young payloads are
+        not walked again and again; closing one gives them back). In a server that opens a
+        memory for every few it closes, the collector's own schedule would rarely run between
+        a close and the next open's freeze, and the closed memories would stay in RAM for good.
+        So the registry collects itself, once per ``max(1, max_open // 4)`` closed memories:
+        a full pass walks every open memory (about 0.1-0.2 s CPU with 100 open memories of
+        1,000 nodes), which comes to a few ms per memory closed, against some 20 ms to open
+        one."""
+        started = time.process_time()
+        gc.collect()
+        self.collections += 1
+        logger.debug("collected after closing memories: %.1f ms CPU", (time.process_time() - started) * 1000)
+
+    def flush(self) -> None:
+        """Wait until the memories being closed (evicted) are closed, and collected.
+
+        >>> MemoryRegistry.of(Memory()).flush()
+        """
+        with self._lock:
+            closer = self._closer
+        if closer is not None:
+            with contextlib.suppress(RuntimeError):  # shut down: nothing is pending
+                closer.submit(lambda: None).result()
 
     # -- the store's memories -----------------------------------------------------------------
 

@@ -76,6 +76,7 @@ from hgm_engine.server.rest.responses import (
     validation_error_response,
 )
 from hgm_engine.server.registry import MemoryRegistry
+from hgm_engine.store import DEFAULT_MEMORY, check_memory_name
 from hgm_engine.server.rest.memories import NodeJsonPerMemory, RequestService, add_memory_routes, slash_hint
 from hgm_engine.server.rest.routes import add_capability_routes, allowed_methods, docs_app, public_paths, refine_openapi
 from hgm_engine.server.service import BudgetExceeded, LLMEndpoint, ServerLimits, error_document, http_status
@@ -87,23 +88,30 @@ logger = logging.getLogger("hgm.server")
 
 
 def create_app(
-    memory: Memory | MemoryRegistry,
+    memory: Memory | MemoryRegistry | None = None,
     *,
     token: str | None = None,
     max_body: int | None = None,
     limits: ServerLimits | Limits | None = None,
     llm: LLMEndpoint | None = None,
     tokens: TokenScopes | None = None,
+    default_memory: str = DEFAULT_MEMORY,
 ) -> FastAPI:
     """The REST app over ``memory`` (an ASGI app; run it with uvicorn or test it with
     ``fastapi.testclient.TestClient``).
+
+    Without ``memory`` (and nothing else) it is the application factory of process managers
+    (``uvicorn --factory hgm_engine.server.rest:create_app``): everything comes from the
+    environment (``HGM_DB``, ``HGM_MAX_OPEN``, ``HGM_TOKEN_FILE``, ...;
+    :mod:`~hgm_engine.server.rest.factory`, docs/deployment.md).
 
     ``memory``: one :class:`~hgm_engine.Memory` (served as the memory ``default``), or a
     :class:`~hgm_engine.server.registry.MemoryRegistry` over a store of many memories, each
     served under ``/api/v1/memories/{name}/`` (its ``limits`` and ``llm`` are the registry's:
     give them to the registry). ``token``: when set, every request needs ``Authorization:
     Bearer TOKEN``; ``tokens``: the tokens of a token file, each reaching the memories of its
-    scopes (:class:`~hgm_engine.server.tokens.TokenScopes`). ``max_body``:
+    scopes (:class:`~hgm_engine.server.tokens.TokenScopes`). ``default_memory``: the memory of
+    the unprefixed routes (``/api/v1/ROUTE``, ``/health``) of a registry. ``max_body``:
     the largest request body in bytes (default ``limits.max_body``, 1 MiB). ``limits``: a
     :class:`~hgm_engine.server.service.ServerLimits` (or an executor
     :class:`~hgm_engine.query.executor.Limits` for work and time only). ``llm``: the model
@@ -120,6 +128,12 @@ def create_app(
     >>> client.get("/health", headers={"Authorization": "Bearer s3cret"}).json()["status"]
     'ok'
     """
+    if memory is None:
+        if any(v is not None for v in (token, max_body, limits, llm, tokens)) or default_memory != DEFAULT_MEMORY:
+            raise TypeError("create_app() without a memory reads everything from the environment")
+        from hgm_engine.server.rest.factory import app_from_environment
+
+        return app_from_environment()
     if isinstance(limits, Limits):
         limits = ServerLimits(max_work=limits.max_work, timeout=limits.timeout)
     if isinstance(memory, MemoryRegistry):
@@ -130,6 +144,9 @@ def create_app(
     else:
         limits = limits or ServerLimits()
         registry = MemoryRegistry.of(memory, limits=limits, llm=llm)
+        if default_memory != DEFAULT_MEMORY:
+            raise TypeError("create_app(memory): one memory is served as 'default'")
+    check_memory_name(default_memory, where="default_memory")
     if max_body is not None:
         limits = attrs.evolve(limits, max_body=max_body)
     if token is not None and tokens is not None:
@@ -196,6 +213,7 @@ def create_app(
         token=token,
         tokens=tokens,
         registry=registry,
+        default_memory=default_memory,
         max_body=limits.max_body,
         direct=direct,
         public=public_paths(app),

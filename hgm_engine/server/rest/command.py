@@ -46,6 +46,7 @@ __all__ = [
 DEFAULT_PORT = 8765
 TOKEN_ENV = "HGM_TOKEN"
 DB_ENV = "HGM_DB"
+MEMORY_ENV = "HGM_MEMORY"
 # What ``hgm serve --help`` says the command is (under ``hgm``'s subcommands).
 DESCRIPTION = "``hgm serve``: the REST server (FastAPI on uvicorn) over the memories of one store."
 
@@ -67,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=db_default,
         metavar="PATH",
         help="the store: a SQLite file (created if missing) or a postgresql:// URL, each of its memories served (default: $HGM_DB)",
+    )
+    parser.add_argument(
+        "--memory",
+        default=os.environ.get(MEMORY_ENV) or "default",
+        metavar="NAME",
+        help="the memory of the unprefixed routes (/api/v1/ROUTE, /health); every memory is also under /api/v1/memories/NAME/ (default: $HGM_MEMORY, else 'default')",
     )
     parser.add_argument(
         "--max-open",
@@ -305,6 +312,7 @@ def run(args: argparse.Namespace) -> int:
         db=args.db,
         tokens=tokens,
         max_open=args.max_open,
+        memory=args.memory,
         limits=limits,
         workers=args.workers,
         log_level=args.log_level,
@@ -331,11 +339,12 @@ def run(args: argparse.Namespace) -> int:
             return 1
         port = sock.getsockname()[1]
         host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-        with registry.lease() as default:
+        with registry.lease(args.memory) as default:
             t, nodes = default.memory.t, len(default.memory)
         logger.info(
-            "serving %s (default: t=%d, %d nodes; at most %d memories open) on http://%s:%d%s%s",
+            "serving %s (%s: t=%d, %d nodes; at most %d memories open) on http://%s:%d%s%s",
             args.db,
+            args.memory,
             t,
             nodes,
             args.max_open,

@@ -37,6 +37,7 @@ from hgm_engine.server.tokens import OPEN_ACCESS, TokenScopes
 __all__ = ["Guard", "BodyTooLarge", "access_logger", "REQUEST_ID_RE", "deadline_protocol", "MAX_HEADER_BYTES", "RETRY_AFTER"]
 
 access_logger = logging.getLogger("hgm.server.access")
+_logger = logging.getLogger("hgm.server")
 
 # A request id the client may choose (else the guard makes one): short and log-safe.
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -218,6 +219,7 @@ class Guard:
         max_concurrency: int | None = None,
         tokens: TokenScopes | None = None,
         registry: Any = None,
+        default_memory: str = "default",
     ):
         self.app = app
         # The tokens and what each may do (a token file); ``token`` alone is one token that
@@ -226,6 +228,7 @@ class Guard:
         # The open memories (server/registry.py): a request of a memory's route leases its
         # memory for as long as it runs. None: the app routes no memory (tests of the guard).
         self.registry = registry
+        self.default_memory = default_memory  # the memory of the unprefixed routes
         self.max_body = max_body
         # (method, path) -> a plain ASGI handler answered here, past the checks above but
         # without the framework's per-request layers (the hot query route).
@@ -266,7 +269,7 @@ class Guard:
             target = None
             if refusal is None:
                 try:
-                    target = memory_target(scope["path"], scope.get("raw_path"))
+                    target = memory_target(scope["path"], scope.get("raw_path"), self.default_memory)
                     if target is not None and target.name is not None and target.bound:
                         grant.check(target.name, write=scope["method"] in ("PUT", "DELETE", "PATCH"))
                 except HGMError as exc:
@@ -302,6 +305,10 @@ class Guard:
                             lease = await lease_for(self.registry, target.name)
                         except HGMError as exc:
                             await _error_answer(exc, slash_hint(original_raw))(scope, receive, send_with_id)
+                            return
+                        except Exception:  # noqa: BLE001 - the same JSON 500 as every route, never uvicorn's text
+                            _logger.exception("%s opening memory %r failed", rid, target.name)
+                            await error_response("internal", f"internal error (request id {rid})", 500)(scope, receive, send_with_id)
                             return
                         lease_ctx = current_lease.set(lease)
                     await (handler or self.app)(scope, receive, send_with_id)

@@ -92,12 +92,13 @@ def memory_url(name: str, route: str = "") -> str:
     return _PREFIX + quote(name, safe="") + (("/" + route.lstrip("/")) if route else "")
 
 
-def memory_target(path: str, raw_path: bytes | None) -> MemoryTarget | None:
+def memory_target(path: str, raw_path: bytes | None, default: str = DEFAULT_MEMORY) -> MemoryTarget | None:
     """The memory and route of a request for ``path`` (decoded) and ``raw_path`` (as sent);
     None when it is for no memory (the documentation pages, ``/openapi.json``). A bad name is
     a ``RequestError`` ``invalid-memory-name``.
 
-    ``/health`` and ``/api/v1/ROUTE`` are the memory ``default``;
+    ``/health`` and ``/api/v1/ROUTE`` are the memory ``default`` (the server's default
+    memory, ``hgm serve --memory``);
     ``/api/v1/memories/NAME/ROUTE`` is the memory NAME (its ``/`` as ``%2F``), served by the
     route ``/api/v1/ROUTE``; ``/api/v1/memories`` and ``/api/v1/memories/NAME`` are the
     store's routes (not bound: they lease nothing themselves here).
@@ -110,13 +111,13 @@ def memory_target(path: str, raw_path: bytes | None) -> MemoryTarget | None:
     True
     """
     if path == "/health":
-        return MemoryTarget(DEFAULT_MEMORY, path, raw_path or path.encode(), True)
+        return MemoryTarget(default, path, raw_path or path.encode(), True)
     if not path.startswith(_API):
         return None
     if path == MEMORIES_PATH or path == _PREFIX:
         return MemoryTarget(None, path, raw_path or path.encode(), False)
     if not path.startswith(_PREFIX):
-        return MemoryTarget(DEFAULT_MEMORY, path, raw_path or path.encode(), True)
+        return MemoryTarget(default, path, raw_path or path.encode(), True)
     raw = raw_path if raw_path else quote(path, safe="/").encode("ascii")
     tail = raw[len(_PREFIX):] if raw.startswith(_PREFIX.encode()) else quote(path[len(_PREFIX):], safe="/").encode("ascii")
     segment, slash, rest = tail.partition(b"/")
@@ -289,7 +290,8 @@ def add_memory_routes(app: FastAPI, registry: MemoryRegistry) -> None:
     """``GET /api/v1/memories`` (``?prefix=``: the names the token may see), ``POST
     /api/v1/memories`` (create, with a write token for the name), ``GET
     /api/v1/memories/{name}`` (its t and size: opens it) and ``DELETE
-    /api/v1/memories/{name}`` (drop it and its whole history, with a write token).
+    /api/v1/memories/{name}`` (drop it and its whole history, with a write token). A registry
+    of one memory (``create_app(memory)``) has only the two ``GET`` routes.
 
     >>> from fastapi.testclient import TestClient
     >>> import os, tempfile
@@ -310,8 +312,21 @@ def add_memory_routes(app: FastAPI, registry: MemoryRegistry) -> None:
         names = current_grant.get().visible(registry.list(prefix))
         return json_response({"prefix": prefix, "memories": names})
 
+    @app.get(MEMORIES_PATH + "/{name}", tags=["memories"], summary="A memory's t and size", operation_id="get_memory",
+             response_model=MemoryInfoModel, responses=error_responses(400, 401, 403, 404))
+    def get_memory(name: str) -> Response:
+        """Opens the memory when it is not resident (404 `unknown-memory` with the closest names)."""
+        memory = _name_param(name)
+        current_grant.get().check(memory)
+        with registry.lease(memory) as service:
+            health = service.health()
+        return json_response({"name": memory, "t": health["t"], "nodes": health["nodes"], "url": memory_url(memory)})
+
+    if registry.single:  # a server of one Memory object: nothing to create or drop
+        return
+
     @app.post(MEMORIES_PATH, tags=["memories"], summary="Create a memory", operation_id="create_memory", status_code=201,
-              response_model=MemoryCreatedModel, responses=error_responses(400, 401, 403, 409, 501))
+              response_model=MemoryCreatedModel, responses=error_responses(400, 401, 403, 409))
     def create_memory(body: CreateMemoryRequest) -> Response:
         """The name must be free (409 `memory-exists`) and under a write token's prefix (403);
         `schema` is stored with the memory (a document with errors: 400 naming each place)."""
@@ -323,18 +338,8 @@ def add_memory_routes(app: FastAPI, registry: MemoryRegistry) -> None:
         registry.create(name, schema=schema)
         return json_response({"name": name, "url": memory_url(name), "schema": (schema or Schema()).to_document()}, 201)
 
-    @app.get(MEMORIES_PATH + "/{name}", tags=["memories"], summary="A memory's t and size", operation_id="get_memory",
-             response_model=MemoryInfoModel, responses=error_responses(400, 401, 403, 404))
-    def get_memory(name: str) -> Response:
-        """Opens the memory when it is not resident (404 `unknown-memory` with the closest names)."""
-        memory = _name_param(name)
-        current_grant.get().check(memory)
-        with registry.lease(memory) as service:
-            health = service.health()
-        return json_response({"name": memory, "t": health["t"], "nodes": health["nodes"], "url": memory_url(memory)})
-
     @app.delete(MEMORIES_PATH + "/{name}", tags=["memories"], summary="Drop a memory and its whole history", operation_id="drop_memory",
-                response_model=MemoryDroppedModel, responses=error_responses(400, 401, 403, 404, 409, 501))
+                response_model=MemoryDroppedModel, responses=error_responses(400, 401, 403, 404, 409))
     def drop_memory(name: str) -> Response:
         """Requests that use it finish first (409 `conflict` if they take over 30 s); from
         the start of the drop new ones get 404 `unknown-memory`."""

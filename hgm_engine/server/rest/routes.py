@@ -169,6 +169,8 @@ def refine_openapi(app: FastAPI, schema: dict[str, Any]) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             if app.state.token_required and path not in public_paths(app):
                 responses.setdefault("401", {"description": "Missing or wrong bearer token", **error})
+                if path.startswith("/api/v1/"):
+                    responses.setdefault("403", {"description": "The token does not reach this memory, or may only read it", **error})
             if "requestBody" in operation:
                 responses.setdefault("413", {"description": "Request body too large", **error})
                 responses.setdefault("415", {"description": "Body is not application/json", **error})

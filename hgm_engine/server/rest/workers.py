@@ -75,6 +75,7 @@ class ServeOptions:
     limits: ServerLimits = attrs.field(factory=ServerLimits)
     tokens: TokenScopes | None = None  # the token file's tokens and their scopes
     max_open: int = DEFAULT_MAX_OPEN  # memories kept open at once, per process
+    memory: str = "default"  # the memory of the unprefixed routes (hgm serve --memory)
     workers: int = 1
     log_level: str = "info"
     graceful_timeout: float = 10.0  # seconds a stop waits for requests in flight
@@ -86,8 +87,9 @@ class ServeOptions:
 
 def open_registry(options: ServeOptions) -> MemoryRegistry:
     """The registry of the store ``options.db`` with the options' limits, model endpoint and
-    ``max_open``; its memory ``default`` is opened once to check the store (a store that
-    cannot be opened fails here, before a port is bound).
+    ``max_open``; its default memory (``options.memory``) is opened once to check the store
+    (a store that cannot be opened, or a default memory it lacks, fails here, before a port is
+    bound).
 
     >>> import os, tempfile
     >>> registry = open_registry(ServeOptions(os.path.join(tempfile.mkdtemp(), "m.db"), max_open=5))
@@ -97,7 +99,7 @@ def open_registry(options: ServeOptions) -> MemoryRegistry:
     """
     registry = MemoryRegistry(options.db, max_open=options.max_open, limits=options.limits, llm=options.llm)
     try:
-        registry.lease().release()
+        registry.lease(options.memory).release()
     except BaseException:
         registry.close()
         raise
@@ -117,7 +119,7 @@ def serve(
     import uvicorn
 
     if isinstance(memory, MemoryRegistry):
-        app = create_app(memory, token=None if options.tokens else options.token, tokens=options.tokens)
+        app = create_app(memory, token=None if options.tokens else options.token, tokens=options.tokens, default_memory=options.memory)
     else:
         app = create_app(memory, token=options.token, tokens=options.tokens, limits=options.limits, llm=options.llm)
     config = uvicorn.Config(
