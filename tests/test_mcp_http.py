@@ -28,6 +28,15 @@ READER = "alice-reader-token-0123456789"
 ADMIN = "admin-token-0123456789abcdef"
 
 
+class Served(str):
+    """The server's URL, with the path of its token file."""
+
+    def __new__(cls, url: str, tokens: pathlib.Path):
+        served = super().__new__(cls, url)
+        served.tokens = tokens
+        return served
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("mcp-http")
@@ -62,7 +71,7 @@ def server(tmp_path_factory):
     if url is None:
         process.kill()
         pytest.fail("the server did not start: " + "".join(lines) + process.stderr.read())
-    yield url
+    yield Served(url, tokens)
     process.send_signal(signal.SIGINT)
     try:
         assert process.wait(timeout=20) == 0
@@ -171,7 +180,7 @@ def test_a_read_token_reads_its_memory_and_may_not_change_it(server):
 def test_resources_give_a_memorys_schema_stale_list_and_the_language_reference(server):
     async def calls(call, client):
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
-        assert {"hgm://memories/{memory}/schema", "hgm://memories/{memory}/stale"} <= templates
+        assert {"hgm://memories/{memory}/schema", "hgm://memories/{memory}/stale", "hgm://memories/{memory}/language"} <= templates
         listed = {r.uri for r in (await client.list_resources()).resources}
         assert "hgm://language" in listed
         schema = await client.read_resource("hgm://memories/zed/schema")
@@ -204,3 +213,34 @@ def test_a_session_opened_with_one_token_cannot_be_used_with_another(server):
     assert borrowed.status_code == 404
     httpx2.delete(server, headers={"Authorization": f"Bearer {WRITER}", "Mcp-Session-Id": session,
                                    "MCP-Protocol-Version": "2025-06-18"})
+
+
+def test_a_token_added_to_or_removed_from_the_file_counts_without_a_restart(server):
+    newcomer = "newcomer-token-0123456789abc"
+    original = server.tokens.read_text(encoding="utf-8")
+
+    def lists_memories(token):
+        try:
+            return talk(server, token, lambda call, client: call("list_memories", {}))[0]["memories"]
+        except BaseException:  # noqa: BLE001 - refused (401), in the client's exception group
+            return None
+
+    try:
+        server.tokens.write_text(original + f"{newcomer} zed\n", encoding="utf-8")
+        deadline = time.monotonic() + 10
+        while lists_memories(newcomer) is None and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert lists_memories(newcomer) == ["zed"]
+    finally:
+        server.tokens.write_text(original, encoding="utf-8")
+    deadline = time.monotonic() + 10
+    while lists_memories(newcomer) is not None and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert lists_memories(newcomer) is None and lists_memories(WRITER) == ["acme/alice", "acme/bob"]
+
+
+def test_a_body_over_max_body_is_refused_413_before_it_is_read(server):
+    answer = httpx2.post(server, content=b"{" + b" " * (1 << 21), headers={
+        "Authorization": f"Bearer {WRITER}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+    assert answer.status_code == 413

@@ -239,9 +239,20 @@ def test_a_resource_outside_the_scope_is_forbidden(registry):
     assert failed and doc["error"]["category"] == "forbidden"
 
 
-def test_the_language_reference_is_the_text_of_docs_language_md():
+def test_the_language_reference_is_the_text_of_docs_language_md_and_the_memorys_names():
     doc, failed = read_resource(MemoryService(Memory()), "hgm://language")
-    assert not failed and doc == language_reference() and "## " in doc
+    assert not failed and doc.startswith(language_reference().rstrip()) and "## " in doc
+    assert doc.rstrip().endswith(", ".join(Memory().schema.to_json()["relations"]))
+
+
+def test_a_memorys_language_reference_names_its_own_schema(registry):
+    ok(call_tool(registry, "create_memory", {"name": "tools", "schema": {
+        "format": "hgm-schema/1", "extends": "default", "node_types": ["tool"], "edge_types": ["wields"],
+        "relations": {"tools": {"kind": "hop", "direction": "out", "edge_types": ["wields"], "node_type": "tool"}}}}))
+    own, failed = read_resource(registry, "hgm://memories/tools/language")
+    assert not failed and "tool" in own.split("## The names of this memory")[1] and "wields" in own.split("## The names of this memory")[1]
+    other = read_resource(registry, "hgm://memories/zed/language")[0]
+    assert "wields" not in other.split("## The names of this memory")[1]
 
 
 def test_the_memories_resource_lists_what_the_token_covers(registry):
@@ -263,6 +274,13 @@ def test_hgm_mcp_without_a_store_says_so(monkeypatch, capsys):
 def test_hgm_mcp_refuses_a_token_file_on_stdio(tmp_path, capsys):
     assert run_args("--db", str(tmp_path / "m.db"), "--token-file", str(tmp_path / "t")) == 2
     assert "streamable-http" in capsys.readouterr().err
+
+
+def test_hgm_mcp_refuses_a_token_on_stdio_and_a_token_with_a_token_file(tmp_path, capsys):
+    assert run_args("--db", str(tmp_path / "m.db"), "--token", WRITER) == 2
+    assert "--token needs --transport streamable-http" in capsys.readouterr().err
+    both = ("--db", str(tmp_path / "m.db"), "--transport", "streamable-http", "--token", WRITER, "--token-file", "t.txt")
+    assert run_args(*both) == 2 and "not both" in capsys.readouterr().err
 
 
 def test_hgm_mcp_names_the_line_of_a_bad_token_file(tmp_path, capsys):
@@ -338,3 +356,54 @@ def test_any_memory_resource_uri_is_a_document_none_or_a_clear_error(registry, u
 
 def test_access_of_one_service_lists_default():
     assert Access(memories_of(MemoryService(Memory()))).list_memories("d")["memories"] == ["default"]
+
+
+# -- the HTTP token check, in process -----------------------------------------------------------
+
+
+def asgi_call(app, headers):
+    import anyio
+
+    sent, seen = [], {}
+
+    async def inner(scope, receive, send):
+        seen["scope"] = scope
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
+    anyio.run(lambda: app(inner)(scope, receive, send))
+    return sent, seen.get("scope")
+
+
+def test_the_token_check_refuses_a_request_without_a_token_with_401_and_a_json_rpc_error():
+    from hgm_engine.server.mcp_server import TokenCheck
+
+    sent, reached = asgi_call(lambda inner: TokenCheck(inner, SCOPES), [])
+    assert reached is None and sent[0]["status"] == 401
+    headers = dict(sent[0]["headers"])
+    assert headers[b"www-authenticate"].startswith(b'Bearer error="invalid_token"')
+    body = json.loads(sent[1]["body"])
+    assert body["jsonrpc"] == "2.0" and body["error"]["data"]["category"] == "unauthorized"
+
+
+def test_the_token_check_passes_a_known_token_on_with_its_grant_and_owner():
+    from hgm_engine.server.mcp_server import GRANT_SCOPE_KEY, TokenCheck
+
+    sent, reached = asgi_call(lambda inner: TokenCheck(inner, SCOPES), [(b"authorization", f"Bearer {READER}".encode())])
+    assert sent[0]["status"] == 200 and reached[GRANT_SCOPE_KEY] == ALICE_READER
+    assert reached["user"].access_token.client_id == ALICE_READER.where and READER not in repr(reached["user"].access_token)
+
+
+def test_one_token_of_hgm_mcp_token_reaches_every_memory():
+    from hgm_engine.server.mcp_server import GRANT_SCOPE_KEY, TokenCheck
+
+    single = TokenScopes.single(WRITER)
+    _, reached = asgi_call(lambda inner: TokenCheck(inner, single), [(b"authorization", f"Bearer {WRITER}".encode())])
+    assert reached[GRANT_SCOPE_KEY].can_write("anything/at/all")

@@ -216,3 +216,98 @@ def test_a_grant_describes_its_scopes_without_the_token():
     grant = TokenScopes.parse(f"{WRITER} acme\n{WRITER} acme/alice write", source="t.txt").grant(WRITER)
     assert grant.describe() == "it reads acme/, writes acme/alice/" and grant.where == "t.txt:1"
     assert Grant(()).describe() == "it reaches no memory"
+
+
+# -- any text ---------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FIELDS = st.sampled_from([READER, WRITER, "short", "sha256:" + "a" * 64, "sha256:xyz", "#", "# c", "*", "acme", "acme/",
+                          "acme//x", "..", "read", "write", "rw", "tokén-0123456789abcdef", "\x00" * 3, "\u2028"]) | st.text(max_size=8)
+LINES = st.lists(st.lists(FIELDS, max_size=4).map(" ".join), max_size=6).map("\n".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=LINES | st.text(max_size=60))
+def test_any_token_file_text_is_tokens_or_an_invalid_token_file_error_naming_lines(text):
+    try:
+        scopes = TokenScopes.parse(text, source="t.txt")
+    except ServiceError as err:
+        assert {p.category for p in err.problems} == {"invalid-token-file"}
+        assert all(p.where == "t.txt" or p.where.startswith("t.txt:") for p in err.problems)
+        return
+    assert len(scopes) >= 1
+    for token in (READER, WRITER, "x" * 16):
+        try:
+            grant = scopes.grant(token)
+        except ServiceError as err:
+            assert err.category == "unauthorized"
+        else:
+            assert grant.scopes and grant.where.startswith("t.txt:")
+
+
+@settings(max_examples=100, deadline=None)
+@given(header=st.text(max_size=40) | st.sampled_from(["Bearer", "Bearer  ", "bearer x y", "Basic abc", "Bearer \x00"]))
+def test_any_authorization_header_is_a_grant_or_unauthorized(header):
+    scopes = TokenScopes.parse(f"{READER} acme")
+    try:
+        scopes.grant_for_header(header)
+    except ServiceError as err:
+        assert err.category == "unauthorized"  # and one of the two fixed messages: nothing of the header is echoed
+        assert err.message in ("a bearer token is required: send the header 'Authorization: Bearer TOKEN'",
+                               "the bearer token is not one of this server's tokens")
+
+
+# -- the file, read again when it changes ---------------------------------------------------------
+
+from hgm_engine.server.tokens import TokenFile  # noqa: E402
+
+
+def token_file(tmp_path, text):
+    path = tmp_path / "tokens.txt"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_token_removed_from_the_file_stops_working_without_a_restart(tmp_path):
+    path = token_file(tmp_path, f"{READER} acme\n{WRITER} acme write\n")
+    tokens = TokenFile(path, check_every=0)
+    assert tokens.grant(WRITER).can_write("acme")
+    path.write_text(f"{READER} acme\n", encoding="utf-8")
+    with pytest.raises(ServiceError) as caught:
+        tokens.grant(WRITER)
+    assert caught.value.category == "unauthorized" and tokens.reloads == 1
+
+
+def test_a_new_version_with_errors_keeps_the_tokens_in_force_and_is_logged(tmp_path, caplog):
+    path = token_file(tmp_path, f"{READER} acme\n")
+    tokens = TokenFile(path, check_every=0)
+    path.write_text(f"{READER} acme rw\n", encoding="utf-8")
+    with caplog.at_level("ERROR", logger="hgm.server"):
+        assert tokens.grant(READER).can_read("acme")
+        assert tokens.grant(READER).can_read("acme")
+    assert [r.getMessage() for r in caplog.records].count(caplog.records[0].getMessage()) == 1  # once per version
+    assert f"{path}:1" in caplog.records[0].getMessage()
+    path.write_text(f"{READER} acme write\n", encoding="utf-8")  # fixed: taken
+    assert tokens.grant(READER).can_write("acme")
+
+
+def test_a_token_file_that_goes_missing_keeps_the_tokens_in_force(tmp_path):
+    path = token_file(tmp_path, f"{READER} acme\n")
+    tokens = TokenFile(path, check_every=0)
+    path.unlink()
+    assert tokens.grant(READER).can_read("acme") and tokens.reloads == 0
+
+
+def test_the_file_is_looked_at_at_most_once_per_check_interval(tmp_path):
+    path = token_file(tmp_path, f"{READER} acme\n")
+    tokens = TokenFile(path, check_every=3600)
+    path.write_text(f"{WRITER} acme\n", encoding="utf-8")
+    assert tokens.grant(READER).can_read("acme")  # not looked at again yet
+
+
+def test_opening_a_bad_token_file_raises_as_load_does(tmp_path):
+    with pytest.raises(ServiceError) as caught:
+        TokenFile(token_file(tmp_path, "short acme\n"))
+    assert caught.value.problems[0].where.endswith("tokens.txt:1")

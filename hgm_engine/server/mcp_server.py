@@ -52,7 +52,7 @@ from hgm_engine.memory import Memory
 from hgm_engine.model import value_problem
 from hgm_engine.errors import Problem, ServiceError
 from hgm_engine.server.service import MemoryService, ServerLimits, add_llm_arguments, error_document, llm_endpoint
-from hgm_engine.server.tokens import OPEN_ACCESS, Grant, TokenScopes
+from hgm_engine.server.tokens import OPEN_ACCESS, Grant, TokenFile, TokenScopes
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, check_memory_prefix, unknown_memory
 
 __all__ = [
@@ -79,6 +79,7 @@ __all__ = [
     "MEMORY_RESOURCE_TEMPLATES",
     "MEMORY_URI",
     "language_reference",
+    "memory_language",
     "Prompt",
     "build_server",
     "request_grant",
@@ -703,24 +704,9 @@ def _with_memory(tool: Tool) -> Tool:
     return attrs.evolve(tool, input_schema={**tool.input_schema, "properties": properties})
 
 
-def _purge(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
-    service.fresh()
-    tombstone = service.memory.purge(a["id"], reason=a["reason"], subtree=a.get("subtree", False), author=a.get("author"))
-    return {**tombstone.summary(), "purged": list(tombstone.purged), "t": tombstone.t}
-
-
 def _get_schema(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
     service.fresh()
-    return {**service.schema(), "document": service.memory.schema.to_document()}
-
-
-def _set_schema(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
-    from hgm_engine.model import Schema
-
-    schema = Schema.from_document(a["schema"])
-    service.fresh()
-    service.memory.set_schema(schema)
-    return {"t": service.memory.t, **service.schema()}
+    return {**service.schema(), "document": service.schema_document()}
 
 
 MEMORY_TOOLS: tuple[Tool, ...] = (
@@ -743,7 +729,7 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
         "changing nothing, when what the memory holds breaks the new schema (each problem names the "
         "node); invalid-document names each mistake with its place. Change a schema only when asked to.",
         _schema({"schema": {"type": "object", "description": "The hgm-schema/1 document (formats.md)."}}, ["schema"]),
-        _set_schema,
+        lambda s, a: s.set_schema(a["schema"]),
         read_only=False,
     ),
     Tool(
@@ -763,7 +749,7 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
             },
             ["id", "reason"],
         ),
-        _purge,
+        lambda s, a: s.purge(a["id"], a["reason"], subtree=a.get("subtree", False), author=a.get("author")),
         read_only=False,
     ),
 )
@@ -857,16 +843,43 @@ class Access:
 
     def name(self, arguments: Mapping[str, Any], *, write: bool) -> str:
         """The memory a call names (its ``memory``, else the default), checked against the
-        grant: ``invalid-memory-name``, or ``forbidden`` outside the token's scope."""
+        grant: ``invalid-memory-name``, or ``forbidden`` outside the token's scope.
+
+        >>> from hgm_engine import Memory
+        >>> from hgm_engine.server.tokens import Scope
+        >>> access = Access(memories_of(MemoryService(Memory())), Grant((Scope("acme"),)), "acme/alice")
+        >>> access.name({}, write=False), access.name({"memory": "acme/bob"}, write=False)
+        ('acme/alice', 'acme/bob')
+        >>> access.name({}, write=True)
+        Traceback (most recent call last):
+        ...
+        hgm_engine.errors.ServiceError: forbidden at acme/alice: this token may only read the memory 'acme/alice' (it reads acme/); a change needs a write token
+        """
         name = arguments.get("memory")
         name = self.default if name is None else check_memory_name(name, where="memory")
         return self.grant.check(name, write=write)
 
     def list_memories(self, prefix: str) -> dict[str, Any]:
+        """The ``list_memories`` document: the names under ``prefix`` the grant covers.
+
+        >>> from hgm_engine import Memory
+        >>> Access(memories_of(MemoryService(Memory()))).list_memories("x")["memories"]
+        []
+        """
         check_memory_prefix(prefix)
         return {"memories": self.grant.visible(self.memories.list(prefix)), "default": self.default, "prefix": prefix}
 
     def create_memory(self, name: str, schema: Any) -> dict[str, Any]:
+        """Make the memory ``name`` (a write grant over it needed) with the ``hgm-schema/1``
+        document ``schema`` (None: the default schema).
+
+        >>> import os, tempfile
+        >>> from hgm_engine.server.registry import MemoryRegistry
+        >>> registry = MemoryRegistry(os.path.join(tempfile.mkdtemp(), "m.db"))
+        >>> Access(registry).create_memory("acme/alice", None), registry.list()
+        ({'created': 'acme/alice'}, ['acme/alice'])
+        >>> registry.close()
+        """
         from hgm_engine.model import Schema
 
         self.grant.check(check_memory_name(name, where="name"), write=True)
@@ -1006,16 +1019,40 @@ def language_reference() -> str:
     raise ServiceError([Problem("missing-package", "docs/language.md is missing from this installation", where="hgm://language")])
 
 
-GLOBAL_RESOURCES: tuple[Resource, ...] = (
+def memory_language(service: MemoryService) -> str:
+    """The language reference of one memory: :func:`language_reference`, then the names its
+    schema gives the language (node types, edge types, relations: the steps a query may take).
+
+    >>> from hgm_engine import Memory
+    >>> text = memory_language(MemoryService(Memory()))
+    >>> text.startswith(language_reference().rstrip()), "- relations (steps): actions, ancestors," in text
+    (True, True)
+    """
+    schema = service.schema()
+    names = [
+        "## The names of this memory",
+        "",
+        "What its schema gives the language (get_schema has the rest):",
+        "",
+        "- node types: " + ", ".join(schema["node_types"]),
+        "- edge types (for .out(TYPE) and .in(TYPE)): " + ", ".join(schema["edge_types"]),
+        "- relations (steps): " + ", ".join(schema["relations"]),
+    ]
+    return language_reference().rstrip("\n") + "\n\n" + "\n".join(names) + "\n"
+
+
+RESOURCES = RESOURCES + (
     Resource(
         "hgm://language",
         "language reference",
-        "The path language of query, constraints and rule files: starts, steps, conditions, finals, "
-        "search, limits, with examples (docs/language.md). The same for every memory; the names a "
-        "memory knows are in its schema.",
-        lambda access: language_reference(),
+        "The path language of query, constraints and rule files (starts, steps, conditions, finals, "
+        "search, limits, with examples: docs/language.md), ending with the names this memory's schema "
+        "gives it: node types, edge types, relations.",
+        memory_language,
         mime_type="text/markdown",
     ),
+)
+GLOBAL_RESOURCES: tuple[Resource, ...] = (
     Resource("hgm://memories", "memories", "The memories you may use, and the default one.", lambda access: access.list_memories("")),
 )
 MEMORY_RESOURCE_TEMPLATES: tuple[Resource, ...] = tuple(
@@ -1047,7 +1084,7 @@ def read_resource(
 ) -> tuple[Any, bool]:
     """The document at ``uri`` (one of :data:`RESOURCES` or a :data:`RESOURCE_TEMPLATES`
     match, of the default memory; the same under ``hgm://memories/NAME/`` for the memory
-    ``NAME``; or one of :data:`GLOBAL_RESOURCES`: ``hgm://language`` is text);
+    ``NAME``; or one of :data:`GLOBAL_RESOURCES`; ``hgm://language`` is text);
     ``(document, is_error)`` as :func:`call_tool` answers, ``None`` document for a URI that
     names no resource. ``target`` and ``grant`` as for :func:`call_tool`.
 
@@ -1138,12 +1175,18 @@ PROMPTS: tuple[Prompt, ...] = (
 )
 
 
+_PROMPT_MEMORY = ("memory", "The memory to work in (default: the server's default memory).", False)
+PROMPTS = tuple(attrs.evolve(p, arguments=p.arguments + (_PROMPT_MEMORY,)) for p in PROMPTS)
+
+
 def get_prompt(name: str, arguments: Mapping[str, str] | None) -> tuple[str, str] | None:
     """``(description, text)`` of prompt ``name`` with ``arguments`` filled in; None for an
     unknown prompt; ValueError naming a missing required argument.
 
     >>> get_prompt("next_step", {"goal": "trip"})[1].split(".")[0]
     'You are working on goal trip in the hgm task memory'
+    >>> get_prompt("review_stale", {"memory": "acme/alice"})[1].split("\\n")[-1]
+    "Work in the memory 'acme/alice': pass it as the memory argument of every tool call."
     >>> get_prompt("next_step", {})
     Traceback (most recent call last):
     ...
@@ -1157,7 +1200,11 @@ def get_prompt(name: str, arguments: Mapping[str, str] | None) -> tuple[str, str
         if required and not str(values.get(arg, "")).strip():
             raise ValueError(f"prompt {name!r} needs the argument {arg!r}")
     filled = {arg: str(values.get(arg, "")) for arg, _, _ in prompt.arguments}
-    return prompt.description, prompt.template.format(**filled)
+    text = prompt.template.format(**filled)
+    memory = str(values.get("memory") or "").strip()
+    if memory:
+        text += f"\nWork in the memory {memory[:200]!r}: pass it as the memory argument of every tool call."
+    return prompt.description, text
 
 
 # -- lines that are no JSON-RPC message ---------------------------------------------------------
@@ -1270,7 +1317,7 @@ INSTRUCTIONS = (
 GRANT_SCOPE_KEY = "hgm.grant"  # where the HTTP transport's token check leaves a request's Grant
 
 
-def request_grant(ctx: Any, tokens: TokenScopes | None) -> Grant:
+def request_grant(ctx: Any, tokens: TokenScopes | TokenFile | None) -> Grant:
     """The grant of the request behind a handler's ``ctx``: the one the token check of the
     HTTP transport left in the request's scope; every memory when the server has no token
     file (stdio, or HTTP without ``--token-file``). With a token file and no grant found,
@@ -1299,7 +1346,7 @@ def _listed_schema(tool: Tool, default_memory: str) -> dict[str, Any]:
     return schema
 
 
-def build_server(target: Any, *, default_memory: str = DEFAULT_MEMORY, tokens: TokenScopes | None = None):
+def build_server(target: Any, *, default_memory: str = DEFAULT_MEMORY, tokens: TokenScopes | TokenFile | None = None):
     """The MCP SDK's low-level ``Server`` exposing :data:`TOOLS` (and the resources and
     prompts) over ``target``: a :class:`MemoryService` (the memory ``default``) or a registry
     of memories. ``default_memory`` is the memory of calls that name none; ``tokens``, when
@@ -1462,7 +1509,7 @@ class TokenCheck:
     TokenScopes('--token', 1 tokens)
     """
 
-    def __init__(self, app: Any, tokens: TokenScopes):
+    def __init__(self, app: Any, tokens: TokenScopes | TokenFile):
         self.app = app
         self.tokens = tokens
 
@@ -1509,7 +1556,7 @@ def http_app(
     target: Any,
     *,
     default_memory: str = DEFAULT_MEMORY,
-    tokens: TokenScopes | None = None,
+    tokens: TokenScopes | TokenFile | None = None,
     host: str = "127.0.0.1",
     path: str = DEFAULT_HTTP_PATH,
     max_body: int | None = None,
@@ -1560,7 +1607,7 @@ def _is_loopback(host: str) -> bool:
 
 # -- command line ------------------------------------------------------------------------------
 
-DB_ENV, MEMORY_ENV = "HGM_DB", "HGM_MEMORY"
+DB_ENV, MEMORY_ENV, TOKEN_ENV = "HGM_DB", "HGM_MEMORY", "HGM_TOKEN"
 TRANSPORTS = ("stdio", "streamable-http")
 
 
@@ -1590,6 +1637,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to bind (default 127.0.0.1: loopback only)")
     parser.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help=f"streamable-http: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one)")
     parser.add_argument("--path", default=DEFAULT_HTTP_PATH, help=f"streamable-http: the endpoint's path (default {DEFAULT_HTTP_PATH})")
+    parser.add_argument(
+        "--token", default=None,
+        help=f"streamable-http: require 'Authorization: Bearer TOKEN', one token for every memory (default: ${TOKEN_ENV})",
+    )
     parser.add_argument(
         "--token-file", default=None, metavar="PATH",
         help="streamable-http: the tokens and the memories each may use (TOKEN PREFIX [read|write] per line; docs/server.md)",
@@ -1654,8 +1705,11 @@ def run(args: argparse.Namespace) -> int:
     if db is None:
         return _usage(f"the store is missing: give --db PATH (or set ${DB_ENV})")
     http = args.transport == "streamable-http"
-    if args.token_file and not http:
-        return _usage("--token-file needs --transport streamable-http (a stdio server's client is the process that started it)")
+    for given, option in ((args.token_file, "--token-file"), (args.token, "--token")):
+        if given and not http:
+            return _usage(f"{option} needs --transport streamable-http (a stdio server's client is the process that started it)")
+    if args.token_file and args.token:
+        return _usage("give --token or --token-file, not both")
     if not 0 <= args.port <= 65535:
         return _usage(f"--port is 0 to 65535, not {args.port}")
     if not args.path.startswith("/"):
@@ -1668,7 +1722,11 @@ def run(args: argparse.Namespace) -> int:
         max_open = args.max_open if args.max_open is not None else max_open_from_env()
         if max_open < 1:
             return _usage(f"--max-open must be at least 1, not {max_open}")
-        tokens = TokenScopes.load(args.token_file) if args.token_file else None
+        tokens = None
+        if args.token_file:
+            tokens = TokenFile(args.token_file)  # read again when it changes: no restart to revoke a token
+        elif http and (args.token or os.environ.get(TOKEN_ENV)):
+            tokens = TokenScopes.single(args.token or os.environ[TOKEN_ENV], source="--token" if args.token else TOKEN_ENV)
     except HGMError as err:
         print(f"hgm mcp: {err}", file=sys.stderr)
         return 1 if err.category == "invalid-token-file" else 2
@@ -1697,14 +1755,14 @@ def run(args: argparse.Namespace) -> int:
         registry.close()
 
 
-def _run_http(args: argparse.Namespace, registry: Any, default_memory: str, tokens: TokenScopes | None) -> int:
+def _run_http(args: argparse.Namespace, registry: Any, default_memory: str, tokens: Any) -> int:
     import socket
 
     if not _is_loopback(args.host):
         logger.warning(
             "binding to %s: the memories are reachable from other machines%s",
             args.host,
-            "" if tokens else " WITHOUT a token (set --token-file)",
+            "" if tokens else " WITHOUT a token (set --token-file or --token)",
         )
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)

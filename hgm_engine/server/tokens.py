@@ -70,6 +70,7 @@ __all__ = [
     "Grant",
     "OPEN_ACCESS",
     "TokenScopes",
+    "TokenFile",
     "token_digest",
     "bearer_token",
 ]
@@ -422,3 +423,111 @@ def _line_problem(source: str, line: int, message: str) -> Problem:
 def _file_error(source: str, line: int | None, message: str) -> ServiceError:
     return ServiceError([Problem("invalid-token-file", message, where=source if line is None else f"{source}:{line}")])
 
+
+class TokenFile:
+    """The token file at ``path``, read again when it changes: what a long-running server
+    holds, so that adding or revoking a token needs no restart.
+
+    It answers as :class:`TokenScopes` does (:meth:`grant`, :meth:`grant_for_header`). Before
+    answering, it looks at the file's modification time, size and inode, at most once every
+    ``check_every`` seconds (default 1: a revoked token stops working within a second), and
+    reads the file again when they changed. A new version with errors, or a file that went
+    missing, is **not** taken: the tokens read before stay in force, and the problems are
+    logged (logger ``hgm.server``) once per version, so a typo never locks every client out
+    nor lets anyone in. Opening it reads the file; errors then are raised as by
+    :meth:`TokenScopes.load`.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokens.txt")
+    >>> _ = open(path, "w").write("reader-token-0123456789 acme read\\n")
+    >>> tokens = TokenFile(path, check_every=0)
+    >>> tokens.grant("reader-token-0123456789").can_write("acme")
+    False
+    >>> _ = open(path, "w").write("reader-token-0123456789 acme write  # promoted\\n")
+    >>> tokens.grant("reader-token-0123456789").can_write("acme")
+    True
+    """
+
+    def __init__(self, path: str | os.PathLike, *, check_every: float = 1.0, min_length: int = MIN_TOKEN_LENGTH):
+        import threading
+
+        self.source = os.fspath(path)
+        self.check_every = check_every
+        self.min_length = min_length
+        self._lock = threading.Lock()
+        self._stamp = self._stat()
+        self._scopes = TokenScopes.load(self.source, min_length=min_length)
+        self._checked = _monotonic()
+        self._refused: tuple[Any, ...] | None = None  # the stamp of a version that was refused
+        self.reloads = 0  # versions taken after the first
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+    def __repr__(self) -> str:
+        return f"TokenFile({self.source!r}, {len(self._scopes)} tokens)"
+
+    def _stat(self) -> tuple[Any, ...] | None:
+        try:
+            found = os.stat(self.source)
+        except OSError:
+            return None
+        return (found.st_mtime_ns, found.st_size, found.st_ino, found.st_ctime_ns)
+
+    def _current(self) -> TokenScopes:
+        now = _monotonic()
+        if now - self._checked < self.check_every:
+            return self._scopes
+        with self._lock:
+            if now - self._checked < self.check_every:
+                return self._scopes
+            self._checked = now
+            stamp = self._stat()
+            if stamp == self._stamp or stamp == self._refused:
+                return self._scopes
+            try:
+                if stamp is None:
+                    raise _file_error(self.source, None, f"the token file {self.source} is gone")
+                scopes = TokenScopes.load(self.source, min_length=self.min_length)
+            except ServiceError as err:
+                self._refused = stamp
+                _logger().error("token file not reloaded, the tokens read before stay in force: %s", err)
+                return self._scopes
+            self._scopes, self._stamp, self._refused = scopes, stamp, None
+            self.reloads += 1
+            _logger().info("token file %s reloaded: %d tokens", self.source, len(scopes))
+            return scopes
+
+    def grant(self, token: str | None) -> Grant:
+        """As :meth:`TokenScopes.grant`, with the file's current tokens.
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "tokens.txt")
+        >>> _ = open(path, "w").write("audit-token-0123456789 * read\\n")
+        >>> TokenFile(path).grant("audit-token-0123456789").can_read("any/memory")
+        True
+        """
+        return self._current().grant(token)
+
+    def grant_for_header(self, authorization: str | None) -> Grant:
+        """As :meth:`TokenScopes.grant_for_header`, with the file's current tokens.
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "tokens.txt")
+        >>> _ = open(path, "w").write("audit-token-0123456789 * read\\n")
+        >>> TokenFile(path).grant_for_header("Bearer audit-token-0123456789").where.endswith("tokens.txt:1")
+        True
+        """
+        return self._current().grant_for_header(authorization)
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def _logger():
+    import logging
+
+    return logging.getLogger("hgm.server")
