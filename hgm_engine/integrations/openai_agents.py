@@ -1,5 +1,5 @@
 """The memory's tools as OpenAI Agents SDK function tools (``openai-agents``;
-``pip install 'hgm-engine[openai-agents]'``).
+``pip install 'hgm-engine[agents]'``).
 
 Each is a ``FunctionTool`` made from one :class:`~hgm_engine.integrations.tools.MemoryTool`:
 the same name, description and JSON Schema as the MCP tool (not in the SDK's strict mode,
@@ -33,7 +33,7 @@ def _require() -> Any:
         import agents
     except ImportError:
         raise RequestError([Problem(
-            "missing-package", "the Agents SDK tools need openai-agents: pip install 'hgm-engine[openai-agents]'"
+            "missing-package", "the Agents SDK tools need openai-agents: pip install 'hgm-engine[agents]'"
         )]) from None
     return agents
 
