@@ -500,3 +500,41 @@ def test_a_body_that_is_no_json_is_a_clear_error():
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+# -- fuzz: whatever a server (or something posing as one) answers ---------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hgm_engine import HGMError  # noqa: E402
+from hgm_engine.client import error_from_document  # noqa: E402
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["error", "category", "message", "line", "column", "where", "problems", "committed", "ingested", "attempts", "request_id"]) | st.text(max_size=4), inner, max_size=5),
+    max_leaves=12,
+)
+ERROR_DOCS = st.fixed_dictionaries(
+    {"error": st.fixed_dictionaries({"category": st.sampled_from(["syntax", "conflict", "unknown-node", "overloaded", "constraint-violation", "bad-trajectory", "invalid-model-answer", "x"]) | st.text(max_size=5)},
+                                    optional={"message": JSON, "line": JSON, "column": JSON, "where": JSON, "problems": JSON, "request_id": JSON})},
+    optional={"committed": JSON, "ingested": JSON, "attempts": JSON},
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=JSON | ERROR_DOCS, family=st.sampled_from(["query", "transaction", "load", "search", "paths", "rules", "request", "nope"]))
+def test_any_answer_becomes_an_hgm_error_never_a_crash(doc, family):
+    err = error_from_document(doc, family=family, source="root", status=400)
+    assert isinstance(err, HGMError) and isinstance(err.category, str) and err.problems
+
+
+def test_an_answer_of_another_shape_is_a_bad_response_not_a_key_error():
+    with _scripted_server([(200, {"status": "ok"}), (200, {"committed": True, "changes": 5})]) as (url, _):
+        remote = connect(url, retries=0)
+        with pytest.raises(ServiceError) as caught:
+            remote.query("root")
+        assert caught.value.category == "bad-response" and "POST /query" in caught.value.message
+        with pytest.raises(ServiceError) as caught:
+            remote.apply({"ops": []})
+        assert caught.value.category == "bad-response"

@@ -294,3 +294,27 @@ def test_a_graph_keeps_its_store_in_a_remote_memory():
         assert served_memory.query("#langgraph.descendants.where(has(lg_key)).count()").value == 1
     finally:
         running.stop()
+
+
+# -- fuzz: any value either comes back as it went in, or is refused and nothing is written ---------
+
+ANY_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6) | st.binary(max_size=2)
+    | st.tuples(st.integers()) | st.dates(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.dictionaries(st.text(max_size=8), ANY_VALUE, max_size=4))
+def test_a_value_comes_back_as_it_went_in_or_is_refused_changing_nothing(value):
+    memory = Memory()
+    store = HgmStore(memory)
+    try:
+        store.put(("fuzz",), "k", value)
+    except TransactionError as err:
+        assert err.category == "invalid-value" and err.problems[0].where.startswith("value")
+        assert memory.t == 0
+        return
+    assert store.get(("fuzz",), "k").value == value

@@ -144,20 +144,29 @@ def error_from_document(
     problems = [_problem(entry) for entry in entries if isinstance(entry, Mapping)] or [_problem(error)]
     category = problems[0].category
     if category == "constraint-violation" and isinstance(doc, Mapping) and "committed" in doc:
-        return TransactionRefused(report_from_json(doc))
+        try:
+            return TransactionRefused(report_from_json(doc))
+        except _UNREADABLE:
+            pass  # a report of another shape: the error without it
     table = FAMILIES.get(family, FAMILIES["request"])
     cls = CATEGORY_CLASSES.get(category) or table.get(category) or table.get("") or RequestError
     if family == "paths" and category == "constraint-violation":
         cls = PathError
     err = cls(problems, source)
     if isinstance(err, PathError) and isinstance(doc, Mapping) and "ingested" in doc:
-        err.report = ingest_report_from_json(doc)  # a refused ingest carries its report
+        try:
+            err.report = ingest_report_from_json(doc)  # a refused ingest carries its report
+        except _UNREADABLE:
+            pass
     if isinstance(err, RewriteProposalError) and isinstance(doc, Mapping) and isinstance(doc.get("attempts"), list):
         err.attempts = tuple(doc["attempts"])
     request_id = error.get("request_id")
     if isinstance(request_id, str):
         err.request_id = request_id
     return err
+
+
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
 def _problem(entry: Mapping[str, Any]) -> Problem:

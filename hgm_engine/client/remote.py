@@ -34,7 +34,7 @@ from hgm_engine.client.documents import (
     report_from_json,
 )
 from hgm_engine.client.http import DEFAULT_TIMEOUT, RetryPolicy, Transport
-from hgm_engine.errors import HGMError, Problem, RequestError, TransactionError, TransactionRefused
+from hgm_engine.errors import HGMError, Problem, RequestError, ServiceError, TransactionError, TransactionRefused
 from hgm_engine.model import value_problem
 from hgm_engine.query import QueryResult
 from hgm_engine.rules import parse_rules
@@ -100,13 +100,25 @@ class RemoteMemory:
         source: str | None = None,
         read: bool | None = None,
         ok: tuple[int, ...] = (),
+        key: str | None = None,
+        convert: Any = None,
     ) -> Any:
-        """The document a route answers; an error document raised as its HGMError (statuses in
-        ``ok`` return their document instead)."""
+        """The document a route answers (its ``key`` member, made into an object by
+        ``convert``); an error document raised as its HGMError (statuses in ``ok`` return
+        their document instead). An answer of another shape than the route's is a
+        ServiceError ``bad-response``, never a KeyError."""
         answer = self.transport.request(method, self._api + route, query=query, body=body, idempotent=read)
-        if 200 <= answer.status < 300 or answer.status in ok:
-            return answer.doc
-        raise error_from_document(answer.doc, family=family, source=source, status=answer.status)
+        if not (200 <= answer.status < 300 or answer.status in ok):
+            raise error_from_document(answer.doc, family=family, source=source, status=answer.status)
+        try:
+            doc = answer.doc if key is None else answer.doc[key]
+            return doc if convert is None else convert(doc)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            shown = repr(answer.doc)[:200]
+            raise ServiceError([Problem(
+                "bad-response", f"{method} {route} answered a document this client cannot read ({type(exc).__name__}: {exc}): {shown}",
+                where=self.url,
+            )]) from None
 
     def _unless_unknown(self, call: Any, empty: Any) -> Any:
         try:
@@ -134,17 +146,14 @@ class RemoteMemory:
     @property
     def t(self) -> int:
         """The ``t`` of the server's last commit."""
-        return self._call("POST", "/query", body={"expr": "nodes.count()"}, family="query", read=True)["t"]
+        return self._call("POST", "/query", body={"expr": "nodes.count()"}, family="query", read=True, key="t")
 
     def __len__(self) -> int:
-        return self._call("POST", "/query", body={"expr": "nodes.count()"}, family="query", read=True)["value"]
+        return self._call("POST", "/query", body={"expr": "nodes.count()"}, family="query", read=True, key="value")
 
     def health(self) -> dict[str, Any]:
         """The server's ``/health`` document (``status``, ``t``, ``nodes``, ``pid``)."""
-        return self.transport_call("GET", "/health")
-
-    def transport_call(self, method: str, path: str) -> Any:
-        answer = self.transport.request(method, path)
+        answer = self.transport.request("GET", "/health")
         if 200 <= answer.status < 300:
             return answer.doc
         raise error_from_document(answer.doc, status=answer.status)
@@ -167,13 +176,14 @@ class RemoteMemory:
             body["params"] = dict(params)
         if as_of is not None:
             body["as_of"] = as_of
-        doc = self._call("POST", "/query", body=body, family="query", source=expr if isinstance(expr, str) else None, read=True)
-        return query_result_from_json(doc)
+        return self._call(
+            "POST", "/query", body=body, family="query", source=expr if isinstance(expr, str) else None, read=True,
+            convert=query_result_from_json,
+        )
 
     def explain(self, expr: str, *, physical: bool = False) -> str:
         """As :meth:`hgm_engine.Memory.explain` (the plan as text)."""
-        doc = self._call("POST", "/explain", body={"expr": expr, "physical": physical}, family="query", source=expr, read=True)
-        return doc["plan"]
+        return self._call("POST", "/explain", body={"expr": expr, "physical": physical}, family="query", source=expr, read=True, key="plan")
 
     def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""
@@ -187,9 +197,8 @@ class RemoteMemory:
 
     def facts(self, entity: str, *, at: str | None = None, as_of: int | str | None = None) -> dict[str, Any]:
         """As :meth:`hgm_engine.Memory.facts`."""
-        doc = self._call("GET", "/facts", query={"id": entity, "at": at, "as_of": as_of})
-        doc.pop("t", None)
-        return doc
+        return self._call("GET", "/facts", query={"id": entity, "at": at, "as_of": as_of},
+                          convert=lambda doc: {k: v for k, v in doc.items() if k != "t"})
 
     def summary_of(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """The summary node of ``node_id``, or None."""
@@ -210,7 +219,7 @@ class RemoteMemory:
             body["type"] = type
         if as_of is not None:
             body["as_of"] = as_of
-        return self._call("POST", "/search", body=body, family="search", read=True)["hits"]
+        return self._call("POST", "/search", body=body, family="search", read=True, key="hits")
 
     def search_status(self) -> dict[str, Any]:
         """What the server's node index holds."""
@@ -229,7 +238,7 @@ class RemoteMemory:
 
     def resolve_t(self, as_of: int | str) -> int:
         """The ``t`` that ``as_of`` (a t, a snapshot name, an ISO 8601 time) names."""
-        return self._call("POST", "/query", body={"expr": "nodes.count()", "as_of": as_of}, read=True)["t"]
+        return self._call("POST", "/query", body={"expr": "nodes.count()", "as_of": as_of}, read=True, key="t")
 
     def as_of(self, t: int | str) -> HistoricalMemory:
         """A read-only memory fixed at ``t`` (or a snapshot name)."""
@@ -237,15 +246,15 @@ class RemoteMemory:
 
     def history(self, node_id: str) -> list[dict[str, Any]]:
         """Every commit that touched ``node_id`` (``[]`` for a node that never was)."""
-        return self._unless_unknown(lambda: self._call("GET", "/history", query={"node": node_id})["history"], [])
+        return self._unless_unknown(lambda: self._call("GET", "/history", query={"node": node_id}, key="history"), [])
 
     def histories(self, node_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
         """The history of each node."""
-        return self._call("POST", "/histories", body={"nodes": list(node_ids)}, read=True)["histories"]
+        return self._call("POST", "/histories", body={"nodes": list(node_ids)}, read=True, key="histories")
 
     def diff(self, t1: int | str, t2: int | str) -> list[dict[str, Any]]:
         """The net changes from state ``t1`` to ``t2``."""
-        return self._call("GET", "/diff", query={"from": t1, "to": t2})["changes"]
+        return self._call("GET", "/diff", query={"from": t1, "to": t2}, key="changes")
 
     def changes_since(self, t: int | str) -> dict[str, Any]:
         """The commits and net changes after ``t``."""
@@ -261,25 +270,25 @@ class RemoteMemory:
         body: dict[str, Any] = {"name": name}
         if t is not None:
             body["t"] = t
-        return self._call("POST", "/snapshots", body=body)["t"]
+        return self._call("POST", "/snapshots", body=body, key="t")
 
     def snapshots(self) -> dict[str, int]:
         """Every snapshot name and its ``t``."""
-        return self._call("GET", "/snapshots")["snapshots"]
+        return self._call("GET", "/snapshots", key="snapshots")
 
     # -- planner views -----------------------------------------------------------------------
 
     def frontier(self, goal: str, *, as_of: int | str | None = None) -> list[str]:
         """As :meth:`hgm_engine.Memory.frontier`."""
-        return self._unless_unknown(lambda: self._call("GET", "/frontier", query={"goal": goal, "as_of": as_of})["frontier"], [])
+        return self._unless_unknown(lambda: self._call("GET", "/frontier", query={"goal": goal, "as_of": as_of}, key="frontier"), [])
 
     def stale(self, *, as_of: int | str | None = None) -> list[dict[str, Any]]:
         """As :meth:`hgm_engine.Memory.stale`."""
-        return self._call("GET", "/stale", query={"as_of": as_of})["stale"]
+        return self._call("GET", "/stale", query={"as_of": as_of}, key="stale")
 
     def focus_path(self, node_id: str, *, as_of: int | str | None = None) -> list[str]:
         """As :meth:`hgm_engine.Memory.focus_path`."""
-        return self._unless_unknown(lambda: self._call("GET", "/focus-path", query={"node": node_id, "as_of": as_of})["path"], [])
+        return self._unless_unknown(lambda: self._call("GET", "/focus-path", query={"node": node_id, "as_of": as_of}, key="path"), [])
 
     # -- changing ----------------------------------------------------------------------------
 
@@ -292,9 +301,7 @@ class RemoteMemory:
             "POST", "/transactions", body=dict(doc), query={"dry_run": True} if dry_run else None,
             family="transaction", ok=(422,),
         )
-        if "committed" not in answer:  # a 422 that is no refused report (a rule loop)
-            raise error_from_document(answer, family="transaction", status=422)
-        return report_from_json(answer)
+        return self._refused_or(answer)
 
     def transaction(
         self, author: str | None = None, reason: str | None = None, *, base_t: int | None = None, dry_run: bool = False
@@ -324,18 +331,21 @@ class RemoteMemory:
         if max_items is not None:
             body["max_items"] = max_items
         doc = self._call("POST", "/summarize", body=body, family="request", ok=(422,))
-        if "report" not in doc:
-            raise error_from_document(doc, family="transaction", status=422)
-        return self._refused_or(doc["report"])
+        return self._refused_or(doc["report"] if isinstance(doc, dict) and "report" in doc else doc)
 
     def _report(self, route: str, body: dict[str, Any], family: str = "transaction") -> TransactionReport:
         doc = self._call("POST", route, body={k: v for k, v in body.items() if v is not None}, family=family, ok=(422,))
         return self._refused_or(doc)
 
-    def _refused_or(self, doc: Mapping[str, Any]) -> TransactionReport:
-        if "committed" not in doc:
+    def _refused_or(self, doc: Any) -> TransactionReport:
+        """The report of a commit or of a refusal by constraints (422 with the report); any
+        other 422 (a rule loop) raised as its error."""
+        if not isinstance(doc, dict) or "committed" not in doc:
             raise error_from_document(doc, family="transaction", status=422)
-        return report_from_json(doc)
+        try:
+            return report_from_json(doc)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ServiceError([Problem("bad-response", f"a transaction report this client cannot read ({type(exc).__name__}: {exc})", where=self.url)]) from None
 
     # -- constraints and rules ---------------------------------------------------------------
 
@@ -350,11 +360,13 @@ class RemoteMemory:
 
     def constraints(self) -> dict[str, str]:
         """The user constraints in force, name → text."""
-        return {c["name"]: c["text"] for c in self._call("GET", "/constraints")["constraints"] if "broken" not in c}
+        return self._call("GET", "/constraints", key="constraints",
+                          convert=lambda found: {c["name"]: c["text"] for c in found if "broken" not in c})
 
     def violations(self) -> list[Violation]:
         """Every constraint violation in the current state (normally none)."""
-        return [Violation(v["constraint"], v.get("node"), v["message"]) for v in self._call("GET", "/violations")["violations"]]
+        return self._call("GET", "/violations", key="violations",
+                          convert=lambda found: [Violation(v["constraint"], v.get("node"), v["message"]) for v in found])
 
     def load_rules(self, text: str, name: str = "default") -> Any:
         """As :meth:`hgm_engine.Memory.load_rules`; the rule set as parsed here when it can be
@@ -370,7 +382,8 @@ class RemoteMemory:
 
     def rules(self) -> dict[str, str]:
         """The rule sets in force, name → text."""
-        return {r["name"]: r["text"] for r in self._call("GET", "/rules")["rule_sets"] if "broken" not in r}
+        return self._call("GET", "/rules", key="rule_sets",
+                          convert=lambda found: {r["name"]: r["text"] for r in found if "broken" not in r})
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -386,8 +399,8 @@ class RemoteMemory:
         """Store trajectories as paths (one transaction); the ``IngestReport``."""
         body = {"trajectories": [dict(t) for t in trajectories], "skip_invalid": skip_invalid,
                 "author": author, "scenario": scenario, "reason": reason}
-        doc = self._call("POST", "/paths/ingest", body={k: v for k, v in body.items() if v is not None}, family="paths")
-        return ingest_report_from_json(doc)
+        return self._call("POST", "/paths/ingest", body={k: v for k, v in body.items() if v is not None}, family="paths",
+                          convert=ingest_report_from_json)
 
     def locate(
         self,
@@ -409,7 +422,7 @@ class RemoteMemory:
         for key, value in (("tags", tags), ("scenario", scenario), ("steps", steps), ("hops", hops)):
             if value is not None:
                 body[key] = list(value) if key in ("tags", "steps") else value
-        return locate_result_from_json(self._call("POST", "/locate", body=body, family="paths", read=True))
+        return self._call("POST", "/locate", body=body, family="paths", read=True, convert=locate_result_from_json)
 
 
 class RemoteTransaction:
