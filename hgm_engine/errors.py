@@ -403,6 +403,10 @@ class ServiceError(HGMError):
     statuses): ``request-timeout`` (408: headers or body came too slowly), ``overloaded``
     (503: the work limit is reached; retry), ``stopping`` (503: the server stopped before it
     answered), alongside ``unauthorized``, ``request-too-large`` and ``unsupported-media-type``.
+    Scoped access (``hgm_engine.server.tokens``): ``unauthorized`` (401: no bearer token, or
+    one the server does not know), ``forbidden`` (403: a token outside its memories, or a read
+    token asked to change one) and ``invalid-token-file`` (a token file that cannot be read or
+    breaks the format; ``where`` is ``FILE:LINE``; the server does not start).
     """
 
     stage = "server"

@@ -46,6 +46,7 @@ def test_wheel_ships_the_grammar_package_data_and_packages(wheel):
     names = set(wheel.namelist())
     assert "hgm_engine/grammar/hgm.lark" in names
     assert wheel.read("hgm_engine/grammar/hgm.lark") == (REPO / "grammar" / "hgm.lark").read_bytes()
+    assert wheel.read("hgm_engine/docs/language.md") == (REPO / "docs" / "language.md").read_bytes()  # hgm://language
     assert "hgm_engine/__init__.py" in names
     for asset in ("page.html", "style.css", "script.js"):
         shipped = f"hgm_engine/render/assets/{asset}"

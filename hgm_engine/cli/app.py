@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     1
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if len(arguments) > 2 and arguments[0] == "--memory" and arguments[2] in servers.TAKES_MEMORY:
+        # hgm --memory NAME mcp ...: the server's own --memory (its default memory)
+        return servers.run_server(arguments[2], ["--memory", arguments[1], *arguments[3:]])
     if len(arguments) > 2 and arguments[0] == "--memory" and arguments[2] in servers.SERVER_COMMANDS:
         print(
             f"error: invalid-argument at --memory: hgm {arguments[2]} does not take --memory yet: "

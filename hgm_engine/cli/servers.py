@@ -16,16 +16,18 @@ from typing import Sequence
 from hgm_engine.cli.arguments import Commands
 from hgm_engine.cli.common import EXIT_FAILURE
 
-__all__ = ["SERVER_COMMANDS", "register", "run_server"]
+__all__ = ["SERVER_COMMANDS", "TAKES_MEMORY", "register", "run_server"]
 
 SERVER_COMMANDS = {
     "serve": "serve a memory over REST with an OpenAPI document (hgm serve --db PATH; --help for options)",
-    "mcp": "serve a memory as Model Context Protocol tools on stdio (hgm mcp --db PATH)",
+    "mcp": "serve memories as Model Context Protocol tools on stdio or streamable HTTP (hgm mcp --db PATH)",
 }
 # The module whose main(argv) runs each server.
 _SERVER_MODULES = {"serve": "hgm_engine.server.rest", "mcp": "hgm_engine.server.mcp_server"}
 # The extra of the hgm-engine distribution each server needs (pyproject.toml).
 _EXTRAS = {"serve": "server", "mcp": "mcp"}
+# The servers that serve many memories and read --memory / HGM_MEMORY for their default one.
+TAKES_MEMORY = frozenset({"mcp", "serve"})
 
 
 def register(commands: Commands) -> None:
@@ -51,7 +53,7 @@ def run_server(name: str, argv: Sequence[str]) -> int:
     usage: hgm mcp ...
     0
     """
-    if os.environ.get("HGM_MEMORY") not in (None, "", "default"):
+    if name not in TAKES_MEMORY and os.environ.get("HGM_MEMORY") not in (None, "", "default"):
         print(f"warning: hgm {name} serves the memory 'default' of its --db; HGM_MEMORY is not used by servers yet", file=sys.stderr)
     try:
         module = importlib.import_module(_SERVER_MODULES[name])

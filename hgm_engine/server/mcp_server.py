@@ -1,12 +1,18 @@
-"""``hgm mcp``: the memory as Model Context Protocol tools, over stdio (the official SDK).
+"""``hgm mcp``: memories as Model Context Protocol tools, over stdio or streamable HTTP (the
+official SDK).
 
 :data:`TOOLS` defines each tool (name, description written for an LLM, JSON Schema of its
 input, and the operation of :class:`~hgm_engine.server.service.MemoryService` it runs);
-:func:`call_tool` validates the arguments and runs one, returning the result document or an
-``{"error": ...}`` document (an error result, ``is_error``). :func:`build_server` makes the
-SDK's low-level ``Server`` with those tools; :func:`main` serves it on stdin/stdout::
+:func:`call_tool` validates the arguments and runs one on the memory its ``memory`` argument
+names (else the server's default), within the grant of the request's token
+(:mod:`hgm_engine.server.tokens`), returning the result document or an ``{"error": ...}``
+document (an error result, ``is_error``). :func:`build_server` makes the SDK's low-level
+``Server`` with those tools over a :class:`~hgm_engine.server.registry.MemoryRegistry`;
+:func:`main` serves it on stdin/stdout, or with ``--transport streamable-http`` over HTTP
+(:func:`http_app`, behind :class:`TokenCheck` with ``--token-file``)::
 
     python -m hgm_engine.server.mcp_server --db memory.db
+    python -m hgm_engine.server.mcp_server --db memory.db --transport streamable-http --port 8766 --token-file tokens.txt
 
 Configure a client (e.g. a desktop host) with that command. The protocol uses stdout; logs
 go to stderr. Every line the client sends gets an answer: one that is not JSON gets the
@@ -30,6 +36,7 @@ would wait for ever.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import logging
@@ -43,12 +50,20 @@ from hgm_engine import __version__
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
 from hgm_engine.model import value_problem
+from hgm_engine.errors import Problem, ServiceError
 from hgm_engine.server.service import MemoryService, ServerLimits, add_llm_arguments, error_document, llm_endpoint
+from hgm_engine.server.tokens import OPEN_ACCESS, Grant, TokenScopes
+from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, check_memory_prefix, unknown_memory
 
 __all__ = [
     "TOOLS",
     "SEARCH_TOOLS",
     "MORE_TOOLS",
+    "MEMORY_TOOLS",
+    "STORE_TOOLS",
+    "MEMORY_ARGUMENT",
+    "Access",
+    "memories_of",
     "RESOURCES",
     "PROMPTS",
     "read_resource",
@@ -60,9 +75,17 @@ __all__ = [
     "INVALID_REQUEST",
     "Resource",
     "RESOURCE_TEMPLATES",
+    "GLOBAL_RESOURCES",
+    "MEMORY_RESOURCE_TEMPLATES",
+    "MEMORY_URI",
+    "language_reference",
     "Prompt",
     "build_server",
+    "request_grant",
     "serve",
+    "http_app",
+    "serve_http",
+    "TokenCheck",
     "main",
     "add_parser",
     "add_arguments",
@@ -118,14 +141,34 @@ _OP = {
 
 @attrs.frozen
 class Tool:
-    """One MCP tool: what the model reads (name, description, input schema) and what runs."""
+    """One MCP tool: what the model reads (name, description, input schema) and what runs.
+
+    ``run`` takes the :class:`MemoryService` of the memory the call names (its ``memory``
+    argument, else the server's default) and the other arguments; a tool with
+    ``per_memory=False`` (``list_memories``, ``create_memory``) takes the :class:`Access` of
+    the call instead. ``read_only`` says whether a read token may call it; ``reads_only``, when
+    given, says so per call (``transact`` with ``dry_run`` commits nothing).
+    """
 
     name: str
     title: str
     description: str
     input_schema: Mapping[str, Any]
-    run: Callable[[MemoryService, dict[str, Any]], dict[str, Any]]
+    run: Callable[[Any, dict[str, Any]], dict[str, Any]]
     read_only: bool = True
+    per_memory: bool = True
+    reads_only: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def writes(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether this call changes its memory (a read token may not make it).
+
+        >>> tool = next(t for t in TOOLS if t.name == "transact")
+        >>> tool.writes({"ops": []}), tool.writes({"ops": [], "dry_run": True})
+        (True, False)
+        """
+        if self.read_only:
+            return False
+        return not (self.reads_only is not None and self.reads_only(arguments))
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -185,8 +228,9 @@ TOOLS: tuple[Tool, ...] = (
         "t, the changes, rules that fired and nodes marked stale. Refused transactions change "
         "nothing and say why: constraint-violation (every violation listed), conflict (something "
         "you read changed after base_t: query again and retry), unknown-node, duplicate-id. "
-        "Use dry_run to check without committing. Node types: goal, action, entity, fact, result; "
-        "edge types: parent_of, before, related_to, derived_from, produces, replaces, causes. "
+        "Use dry_run to check without committing. Node types of the default schema: goal, action, entity, "
+        "fact, result; edge types: parent_of, before, related_to, derived_from, produces, replaces, causes "
+        "(a memory may have a schema of its own: get_schema). "
         "Example ops: [{\"op\": \"add_node\", \"id\": \"a9\", \"type\": \"action\", \"parent\": \"day1\", "
         "\"content\": \"Visit the Summer Palace\", \"status\": \"pending\"}, "
         "{\"op\": \"update_node\", \"id\": \"a3\", \"set\": {\"status\": \"done\"}}].",
@@ -636,7 +680,194 @@ MORE_TOOLS: tuple[Tool, ...] = (
 )
 TOOLS = TOOLS + MORE_TOOLS
 
+# -- many memories (issue 13): the memory argument, list_memories, purge, schemas --------------
+
+MEMORY_DESCRIPTION = (
+    "Which memory to use. A server keeps many separate memories (one per user, agent, project or "
+    "run), each with its own nodes, history, schema, rules and paths; nothing in one is visible from "
+    "another. A name is segments of letters, digits, '.', '_' and '-' joined by '/' (acme/alice/trip-42). "
+    "Omit it for the server's default memory; list_memories shows the names you may use and the "
+    "default. Keep the same memory for every call of one task."
+)
+MEMORY_ARGUMENT: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200, "description": MEMORY_DESCRIPTION}
+
+
+def _with_memory(tool: Tool) -> Tool:
+    properties = dict(tool.input_schema.get("properties", {}))
+    properties["memory"] = MEMORY_ARGUMENT
+    return attrs.evolve(tool, input_schema={**tool.input_schema, "properties": properties})
+
+
+def _purge(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
+    service.fresh()
+    tombstone = service.memory.purge(a["id"], reason=a["reason"], subtree=a.get("subtree", False), author=a.get("author"))
+    return {**tombstone.summary(), "purged": list(tombstone.purged), "t": tombstone.t}
+
+
+def _get_schema(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
+    service.fresh()
+    return {**service.schema(), "document": service.memory.schema.to_document()}
+
+
+def _set_schema(service: MemoryService, a: dict[str, Any]) -> dict[str, Any]:
+    from hgm_engine.model import Schema
+
+    schema = Schema.from_document(a["schema"])
+    service.fresh()
+    service.memory.set_schema(schema)
+    return {"t": service.memory.t, **service.schema()}
+
+
+MEMORY_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "get_schema",
+        "The memory's schema",
+        "The node types, edge types, relations (the step names of queries), attribute JSON Schemas and "
+        "edge rules of the memory, as names and as its hgm-schema/1 document (document: edit it and "
+        "give it to set_schema). Read it before writing to a memory you do not know: each memory may "
+        "have its own schema.",
+        _schema({}, []),
+        _get_schema,
+    ),
+    Tool(
+        "set_schema",
+        "Change the memory's schema",
+        "Replace the memory's schema with an hgm-schema/1 document ({format: 'hgm-schema/1', extends?: "
+        "'default', node_types, edge_types, relations, attribute_schemas, edge_rules}); with extends "
+        "'default' the document only adds to the default schema. Refused with schema-violation, "
+        "changing nothing, when what the memory holds breaks the new schema (each problem names the "
+        "node); invalid-document names each mistake with its place. Change a schema only when asked to.",
+        _schema({"schema": {"type": "object", "description": "The hgm-schema/1 document (formats.md)."}}, ["schema"]),
+        _set_schema,
+        read_only=False,
+    ),
+    Tool(
+        "purge",
+        "Forget a node for good",
+        "Remove a node's content (with subtree, every node under it too) from the memory AND its whole "
+        "history: no as_of, diff, history or export shows it afterwards, and it cannot be undone. History "
+        "keeps a tombstone (what was purged, when, by whom, why). Use it only when a user asks for "
+        "something to be forgotten (personal data, a secret); to change or remove a node normally, use "
+        "transact (delete_node keeps the history). Errors: unknown-node (no such node, now or ever).",
+        _schema(
+            {
+                "id": {**_TEXT, "description": "The node to forget."},
+                "reason": {**_TEXT, "description": "Why (kept in the tombstone): e.g. 'the user asked to forget it'."},
+                "subtree": {"type": "boolean", "description": "Also every node below it (parent_of)."},
+                "author": _WHO["author"],
+            },
+            ["id", "reason"],
+        ),
+        _purge,
+        read_only=False,
+    ),
+)
+
+_NAMES = {"type": "string", "maxLength": 200}
+
+STORE_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "list_memories",
+        "List the memories",
+        "The names of the memories you may use (give one as the memory argument of any other tool), "
+        "sorted, those starting with prefix only (e.g. 'acme/'), and the server's default memory (the "
+        "one tools use when memory is omitted). Memories outside your access are not listed.",
+        _schema({"prefix": {**_NAMES, "description": "Only names starting with this text (default: all)."}}, []),
+        lambda access, a: access.list_memories(a.get("prefix", "")),
+        per_memory=False,
+    ),
+    Tool(
+        "create_memory",
+        "Create a memory",
+        "Make a new, empty memory named name (segments of letters, digits, '.', '_' and '-' joined by '/'), "
+        "with the default schema or an hgm-schema/1 document; then pass it as the memory argument. "
+        "Refused with memory-exists when the name is taken.",
+        _schema({"name": {**MEMORY_ARGUMENT, "description": "The new memory's name, e.g. acme/alice/trip-42."},
+                 "schema": {"type": "object", "description": "Its hgm-schema/1 document (default: the default schema)."}},
+                ["name"]),
+        lambda access, a: access.create_memory(a["name"], a.get("schema")),
+        read_only=False,
+        per_memory=False,
+    ),
+)
+
+_READS_ONLY: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "transact": lambda a: bool(a.get("dry_run")),
+    "llm_rewrite": lambda a: bool(a.get("dry_run")),
+    "planner_step": lambda a: not a.get("commit"),
+}
+TOOLS = tuple(
+    _with_memory(attrs.evolve(tool, reads_only=_READS_ONLY.get(tool.name))) for tool in TOOLS + MEMORY_TOOLS
+) + STORE_TOOLS
+
 _BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+class _OneMemory:
+    """The memories of a server of one memory (a :class:`MemoryService` given as it is):
+    ``default`` alone."""
+
+    def __init__(self, service: MemoryService):
+        self.service = service
+
+    @contextlib.contextmanager
+    def lease(self, name: str = DEFAULT_MEMORY):
+        if name != DEFAULT_MEMORY:
+            raise unknown_memory(name, [DEFAULT_MEMORY], "this server (it serves one memory)")
+        yield self.service
+
+    def list(self, prefix: str = "") -> list[str]:
+        return [DEFAULT_MEMORY] if DEFAULT_MEMORY.startswith(prefix) else []
+
+    def create(self, name: str, *, schema: Any = None) -> None:
+        raise ServiceError([Problem("not-implemented", "this server serves one memory: it cannot create others", where=name)])
+
+
+def memories_of(target: Any) -> Any:
+    """The memories a tool call reaches: a registry (``lease(name)``, ``list(prefix)``) as
+    it is, a single :class:`MemoryService` as a server of the memory ``default`` alone.
+
+    >>> from hgm_engine import Memory
+    >>> memories_of(MemoryService(Memory())).list()
+    ['default']
+    """
+    if isinstance(target, MemoryService):
+        return _OneMemory(target)
+    return target
+
+
+@attrs.frozen
+class Access:
+    """What one tool call (one MCP request) reaches: the server's memories, the grant of the
+    request's token (every memory without a token file) and the default memory.
+
+    >>> from hgm_engine import Memory
+    >>> Access(memories_of(MemoryService(Memory()))).list_memories("")
+    {'memories': ['default'], 'default': 'default', 'prefix': ''}
+    """
+
+    memories: Any
+    grant: Grant = OPEN_ACCESS
+    default: str = DEFAULT_MEMORY
+
+    def name(self, arguments: Mapping[str, Any], *, write: bool) -> str:
+        """The memory a call names (its ``memory``, else the default), checked against the
+        grant: ``invalid-memory-name``, or ``forbidden`` outside the token's scope."""
+        name = arguments.get("memory")
+        name = self.default if name is None else check_memory_name(name, where="memory")
+        return self.grant.check(name, write=write)
+
+    def list_memories(self, prefix: str) -> dict[str, Any]:
+        check_memory_prefix(prefix)
+        return {"memories": self.grant.visible(self.memories.list(prefix)), "default": self.default, "prefix": prefix}
+
+    def create_memory(self, name: str, schema: Any) -> dict[str, Any]:
+        from hgm_engine.model import Schema
+
+        self.grant.check(check_memory_name(name, where="name"), write=True)
+        parsed = None if schema is None else Schema.from_document(schema)
+        self.memories.create(name, schema=parsed)
+        return {"created": name}
 
 
 def _validator(schema: Mapping[str, Any]):
@@ -655,13 +886,27 @@ def _invalid(message: str, where: str | None = None) -> dict[str, Any]:
     return {"error": error}
 
 
-def call_tool(service: MemoryService, name: str, arguments: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:
+def call_tool(
+    target: Any,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    grant: Grant = OPEN_ACCESS,
+    default_memory: str = DEFAULT_MEMORY,
+) -> tuple[dict[str, Any], bool]:
     """Run tool ``name``; ``(document, is_error)``. Arguments are checked against the tool's
     input schema first; every failure is an ``{"error": {"category", "message", ...}}``.
+
+    ``target`` is the server's memories (a :class:`~hgm_engine.server.registry.MemoryRegistry`,
+    or one :class:`MemoryService`: the memory ``default`` alone); the call's ``memory``
+    argument (else ``default_memory``) picks one, which ``grant`` (the request's token) must
+    cover: ``forbidden`` otherwise, and for a change with a read token.
 
     >>> from hgm_engine import Memory
     >>> call_tool(MemoryService(Memory()), "frontier", {"goal": 3})[0]["error"]["message"]
     "goal: 3 is not of type 'string'"
+    >>> call_tool(MemoryService(Memory()), "stale", {"memory": "acme/bob"})[0]["error"]["category"]
+    'unknown-memory'
     """
     tool = _BY_NAME.get(name)
     if tool is None:
@@ -681,8 +926,14 @@ def call_tool(service: MemoryService, name: str, arguments: Mapping[str, Any] | 
         first = errors[0]
         where = ".".join(str(p) for p in first.absolute_path)
         return _invalid(f"{where + ': ' if where else ''}{first.message}", where or None), True
+    access = Access(memories_of(target), grant, default_memory)
     try:
-        return tool.run(service, arguments), False
+        if not tool.per_memory:
+            return tool.run(access, arguments), False
+        memory = access.name(arguments, write=tool.writes(arguments))
+        rest = {k: v for k, v in arguments.items() if k != "memory"}
+        with access.memories.lease(memory) as service:
+            return tool.run(service, rest), False
     except HGMError as err:
         return error_document(err), True
     except RecursionError:
@@ -698,12 +949,14 @@ def call_tool(service: MemoryService, name: str, arguments: Mapping[str, Any] | 
 
 @attrs.frozen
 class Resource:
-    """One MCP resource: a URI (or a URI template with ``{id}``) the client reads as JSON."""
+    """One MCP resource: a URI (or a URI template with ``{id}``) the client reads as JSON
+    (or as the text of ``mime_type``)."""
 
     uri: str
     name: str
     description: str
-    read: Callable[..., dict[str, Any]]
+    read: Callable[..., Any]
+    mime_type: str = "application/json"
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -724,10 +977,74 @@ RESOURCE_TEMPLATES: tuple[Resource, ...] = (
 )
 
 
-def read_resource(service: MemoryService, uri: str) -> tuple[dict[str, Any], bool]:
+MEMORY_URI = "hgm://memories/"
+"""The per-memory resources: ``hgm://memories/NAME/schema`` and so on, ``NAME`` with each ``/``
+written ``%2F`` (as RFC 6570 expands ``{memory}``), so that no name can be read as a path."""
+
+
+def language_reference() -> str:
+    """The path language's reference (docs/language.md), as shipped in the wheel
+    (``hgm_engine/docs/language.md``) or read from the source tree.
+
+    >>> language_reference().startswith("#")
+    True
+    """
+    import importlib.resources
+    import pathlib
+
+    packaged = importlib.resources.files("hgm_engine").joinpath("docs/language.md")
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    source_tree = pathlib.Path(__file__).resolve().parents[2] / "docs" / "language.md"
+    if source_tree.is_file():
+        return source_tree.read_text(encoding="utf-8")
+    raise ServiceError([Problem("missing-package", "docs/language.md is missing from this installation", where="hgm://language")])
+
+
+GLOBAL_RESOURCES: tuple[Resource, ...] = (
+    Resource(
+        "hgm://language",
+        "language reference",
+        "The path language of query, constraints and rule files: starts, steps, conditions, finals, "
+        "search, limits, with examples (docs/language.md). The same for every memory; the names a "
+        "memory knows are in its schema.",
+        lambda access: language_reference(),
+        mime_type="text/markdown",
+    ),
+    Resource("hgm://memories", "memories", "The memories you may use, and the default one.", lambda access: access.list_memories("")),
+)
+MEMORY_RESOURCE_TEMPLATES: tuple[Resource, ...] = tuple(
+    attrs.evolve(r, uri=MEMORY_URI + "{memory}/" + r.uri[len("hgm://"):], name=f"{r.name} of a memory",
+                 description=f"{r.description} Of the memory named (its / written %2F: acme%2Falice).")
+    for r in RESOURCES + RESOURCE_TEMPLATES
+)
+
+
+def _find_resource(uri: str) -> tuple[Callable[..., Any], tuple[str, ...]] | None:
+    import urllib.parse
+
+    for resource in RESOURCES:
+        if resource.uri == uri:
+            return resource.read, ()
+    for template in RESOURCE_TEMPLATES:
+        prefix = template.uri.split("{")[0]
+        if uri.startswith(prefix) and len(uri) > len(prefix) and uri != "hgm://paths/metrics":
+            return template.read, (urllib.parse.unquote(uri[len(prefix):]),)
+    return None
+
+
+def read_resource(
+    target: Any,
+    uri: str,
+    *,
+    grant: Grant = OPEN_ACCESS,
+    default_memory: str = DEFAULT_MEMORY,
+) -> tuple[Any, bool]:
     """The document at ``uri`` (one of :data:`RESOURCES` or a :data:`RESOURCE_TEMPLATES`
-    match); ``(document, is_error)`` as :func:`call_tool` answers, ``None`` document for a URI
-    that names no resource.
+    match, of the default memory; the same under ``hgm://memories/NAME/`` for the memory
+    ``NAME``; or one of :data:`GLOBAL_RESOURCES`: ``hgm://language`` is text);
+    ``(document, is_error)`` as :func:`call_tool` answers, ``None`` document for a URI that
+    names no resource. ``target`` and ``grant`` as for :func:`call_tool`.
 
     >>> from hgm_engine import Memory
     >>> service = MemoryService(Memory())
@@ -735,24 +1052,37 @@ def read_resource(service: MemoryService, uri: str) -> tuple[dict[str, Any], boo
     0
     >>> read_resource(service, "hgm://nodes/nope")[0]["error"]["category"]
     'unknown-node'
+    >>> read_resource(service, "hgm://memories/default/schema")[0]["node_types"][0]
+    'goal'
+    >>> read_resource(service, "hgm://memories/acme%2Falice/stale")[0]["error"]["category"]
+    'unknown-memory'
     """
     import urllib.parse
 
-    found: tuple[Callable[..., dict[str, Any]], tuple[str, ...]] | None = None
-    for resource in RESOURCES:
-        if resource.uri == uri:
-            found = (resource.read, ())
-    if found is None:
-        for template in RESOURCE_TEMPLATES:
-            prefix = template.uri.split("{")[0]
-            if uri.startswith(prefix) and len(uri) > len(prefix) and uri != "hgm://paths/metrics":
-                found = (template.read, (urllib.parse.unquote(uri[len(prefix):]),))
-                break
-    if found is None:
-        return None, True  # type: ignore[return-value]
-    read, args = found
+    access = Access(memories_of(target), grant, default_memory)
     try:
-        return read(service, *args), False
+        for resource in GLOBAL_RESOURCES:
+            if resource.uri == uri:
+                return resource.read(access), False
+        name = default_memory
+        inner = uri
+        if uri.startswith(MEMORY_URI):
+            encoded, slash, rest = uri[len(MEMORY_URI):].partition("/")
+            if not slash or not rest:
+                return None, True
+            try:
+                name = urllib.parse.unquote(encoded, errors="strict")
+            except UnicodeDecodeError:
+                name = encoded
+            name = check_memory_name(name, where="memory")
+            inner = "hgm://" + rest
+        found = _find_resource(inner)
+        if found is None:
+            return None, True
+        read, args = found
+        grant.check(name)
+        with access.memories.lease(name) as service:
+            return read(service, *args), False
     except HGMError as err:
         return error_document(err), True
 
@@ -926,12 +1256,50 @@ INSTRUCTIONS = (
     "hgm is a hierarchical task memory: goals contain subgoals and actions, actions are ordered by "
     "'before' edges, results and facts hang off them. Read with query (path expressions) and "
     "frontier/stale; change it only with transact (all-or-nothing, checked by constraints). "
+    "The server may hold many separate memories: every tool takes an optional memory argument (a name "
+    "such as acme/alice; omitted, the server's default memory), and list_memories shows the names. "
     "Every answer is JSON; errors carry a category and a message saying how to fix the call."
 )
 
 
-def build_server(service: MemoryService):
-    """The MCP SDK's low-level ``Server`` exposing :data:`TOOLS` over ``service``."""
+GRANT_SCOPE_KEY = "hgm.grant"  # where the HTTP transport's token check leaves a request's Grant
+
+
+def request_grant(ctx: Any, tokens: TokenScopes | None) -> Grant:
+    """The grant of the request behind a handler's ``ctx``: the one the token check of the
+    HTTP transport left in the request's scope; every memory when the server has no token
+    file (stdio, or HTTP without ``--token-file``). With a token file and no grant found,
+    ``unauthorized`` (never open by mistake).
+
+    >>> request_grant(None, None) is OPEN_ACCESS
+    True
+    """
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    grant = scope.get(GRANT_SCOPE_KEY) if isinstance(scope, dict) else None
+    if isinstance(grant, Grant):
+        return grant
+    if tokens is None:
+        return OPEN_ACCESS
+    raise ServiceError([Problem("unauthorized", "this request carries no checked bearer token")])
+
+
+def _listed_schema(tool: Tool, default_memory: str) -> dict[str, Any]:
+    schema = dict(tool.input_schema)
+    properties = dict(schema.get("properties", {}))
+    if "memory" in properties:
+        described = MEMORY_DESCRIPTION.replace("the server's default memory", f"the server's default memory ({default_memory!r})")
+        properties["memory"] = {**properties["memory"], "description": described}
+    schema["properties"] = properties
+    return schema
+
+
+def build_server(target: Any, *, default_memory: str = DEFAULT_MEMORY, tokens: TokenScopes | None = None):
+    """The MCP SDK's low-level ``Server`` exposing :data:`TOOLS` (and the resources and
+    prompts) over ``target``: a :class:`MemoryService` (the memory ``default``) or a registry
+    of memories. ``default_memory`` is the memory of calls that name none; ``tokens``, when
+    given, means each request's grant comes from the HTTP transport's token check
+    (:func:`request_grant`)."""
     import anyio
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -941,7 +1309,7 @@ def build_server(service: MemoryService):
             name=tool.name,
             title=tool.title,
             description=tool.description,
-            input_schema=dict(tool.input_schema),
+            input_schema=_listed_schema(tool, default_memory),
             annotations=types.ToolAnnotations(
                 title=tool.title,
                 read_only_hint=tool.read_only,
@@ -957,8 +1325,15 @@ def build_server(service: MemoryService):
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx, params) -> types.CallToolResult:
-        # Engine calls may wait for the memory's locks or the disk: keep the loop free.
-        doc, failed = await anyio.to_thread.run_sync(call_tool, service, params.name, params.arguments)
+        try:
+            grant = request_grant(ctx, tokens)
+        except HGMError as err:
+            doc, failed = error_document(err), True
+        else:
+            # Engine calls may wait for the memory's locks or the disk: keep the loop free.
+            doc, failed = await anyio.to_thread.run_sync(
+                lambda: call_tool(target, params.name, params.arguments, grant=grant, default_memory=default_memory)
+            )
         if failed:
             logger.info("tool %s refused: %s", params.name, doc.get("error", {}).get("category"))
         text = json.dumps(doc, ensure_ascii=False, default=str)
@@ -970,11 +1345,15 @@ def build_server(service: MemoryService):
 
     from mcp.shared.exceptions import MCPError
 
-    resources = [types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type="application/json") for r in RESOURCES]
-    templates = [
-        types.ResourceTemplate(uri_template=r.uri, name=r.name, description=r.description, mime_type="application/json")
-        for r in RESOURCE_TEMPLATES
+    resources = [
+        types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
+        for r in RESOURCES + GLOBAL_RESOURCES
     ]
+    templates = [
+        types.ResourceTemplate(uri_template=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
+        for r in RESOURCE_TEMPLATES + MEMORY_RESOURCE_TEMPLATES
+    ]
+    known = ", ".join(r.uri for r in RESOURCES + GLOBAL_RESOURCES + RESOURCE_TEMPLATES) + ", " + MEMORY_URI + "{memory}/..."
     prompts = [
         types.Prompt(
             name=p.name,
@@ -993,11 +1372,20 @@ def build_server(service: MemoryService):
 
     async def on_read_resource(ctx, params) -> types.ReadResourceResult:
         uri = str(params.uri)
-        doc, failed = await anyio.to_thread.run_sync(read_resource, service, uri)
+        try:
+            grant = request_grant(ctx, tokens)
+        except HGMError as err:
+            raise MCPError(-32002, err.message, error_document(err)["error"]) from None
+        doc, failed = await anyio.to_thread.run_sync(
+            lambda: read_resource(target, uri, grant=grant, default_memory=default_memory)
+        )
         if doc is None:
-            raise MCPError(-32002, f"no resource {uri!r}; resources: {', '.join(r.uri for r in RESOURCES + RESOURCE_TEMPLATES)}")
+            hint = " (write a memory name's / as %2F: hgm://memories/acme%2Falice/schema)" if uri.startswith(MEMORY_URI) else ""
+            raise MCPError(-32002, f"no resource {uri[:200]!r}{hint}; resources: {known}")
         if failed:
             raise MCPError(-32002, doc["error"]["message"], doc["error"])
+        if isinstance(doc, str):
+            return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=doc)])
         text = json.dumps(doc, ensure_ascii=False, default=str)
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)])
 
@@ -1030,12 +1418,13 @@ def build_server(service: MemoryService):
     )
 
 
-async def serve(service: MemoryService) -> None:
-    """Serve the tools on stdin/stdout until the client closes the connection."""
+async def serve(target: Any, *, default_memory: str = DEFAULT_MEMORY) -> None:
+    """Serve the tools on stdin/stdout until the client closes the connection. ``target``: a
+    :class:`MemoryService` or a registry of memories (see :func:`build_server`)."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    server = build_server(service)
+    server = build_server(target, default_memory=default_memory)
     # The SDK drops a line it cannot read without answering: it reads ours, which answer those.
     # (stdin is a duplicate of fd 0, so closing it leaves sys.stdin alone.)
     binary = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
@@ -1048,17 +1437,159 @@ async def serve(service: MemoryService) -> None:
         binary.close()
 
 
+# -- MCP over HTTP (issue 19): the SDK's streamable HTTP transport, behind the token check -------
+
+DEFAULT_HTTP_PATH = "/mcp"
+DEFAULT_HTTP_PORT = 8766  # hgm serve's 8765, plus one
+
+
+class TokenCheck:
+    """ASGI middleware in front of the SDK's streamable HTTP app: every HTTP request needs
+    ``Authorization: Bearer TOKEN`` with a token of ``tokens``. A missing or unknown token is
+    answered 401 with ``WWW-Authenticate: Bearer error="invalid_token"`` (RFC 6750) and a
+    JSON-RPC error whose message says what was wrong (the SDK's client raises it as an
+    ``MCPError`` with that message) and whose ``data`` is the ``{"category": "unauthorized",
+    ...}`` error. A known token's :class:`~hgm_engine.server.tokens.Grant` goes with the
+    request to the tools (:func:`request_grant`), and the SDK binds the session it opens to that
+    token (a session id used with another token is answered 404, as an unknown session).
+
+    >>> TokenCheck(None, TokenScopes.single("s3cret-s3cret-s3cret")).tokens
+    TokenScopes('--token', 1 tokens)
+    """
+
+    def __init__(self, app: Any, tokens: TokenScopes):
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"authorization"), None)
+        try:
+            grant = self.tokens.grant_for_header(header)
+        except HGMError as err:
+            await self._refuse(err, send)
+            return
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+        from mcp.server.auth.provider import AccessToken
+
+        scope = dict(scope)
+        scope[GRANT_SCOPE_KEY] = grant
+        # The session's owner (the SDK compares it on every request of a session): the token's
+        # line in the file names it without holding the token.
+        scope["user"] = AuthenticatedUser(AccessToken(token=grant.where, client_id=grant.where, scopes=[]))
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(err: HGMError, send) -> None:
+        error = error_document(err)["error"]
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": f"{err.category}: {err.message}", "data": error}}
+        ).encode()
+        challenge = 'Bearer error="invalid_token", error_description="' + err.message.replace('"', "'") + '"'
+        await send({
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", challenge.encode("latin-1", "replace")),
+            ],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_app(
+    target: Any,
+    *,
+    default_memory: str = DEFAULT_MEMORY,
+    tokens: TokenScopes | None = None,
+    host: str = "127.0.0.1",
+    path: str = DEFAULT_HTTP_PATH,
+    max_body: int | None = None,
+):
+    """The ASGI app of MCP over streamable HTTP at ``path``: the SDK's own transport
+    (``Server.streamable_http_app``: sessions, SSE or JSON answers, DNS-rebinding protection
+    on a loopback ``host``), behind :class:`TokenCheck` when ``tokens`` is given. Run it
+    with any ASGI server; :func:`serve_http` runs it on uvicorn.
+
+    >>> from hgm_engine import Memory
+    >>> type(http_app(MemoryService(Memory()))).__name__
+    'Starlette'
+    """
+    from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    server = build_server(target, default_memory=default_memory, tokens=tokens)
+    app = server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        max_request_body_size=max_body or DEFAULT_MAX_REQUEST_BODY_SIZE,
+    )
+    return app if tokens is None else TokenCheck(app, tokens)
+
+
+def serve_http(app: Any, sock: Any, *, log_level: str = "warning") -> None:
+    """Serve ``app`` on the listening socket ``sock`` with uvicorn until SIGINT or SIGTERM.
+
+    Example (not run here: it serves until stopped)::
+
+        serve_http(http_app(service), socket.create_server(("127.0.0.1", 0)))
+    """
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 # -- command line ------------------------------------------------------------------------------
+
+DB_ENV, MEMORY_ENV = "HGM_DB", "HGM_MEMORY"
+TRANSPORTS = ("stdio", "streamable-http")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of ``hgm mcp``.
 
-    >>> add_arguments(argparse.ArgumentParser()).parse_args(["--db", "m.db"]).query_timeout
-    5.0
+    >>> args = add_arguments(argparse.ArgumentParser()).parse_args(["--db", "m.db"])
+    >>> args.query_timeout, args.transport, args.port
+    (5.0, 'stdio', 8766)
     """
+    from hgm_engine.server.registry import DEFAULT_MAX_OPEN, MAX_OPEN_ENV
+
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
+    parser.add_argument(
+        "--db", default=None, metavar="PATH",
+        help=f"the store: a SQLite file (created if missing) or a postgresql:// URL (default: ${DB_ENV})",
+    )
+    parser.add_argument(
+        "--memory", default=None, metavar="NAME",
+        help=f"the memory of tool calls that name none (default: ${MEMORY_ENV}, else 'default')",
+    )
+    parser.add_argument(
+        "--max-open", type=int, default=None, metavar="N",
+        help=f"memories kept open at once, the least recently used closed first (default: ${MAX_OPEN_ENV}, else {DEFAULT_MAX_OPEN})",
+    )
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio", help="stdio (default) or streamable-http")
+    parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to bind (default 127.0.0.1: loopback only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_HTTP_PORT, help=f"streamable-http: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one)")
+    parser.add_argument("--path", default=DEFAULT_HTTP_PATH, help=f"streamable-http: the endpoint's path (default {DEFAULT_HTTP_PATH})")
+    parser.add_argument(
+        "--token-file", default=None, metavar="PATH",
+        help="streamable-http: the tokens and the memories each may use (TOKEN PREFIX [read|write] per line; docs/server.md)",
+    )
+    parser.add_argument("--max-body", type=int, default=defaults.max_body, metavar="BYTES", help="streamable-http: largest request body (default 1 MiB)")
     parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length, metavar="CHARS")
     parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
     parser.add_argument("--query-timeout", type=float, default=defaults.timeout, metavar="SECONDS")
@@ -1075,45 +1606,123 @@ def add_parser(subparsers: Any, name: str = "mcp") -> argparse.ArgumentParser:
     >>> parser.parse_args(["mcp", "--db", "m.db"]).db
     'm.db'
     """
-    parser = subparsers.add_parser(name, help="serve a memory as MCP tools over stdio", description=__doc__.split("\n\n")[0])
+    parser = subparsers.add_parser(name, help="serve memories as MCP tools over stdio or streamable HTTP", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     parser.set_defaults(func=run)
     return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return add_arguments(argparse.ArgumentParser(prog="hgm mcp", description="Serve an hgm memory as MCP tools over stdio."))
+    return add_arguments(
+        argparse.ArgumentParser(prog="hgm mcp", description="Serve hgm memories as MCP tools over stdio or streamable HTTP.")
+    )
+
+
+def _configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    for name in ("hgm", "mcp", "uvicorn.error"):
+        named = logging.getLogger(name)
+        named.handlers[:] = [handler]
+        named.setLevel(level.upper())
+        named.propagate = False
+
+
+def _usage(message: str) -> int:
+    print(f"hgm mcp: {message}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until the client disconnects (stdin closes); logs on stderr."""
+    """Serve until the client disconnects (stdio: stdin closes) or the server is stopped
+    (streamable-http: SIGINT, SIGTERM); logs on stderr. Exit 2 for a bad command line, 1
+    when the store, the token file or the port cannot be used."""
     try:
         import anyio
         import mcp.server.lowlevel  # noqa: F401 - the SDK, before the memory is opened
     except ImportError as exc:
         print(f"hgm mcp: needs the mcp extra: pip install 'hgm-engine[mcp]' ({exc})", file=sys.stderr)
         return 1
+    from hgm_engine.server.registry import MemoryRegistry, max_open_from_env
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    for name in ("hgm", "mcp"):
-        named = logging.getLogger(name)
-        named.handlers[:] = [handler]
-        named.setLevel(args.log_level.upper())
-        named.propagate = False
-    limits = ServerLimits(max_query_length=args.max_query_length, max_work=args.max_work, timeout=args.query_timeout)
+    db = args.db or os.environ.get(DB_ENV) or None
+    if db is None:
+        return _usage(f"the store is missing: give --db PATH (or set ${DB_ENV})")
+    http = args.transport == "streamable-http"
+    if args.token_file and not http:
+        return _usage("--token-file needs --transport streamable-http (a stdio server's client is the process that started it)")
+    if not 0 <= args.port <= 65535:
+        return _usage(f"--port is 0 to 65535, not {args.port}")
+    if not args.path.startswith("/"):
+        return _usage(f"--path starts with '/', not {args.path[:40]!r}")
+    if args.max_body < 1:
+        return _usage("--max-body must be at least 1")
     try:
-        memory = Memory.open(args.db)
+        default_memory = args.memory or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY
+        check_memory_name(default_memory, where="--memory" if args.memory else MEMORY_ENV)
+        max_open = args.max_open if args.max_open is not None else max_open_from_env()
+        if max_open < 1:
+            return _usage(f"--max-open must be at least 1, not {max_open}")
+        tokens = TokenScopes.load(args.token_file) if args.token_file else None
+    except HGMError as err:
+        print(f"hgm mcp: {err}", file=sys.stderr)
+        return 1 if err.category == "invalid-token-file" else 2
+    limits = ServerLimits(max_body=args.max_body, max_query_length=args.max_query_length, max_work=args.max_work, timeout=args.query_timeout)
+    try:
+        registry = MemoryRegistry(db, max_open=max_open, limits=limits, llm=llm_endpoint(args))
     except (HGMError, OSError) as exc:
-        print(f"hgm mcp: cannot open {args.db}: {exc}", file=sys.stderr)
+        print(f"hgm mcp: cannot open {db}: {exc}", file=sys.stderr)
         return 1
     try:
-        logger.info("serving %s (t=%d, %d nodes) over stdio", args.db, memory.t, len(memory))
-        anyio.run(serve, MemoryService(memory, limits, llm=llm_endpoint(args)))
+        try:  # the default memory opens now: a store that cannot be read says so at once
+            with registry.lease(default_memory) as service:
+                opened = service.memory.t, len(service.memory)
+        except HGMError as err:
+            print(f"hgm mcp: cannot open the memory {default_memory!r} of {db}: {err}", file=sys.stderr)
+            return 1
+        _configure_logging(args.log_level)  # only now: a refused command line leaves logging alone
+        logger.info("serving %s, default memory %r (t=%d, %d nodes)", db, default_memory, *opened)
+        if not http:
+            anyio.run(lambda: serve(registry, default_memory=default_memory))
+            return 0
+        return _run_http(args, registry, default_memory, tokens)
     except KeyboardInterrupt:
-        pass
+        return 0
     finally:
-        memory.close()
+        registry.close()
+
+
+def _run_http(args: argparse.Namespace, registry: Any, default_memory: str, tokens: TokenScopes | None) -> int:
+    import socket
+
+    if not _is_loopback(args.host):
+        logger.warning(
+            "binding to %s: the memories are reachable from other machines%s",
+            args.host,
+            "" if tokens else " WITHOUT a token (set --token-file)",
+        )
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        sock.close()
+        print(f"hgm mcp: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    sock.listen(2048)
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    app = http_app(registry, default_memory=default_memory, tokens=tokens, host=args.host, path=args.path, max_body=args.max_body)
+    print(
+        f"hgm mcp: listening on http://{host}:{port}{args.path}{' (bearer token required)' if tokens else ''}",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        serve_http(app, sock, log_level=args.log_level)
+    finally:
+        sock.close()
     return 0
 
 

@@ -108,8 +108,14 @@ STATUS_BY_CATEGORY: dict[str, int] = {
     # a lineage that failed too often waits for a person; rewrites came too fast
     "needs-human": 423,
     "rewrite-cap": 429,
+    # many memories (docs/memories.md)
+    "unknown-memory": 404,
+    "memory-exists": 409,
+    "invalid-memory-name": 400,
+    "schema-violation": 422,
     # transport-level refusals
     "unauthorized": 401,
+    "forbidden": 403,
     "request-timeout": 408,
     "request-too-large": 413,
     "unsupported-media-type": 415,
@@ -1187,6 +1193,53 @@ class MemoryService:
         ['goal', 'action', 'entity', 'fact', 'result']
         """
         return self.memory.schema.to_json()
+
+    def schema_document(self) -> dict[str, Any]:
+        """The memory's stored schema as an ``hgm-schema/1`` document (docs/formats.md): what
+        :meth:`set_schema` takes back.
+
+        >>> from hgm_engine import Memory
+        >>> MemoryService(Memory()).schema_document()["format"]
+        'hgm-schema/1'
+        """
+        return self.memory.schema.to_document()
+
+    def set_schema(self, doc: Any) -> dict[str, Any]:
+        """Make the ``hgm-schema/1`` document ``doc`` the memory's schema (a transaction,
+        refused with every problem when what the memory holds breaks it: ``schema-violation``,
+        422; a document with errors is a ``SchemaError`` naming each place, 400); the stored
+        document.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> s.set_schema({"format": "hgm-schema/1", "extends": "default", "node_types": ["tool"]})["node_types"][-1]
+        'tool'
+        """
+        from hgm_engine.model import Schema
+
+        if not isinstance(doc, Mapping):
+            raise _fail("invalid-document", "a schema is an hgm-schema/1 JSON object (docs/formats.md)", "schema")
+        _check_text("invalid-document", schema=dict(doc))
+        self.memory.set_schema(Schema.from_document(dict(doc)))
+        return self.schema_document()
+
+    def purge(self, node_id: str, reason: str, *, subtree: bool = False, author: str | None = None) -> dict[str, Any]:
+        """Forget ``node_id`` (and with ``subtree`` every node below it) from the state, the
+        journal and every snapshot (docs/memories.md); the tombstone commit's summary, with
+        ``purged``, the ids forgotten.
+
+        >>> from hgm_engine import Memory
+        >>> s = MemoryService(Memory())
+        >>> _ = s.transact({"ops": [{"op": "add_node", "id": "s", "type": "fact", "content": "card 4111"}]})
+        >>> doc = s.purge("s", "the user asked")
+        >>> doc["kind"], doc["purged"], doc["t"]
+        ('purge', ['s'], 2)
+        """
+        _check_text(id=node_id, reason=reason, author=author)
+        if not isinstance(subtree, bool):
+            raise _fail("invalid-argument", "'subtree' must be true or false", "subtree")
+        tombstone = self.memory.purge(node_id, reason=reason, subtree=subtree, author=author)
+        return tombstone.summary()
 
     # paths (docs/paths.md) ---------------------------------------------------------------
 

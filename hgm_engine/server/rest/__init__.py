@@ -1,6 +1,7 @@
-"""``hgm serve``: the REST server (FastAPI on uvicorn) over one memory.
+"""``hgm serve``: the REST server (FastAPI on uvicorn) over the memories of a store.
 
-:func:`create_app` builds the ASGI app for a :class:`~hgm_engine.Memory`; :func:`main` is the
+:func:`create_app` builds the ASGI app for a :class:`~hgm_engine.Memory` or a
+:class:`~hgm_engine.server.registry.MemoryRegistry` (with no argument: from the environment); :func:`main` is the
 command line (``python -m hgm_engine.server.rest --db memory.db``). Every route speaks the JSON
 documents of ``formats.md``; every error is ``{"error": {"category", "message", ...}}`` with
 the HTTP status of :func:`~hgm_engine.server.service.http_status`. The OpenAPI document is
@@ -20,7 +21,11 @@ The modules, one job each:
   documentation pages (assets from ``fastapi-offline``) and the OpenAPI document's finish;
 - :mod:`~hgm_engine.server.rest.workers`: one server process, or a supervisor handing
   connections to pre-forked workers;
-- :mod:`~hgm_engine.server.rest.command`: ``hgm serve``'s options, :func:`run`, :func:`main`.
+- :mod:`~hgm_engine.server.rest.command`: ``hgm serve``'s options, :func:`run`, :func:`main`;
+- :mod:`~hgm_engine.server.rest.memories`: which memory a request is for, its token's scope,
+  the routes of the store's memories (``/api/v1/memories``);
+- :mod:`~hgm_engine.server.rest.factory`: the app configured by environment variables
+  (``uvicorn --factory hgm_engine.server.rest:create_app``).
 
 >>> from fastapi.testclient import TestClient
 >>> from hgm_engine import Memory

@@ -69,15 +69,18 @@ from hgm_engine.server.rest.models import (
 )
 from hgm_engine.server.rest.models import IndexConfigRequest, IndexStatusModel, SearchModel, SearchRequest  # the node index's routes
 from hgm_engine.server.rest.responses import (
-    NodeJsonCache,
     error_response,
     json_response,
     query_response,
     request_id_var,
     validation_error_response,
 )
+from hgm_engine.server.registry import MemoryRegistry
+from hgm_engine.store import DEFAULT_MEMORY, check_memory_name
+from hgm_engine.server.rest.memories import NodeJsonPerMemory, RequestService, add_memory_routes, slash_hint
 from hgm_engine.server.rest.routes import add_capability_routes, allowed_methods, docs_app, public_paths, refine_openapi
-from hgm_engine.server.service import BudgetExceeded, LLMEndpoint, MemoryService, ServerLimits, error_document, http_status
+from hgm_engine.server.service import BudgetExceeded, LLMEndpoint, ServerLimits, error_document, http_status
+from hgm_engine.server.tokens import TokenScopes
 
 __all__ = ["create_app"]
 
@@ -85,17 +88,30 @@ logger = logging.getLogger("hgm.server")
 
 
 def create_app(
-    memory: Memory,
+    memory: Memory | MemoryRegistry | None = None,
     *,
     token: str | None = None,
     max_body: int | None = None,
     limits: ServerLimits | Limits | None = None,
     llm: LLMEndpoint | None = None,
+    tokens: TokenScopes | None = None,
+    default_memory: str = DEFAULT_MEMORY,
 ) -> FastAPI:
     """The REST app over ``memory`` (an ASGI app; run it with uvicorn or test it with
     ``fastapi.testclient.TestClient``).
 
-    ``token``: when set, every request needs ``Authorization: Bearer TOKEN``. ``max_body``:
+    Without ``memory`` (and nothing else) it is the application factory of process managers
+    (``uvicorn --factory hgm_engine.server.rest:create_app``): everything comes from the
+    environment (``HGM_DB``, ``HGM_MAX_OPEN``, ``HGM_TOKEN_FILE``, ...;
+    :mod:`~hgm_engine.server.rest.factory`, docs/deployment.md).
+
+    ``memory``: one :class:`~hgm_engine.Memory` (served as the memory ``default``), or a
+    :class:`~hgm_engine.server.registry.MemoryRegistry` over a store of many memories, each
+    served under ``/api/v1/memories/{name}/`` (its ``limits`` and ``llm`` are the registry's:
+    give them to the registry). ``token``: when set, every request needs ``Authorization:
+    Bearer TOKEN``; ``tokens``: the tokens of a token file, each reaching the memories of its
+    scopes (:class:`~hgm_engine.server.tokens.TokenScopes`). ``default_memory``: the memory of
+    the unprefixed routes (``/api/v1/ROUTE``, ``/health``) of a registry. ``max_body``:
     the largest request body in bytes (default ``limits.max_body``, 1 MiB). ``limits``: a
     :class:`~hgm_engine.server.service.ServerLimits` (or an executor
     :class:`~hgm_engine.query.executor.Limits` for work and time only). ``llm``: the model
@@ -112,14 +128,32 @@ def create_app(
     >>> client.get("/health", headers={"Authorization": "Bearer s3cret"}).json()["status"]
     'ok'
     """
+    if memory is None:
+        if any(v is not None for v in (token, max_body, limits, llm, tokens)) or default_memory != DEFAULT_MEMORY:
+            raise TypeError("create_app() without a memory reads everything from the environment")
+        from hgm_engine.server.rest.factory import app_from_environment
+
+        return app_from_environment()
     if isinstance(limits, Limits):
         limits = ServerLimits(max_work=limits.max_work, timeout=limits.timeout)
-    limits = limits or ServerLimits()
+    if isinstance(memory, MemoryRegistry):
+        if limits is not None or llm is not None:
+            raise TypeError("create_app(registry): give limits and llm to the MemoryRegistry")
+        registry = memory
+        limits = registry.limits
+    else:
+        limits = limits or ServerLimits()
+        registry = MemoryRegistry.of(memory, limits=limits, llm=llm)
+        if default_memory != DEFAULT_MEMORY:
+            raise TypeError("create_app(memory): one memory is served as 'default'")
+    check_memory_name(default_memory, where="default_memory")
     if max_body is not None:
         limits = attrs.evolve(limits, max_body=max_body)
-    service = MemoryService(memory, limits, llm=llm)
+    if token is not None and tokens is not None:
+        raise TypeError("create_app: give token or tokens, not both")
+    service = RequestService(registry)  # the service of the memory each request leased
     inline_budget = limits.inline_budget()
-    node_json = NodeJsonCache()
+    node_json = NodeJsonPerMemory(service)
 
     app = docs_app(
         title="hgm",
@@ -130,8 +164,8 @@ def create_app(
             "Documents follow spec/formats.md; every error is {\"error\": {\"category\", \"message\", ...}}."
         ),
     )
-    app.state.service = service
-    app.state.token_required = token is not None
+    app.state.registry = registry
+    app.state.token_required = token is not None or tokens is not None
 
     @app.exception_handler(HGMError)
     async def _hgm_error(request: Request, exc: HGMError) -> Response:
@@ -151,7 +185,10 @@ def create_app(
         if exc.status_code == 413:
             return error_response("request-too-large", f"the request body is over this server's limit of {limits.max_body} bytes", 413)
         if exc.status_code == 404:
-            return error_response("not-found", f"no route {request.method} {request.url.path}", 404)
+            raw = request.scope.get("hgm.original_raw_path")
+            original = raw.decode("latin-1") if raw else request.url.path  # as sent: %2F stays
+            hint = slash_hint(raw or b"")
+            return error_response("not-found", f"no route {request.method} {original}{hint}", 404)
         if exc.status_code == 405:  # Allow lists every method of the path (RFC 9110), not one route's
             allowed = allowed_methods(app, request.scope)
             headers = {"Allow": ", ".join(allowed)} if allowed else exc.headers
@@ -174,6 +211,9 @@ def create_app(
     app.build_middleware_stack = lambda: Guard(  # type: ignore[method-assign]
         build_stack(),
         token=token,
+        tokens=tokens,
+        registry=registry,
+        default_memory=default_memory,
         max_body=limits.max_body,
         direct=direct,
         public=public_paths(app),
@@ -451,6 +491,7 @@ def create_app(
 
     direct[("POST", "/api/v1/query")] = query_direct
     add_capability_routes(app, service)
+    add_memory_routes(app, registry)
     app.openapi = lambda: refine_openapi(app, _openapi(app))  # type: ignore[method-assign]
     return app
 

@@ -20,11 +20,12 @@ import socket
 import sys
 from typing import Any
 
-from hgm_engine.errors import HGMError
-from hgm_engine.memory import Memory
+from hgm_engine.errors import HGMError, Problem, ServiceError
+from hgm_engine.server.registry import DEFAULT_MAX_OPEN
 from hgm_engine.server.rest.guard import access_logger
-from hgm_engine.server.rest.workers import ServeOptions, finish, serve, supervise
+from hgm_engine.server.rest.workers import ServeOptions, finish, open_registry, serve, supervise
 from hgm_engine.server.service import ServerLimits, add_llm_arguments, llm_endpoint
+from hgm_engine.server.tokens import TokenScopes
 
 __all__ = [
     "DEFAULT_PORT",
@@ -34,6 +35,8 @@ __all__ = [
     "add_parser",
     "build_parser",
     "resolve_token",
+    "resolve_tokens",
+    "DB_ENV",
     "is_loopback",
     "configure_logging",
     "run",
@@ -42,8 +45,10 @@ __all__ = [
 
 DEFAULT_PORT = 8765
 TOKEN_ENV = "HGM_TOKEN"
+DB_ENV = "HGM_DB"
+MEMORY_ENV = "HGM_MEMORY"
 # What ``hgm serve --help`` says the command is (under ``hgm``'s subcommands).
-DESCRIPTION = "``hgm serve``: the REST server (FastAPI on uvicorn) over one memory."
+DESCRIPTION = "``hgm serve``: the REST server (FastAPI on uvicorn) over the memories of one store."
 
 logger = logging.getLogger("hgm.server")
 
@@ -56,11 +61,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ('127.0.0.1', 8765)
     """
     defaults = ServerLimits()
-    parser.add_argument("--db", required=True, metavar="PATH", help="the memory: a SQLite file (created if missing) or a postgresql:// URL")
+    db_default = os.environ.get(DB_ENV) or None
+    parser.add_argument(
+        "--db",
+        required=db_default is None,
+        default=db_default,
+        metavar="PATH",
+        help="the store: a SQLite file (created if missing) or a postgresql:// URL, each of its memories served (default: $HGM_DB)",
+    )
+    parser.add_argument(
+        "--memory",
+        default=os.environ.get(MEMORY_ENV) or "default",
+        metavar="NAME",
+        help="the memory of the unprefixed routes (/api/v1/ROUTE, /health); every memory is also under /api/v1/memories/NAME/ (default: $HGM_MEMORY, else 'default')",
+    )
+    parser.add_argument(
+        "--max-open",
+        type=int,
+        default=DEFAULT_MAX_OPEN,
+        metavar="N",
+        help=f"memories kept open at once (per process); the least recently used idle one is closed for another (default {DEFAULT_MAX_OPEN})",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--token", default=None, help=f"require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV})")
-    parser.add_argument("--token-file", default=None, metavar="PATH", help="read the token from a file")
+    parser.add_argument(
+        "--token-file",
+        default=None,
+        metavar="PATH",
+        help="scoped tokens, one 'TOKEN PREFIX [read|write]' a line (PREFIX * for every memory; TOKEN may be sha256:HEX); docs/server.md",
+    )
     parser.add_argument("--max-body", type=int, default=defaults.max_body, metavar="BYTES", help="largest request body (default 1 MiB)")
     parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length, metavar="CHARS")
     parser.add_argument("--max-work", type=int, default=defaults.max_work, metavar="N", help="nodes one query's steps may produce")
@@ -151,21 +181,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_token(args: argparse.Namespace) -> str | None:
-    """The bearer token: ``--token``, else the first line of ``--token-file``, else
-    ``$HGM_TOKEN`` (None: no token required).
+    """The one bearer token of ``--token``, else ``$HGM_TOKEN`` (None: none; a token file
+    is read by :func:`resolve_tokens`).
 
     >>> resolve_token(argparse.Namespace(token="s3cret", token_file=None))
     's3cret'
     """
     if args.token:
         return args.token
-    if args.token_file:
-        with open(args.token_file, encoding="utf-8") as handle:
-            token = handle.read().strip()
-        if not token:
-            raise SystemExit(f"hgm serve: {args.token_file} is empty")
-        return token
+    if getattr(args, "token_file", None):
+        return None
     return os.environ.get(TOKEN_ENV) or None
+
+
+def resolve_tokens(args: argparse.Namespace) -> TokenScopes | None:
+    """What each token may do: the token file of ``--token-file``, else the one token of
+    ``--token`` or ``$HGM_TOKEN`` (every memory, read and write); None: no token needed. A
+    token file with errors is an ``invalid-token-file`` error naming each line.
+
+    >>> resolve_tokens(argparse.Namespace(token="s3cret", token_file=None)).grant("s3cret").everything
+    True
+    """
+    if args.token_file:
+        if args.token:
+            raise ServiceError([Problem("invalid-argument", "give --token or --token-file, not both", where="--token-file")])
+        return TokenScopes.load(args.token_file)
+    token = resolve_token(args)
+    return TokenScopes.single(token) if token else None
 
 
 def is_loopback(host: str) -> bool:
@@ -211,11 +253,12 @@ _LEAST = {
     "max_body": 1,
     "max_query_length": 1,
     "max_work": 1,
+    "max_open": 1,
 }
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGINT/SIGTERM (requests in flight finish, then the memory is closed).
+    """Serve until SIGINT/SIGTERM (requests in flight finish, then every open memory is closed).
 
     With ``--workers N`` (N > 1) this process binds the port, forks N workers that each open
     the store, accepts connections and hands them to the workers in turn, forwards
@@ -244,7 +287,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.no_access_log:
         access_logger.setLevel(logging.WARNING)
-    token = resolve_token(args)
+    try:
+        tokens = resolve_tokens(args)
+    except HGMError as exc:
+        print(f"hgm serve: {exc}", file=sys.stderr)
+        return 2
+    token = tokens is not None
     if not is_loopback(args.host):
         logger.warning(
             "binding to %s: the memory is reachable from other machines%s",
@@ -262,7 +310,9 @@ def run(args: argparse.Namespace) -> int:
     )
     options = ServeOptions(
         db=args.db,
-        token=token,
+        tokens=tokens,
+        max_open=args.max_open,
+        memory=args.memory,
         limits=limits,
         workers=args.workers,
         log_level=args.log_level,
@@ -273,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
         llm=llm_endpoint(args),
     )
     try:
-        memory = Memory.open(args.db)
+        registry = open_registry(options)
     except (HGMError, OSError) as exc:
         print(f"hgm serve: cannot open {args.db}: {exc}", file=sys.stderr)
         return 1
@@ -289,11 +339,15 @@ def run(args: argparse.Namespace) -> int:
             return 1
         port = sock.getsockname()[1]
         host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+        with registry.lease(args.memory) as default:
+            t, nodes = default.memory.t, len(default.memory)
         logger.info(
-            "serving %s (t=%d, %d nodes) on http://%s:%d%s%s",
+            "serving %s (%s: t=%d, %d nodes; at most %d memories open) on http://%s:%d%s%s",
             args.db,
-            memory.t,
-            len(memory),
+            args.memory,
+            t,
+            nodes,
+            args.max_open,
             host,
             port,
             " (bearer token required)" if token else "",
@@ -302,21 +356,21 @@ def run(args: argparse.Namespace) -> int:
         sock.listen(2048)  # before "listening" is printed: connections queue from here on
         if args.workers > 1:
             # Each worker opens the store itself: no connection or thread crosses a fork.
-            memory.close()
-            memory = None
+            registry.close()
+            registry = None
             print(f"hgm serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
             return supervise(sock, options)
         print(f"hgm serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        serve(memory, sock, options)
-        closing, memory = memory, None
+        serve(registry, sock, options)
+        closing, registry = registry, None
         if finish(closing):
             # Requests still run in threads Python would wait for at exit: leave without them.
             logging.shutdown()
             sys.stderr.flush()
             os._exit(0)
     finally:
-        if memory is not None:
-            memory.close()
+        if registry is not None:
+            registry.close()
     return 0
 
 

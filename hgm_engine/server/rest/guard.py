@@ -19,7 +19,6 @@ slow headers and slow bodies never keep an authenticated request out.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import os
 import re
@@ -29,7 +28,11 @@ from typing import Any, Mapping
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hgm_engine.server.rest.responses import encode, error_response, request_id_var
+from hgm_engine.errors import HGMError
+from hgm_engine.server.rest.memories import current_grant, current_lease, lease_for, memory_target, slash_hint
+from hgm_engine.server.rest.responses import encode, error_response, json_response, request_id_var
+from hgm_engine.server.service import error_document, http_status
+from hgm_engine.server.tokens import OPEN_ACCESS, TokenScopes
 
 __all__ = ["Guard", "BodyTooLarge", "access_logger", "REQUEST_ID_RE", "deadline_protocol", "MAX_HEADER_BYTES", "RETRY_AFTER"]
 
@@ -213,9 +216,18 @@ class Guard:
         public: tuple[str, ...] = (),
         body_timeout: float | None = 30.0,
         max_concurrency: int | None = None,
+        tokens: TokenScopes | None = None,
+        registry: Any = None,
+        default_memory: str = "default",
     ):
         self.app = app
-        self.token = token.encode("utf-8") if token else None
+        # The tokens and what each may do (a token file); ``token`` alone is one token that
+        # may do everything. None: no token needed, every memory open.
+        self.tokens = tokens if tokens is not None else (TokenScopes.single(token) if token else None)
+        # The open memories (server/registry.py): a request of a memory's route leases its
+        # memory for as long as it runs. None: the app routes no memory (tests of the guard).
+        self.registry = registry
+        self.default_memory = default_memory  # the memory of the unprefixed routes
         self.max_body = max_body
         # (method, path) -> a plain ASGI handler answered here, past the checks above but
         # without the framework's per-request layers (the hot query route).
@@ -245,8 +257,26 @@ class Guard:
                 message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode("latin-1"))]
             await send(message)
 
+        original_path = scope["path"]
+        original_raw = scope.get("raw_path") or original_path.encode("utf-8", "surrogateescape")
+        grant = OPEN_ACCESS
+        lease = None
         try:
-            refusal = self._refusal(scope, headers)
+            refusal, grant = self._authorize(scope, headers)
+            if refusal is None:
+                refusal = self._refusal(scope, headers)
+            target = None
+            if refusal is None:
+                try:
+                    target = memory_target(scope["path"], scope.get("raw_path"), self.default_memory)
+                    if target is not None and target.name is not None and target.bound:
+                        grant.check(target.name, write=scope["method"] in ("PUT", "DELETE", "PATCH"))
+                except HGMError as exc:
+                    refusal = _error_answer(exc)
+            if target is not None and target.path != scope["path"]:
+                scope = dict(scope, path=target.path, raw_path=target.raw_path)
+                scope["hgm.original_path"] = original_path
+                scope["hgm.original_raw_path"] = original_raw
             if refusal is None and (headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers):
                 body, refusal = await self._read_body(receive)
                 if body is None and refusal is None:
@@ -266,7 +296,16 @@ class Guard:
             else:
                 handler = self.direct.get((scope["method"], scope["path"]))
                 self.working += 1
+                grant_ctx = current_grant.set(grant)
+                lease_ctx = None
                 try:
+                    if target is not None and target.bound and self.registry is not None:
+                        try:
+                            lease = await lease_for(self.registry, target.name)
+                        except HGMError as exc:
+                            await _error_answer(exc, slash_hint(original_raw))(scope, receive, send_with_id)
+                            return
+                        lease_ctx = current_lease.set(lease)
                     await (handler or self.app)(scope, receive, send_with_id)
                 except asyncio.CancelledError:
                     # The server stops and its graceful timeout is over: the work may still
@@ -282,7 +321,12 @@ class Guard:
                     )(scope, receive, send_with_id)
                 finally:
                     self.working -= 1
+                    if lease_ctx is not None:
+                        current_lease.reset(lease_ctx)
+                    current_grant.reset(grant_ctx)
         finally:
+            if lease is not None:
+                lease.release()
             elapsed = (time.perf_counter() - started) * 1000
             if access_logger.isEnabledFor(logging.INFO):
                 client = scope.get("client")
@@ -290,7 +334,7 @@ class Guard:
                     "%s %s %s %d %.2fms %s",
                     rid,
                     scope["method"],
-                    _log_safe(scope["path"]),
+                    _log_safe(original_path),
                     status_box[0],
                     elapsed,
                     client[0] if client else "-",
@@ -332,13 +376,18 @@ class Guard:
         path = scope["path"]
         return scope["method"] in ("GET", "HEAD") and (path in self.public or path.startswith(self.public_prefixes or ("\0",)))
 
+    def _authorize(self, scope, headers) -> tuple[Response | None, Any]:
+        """The grant of the request's token (every memory without a token file), or the 401
+        that answers instead."""
+        if self.tokens is None or self._is_public(scope):
+            return None, OPEN_ACCESS
+        supplied = headers.get(b"authorization", b"").decode("latin-1")
+        try:
+            return None, self.tokens.grant_for_header(supplied)
+        except HGMError as exc:
+            return error_response("unauthorized", exc.message, 401, {"WWW-Authenticate": 'Bearer realm="hgm"'}), OPEN_ACCESS
+
     def _refusal(self, scope, headers) -> Response | None:
-        if self.token is not None and not self._is_public(scope):
-            supplied = headers.get(b"authorization", b"")
-            scheme, _, credentials = supplied.partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self.token):
-                message = "a bearer token is required" if not supplied else "the bearer token is not valid"
-                return error_response("unauthorized", message, 401, {"WWW-Authenticate": 'Bearer realm="hgm"'})
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or len(length) > 19 or int(length) > self.max_body):
             # Refused before a byte of the body is read; chunked bodies are counted as they arrive.
@@ -353,6 +402,15 @@ class Guard:
                     "unsupported-media-type", "send the body as JSON with 'Content-Type: application/json'", 415
                 )
         return None
+
+
+def _error_answer(exc: HGMError, hint: str = "") -> Response:
+    """The error document of ``exc`` with its status (``hint`` added to the message)."""
+    doc = error_document(exc)
+    doc["error"]["request_id"] = request_id_var.get()
+    if hint and exc.category == "unknown-memory":
+        doc["error"]["message"] += hint
+    return json_response(doc, http_status(exc.category))
 
 
 def _replay(body: bytes, receive):

@@ -7,7 +7,7 @@ the OpenAPI document; the routes send the service's JSON documents as they are.
 >>> QueryRequest.model_validate({"expr": "root"}).nodes
 True
 >>> error_responses(404)[404]["description"]
-'Unknown node, snapshot or path'
+'Unknown node, snapshot, path or memory'
 """
 
 from __future__ import annotations
@@ -111,6 +111,10 @@ __all__ = [
     "Op",
     "Ops",
     "OP_MODELS",
+    "PurgeRequest",
+    "PurgeModel",
+    "SchemaDocumentRequest",
+    "SchemaDocumentModel",
 ]
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
@@ -854,6 +858,47 @@ class PlannerStepRequest(BaseModel):
     author: str | None = None
 
 
+class PurgeRequest(BaseModel):
+    """What to forget, and why (docs/memories.md)."""
+
+    model_config = _STRICT
+    id: Id = Field(description="The node to purge (a node removed earlier may be purged too).")
+    reason: NonBlank = Field(description="Why: kept in the tombstone.")
+    subtree: bool = Field(False, description="Also every node below it (through parent_of).")
+    author: str | None = None
+
+
+class PurgeModel(BaseModel):
+    """The tombstone commit."""
+
+    model_config = _OPEN
+    t: int
+    kind: Literal["purge"]
+    purged: list[str] = Field(description="The ids whose every trace was removed.")
+    author: str | None
+    reason: str | None
+
+
+class SchemaDocumentRequest(BaseModel):
+    """An hgm-schema/1 document (docs/formats.md); checked whole by the engine, which names
+    every problem with its place."""
+
+    model_config = ConfigDict(extra="allow")
+    format: Literal["hgm-schema/1"]
+    extends: Literal["default"] | None = Field(None, description="Add to the default schema instead of saying everything.")
+
+
+class SchemaDocumentModel(BaseModel):
+    model_config = _OPEN
+    format: Literal["hgm-schema/1"]
+    node_types: list[str]
+    edge_types: list[str]
+    relations: dict[str, Any]
+    attribute_schemas: dict[str, Any]
+    edge_rules: dict[str, Any]
+    acyclic_edge_types: list[str]
+
+
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of a route for the error statuses it can answer with: the error body
     (a refused transaction's report for 422) and what the status means.
@@ -866,7 +911,8 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         400: "Bad input: malformed JSON, unknown fields, a query or transaction that is wrong as written, a limit exceeded",
         401: "Missing or wrong bearer token",
-        404: "Unknown node, snapshot or path",
+        403: "The token does not reach this memory, or may only read it (forbidden)",
+        404: "Unknown node, snapshot, path or memory",
         409: "Conflict with a commit after base_t, or a duplicate id",
         413: "Request body too large",
         415: "Body is not application/json",

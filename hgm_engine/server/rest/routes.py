@@ -51,6 +51,8 @@ from hgm_engine.server.rest.models import (
     PathsModel,
     PlannerStepModel,
     PlannerStepRequest,
+    PurgeModel,
+    PurgeRequest,
     ReportModel,
     ResetRequest,
     RollbackRequest,
@@ -58,6 +60,8 @@ from hgm_engine.server.rest.models import (
     RulesLoadedModel,
     RulesRemovedModel,
     RulesRequest,
+    SchemaDocumentModel,
+    SchemaDocumentRequest,
     ViolationsModel,
     error_responses,
     op_schemas,
@@ -272,6 +276,43 @@ def add_capability_routes(app: FastAPI, service: MemoryService) -> None:
     def load_graph(body: LoadRequest) -> Response:
         """One transaction: the genesis commit of an empty memory, else every node and edge added."""
         return json_response(service.load(body.graph, body.author, body.reason))
+
+    # -- forgetting and the stored schema (docs/memories.md) -----------------------------------
+
+    @app.post(
+        "/api/v1/purge",
+        tags=["write"],
+        summary="Forget a node: every trace, in every state",
+        operation_id="purge",
+        response_model=PurgeModel,
+        responses=error_responses(400, 401, 403, 404),
+    )
+    def purge(body: PurgeRequest) -> Response:
+        """The node's content (with `subtree`, every node below it) leaves the state, the
+        journal and so every `as_of`, export and snapshot, and the store's files are scrubbed;
+        history keeps a tombstone (a commit of kind `purge` with the ids, `author`, time and
+        `reason`). A node the memory never held is a 404 `unknown-node`; nothing changes then."""
+        return json_response(service.purge(body.id, body.reason, subtree=body.subtree, author=body.author))
+
+    @app.get("/api/v1/schema", tags=["read"], summary="The memory's stored schema", operation_id="get_schema", response_model=SchemaDocumentModel)
+    def get_schema() -> Response:
+        """The `hgm-schema/1` document (docs/formats.md) every interface uses for this memory."""
+        return json_response(service.schema_document())
+
+    @app.put(
+        "/api/v1/schema",
+        tags=["write"],
+        summary="Change the memory's schema",
+        operation_id="set_schema",
+        response_model=SchemaDocumentModel,
+        responses=error_responses(400, 401, 403, 422),
+    )
+    def set_schema(body: SchemaDocumentRequest) -> Response:
+        """A transaction: refused with 422 `schema-violation` and every problem (a node of a
+        type the schema lacks, an attribute its JSON Schema forbids, a constraint or rule set
+        that would not compile) when what the memory holds breaks it; a document with errors is
+        a 400 naming each place. Nothing changes then."""
+        return json_response(service.set_schema(body.model_dump(by_alias=True, exclude_unset=True)))
 
     # -- paths (docs/paths.md) --------------------------------------------------------------------
 

@@ -4,8 +4,9 @@
 workers, :func:`supervise` forks them, accepts every connection itself and hands each to the
 next worker over a Unix socket (``SCM_RIGHTS``): a listening socket shared by the workers
 tends to give one of them most of the long-lived keep-alive connections while another idles.
-Each worker opens the store itself (no connection or thread crosses a fork), so it holds the
-whole memory and keeps it current through the store.
+Each worker opens the store itself (no connection or thread crosses a fork), with a registry of
+its own (at most ``max_open`` memories open), and keeps each open memory current through the
+store.
 
 Every connection gets the deadlines of :func:`~hgm_engine.server.rest.guard.deadline_protocol`
 (handed-over ones too), and a stop is bounded: SIGINT/SIGTERM lets requests in flight finish
@@ -37,11 +38,13 @@ import attrs
 
 from hgm_engine.errors import HGMError
 from hgm_engine.memory import Memory
+from hgm_engine.server.registry import DEFAULT_MAX_OPEN, MemoryRegistry
 from hgm_engine.server.rest.app import create_app
 from hgm_engine.server.rest.guard import deadline_protocol
 from hgm_engine.server.service import LLMEndpoint, ServerLimits
+from hgm_engine.server.tokens import TokenScopes
 
-__all__ = ["ServeOptions", "serve", "supervise", "finish", "STOP_MARGIN"]
+__all__ = ["ServeOptions", "serve", "supervise", "finish", "open_registry", "STOP_MARGIN"]
 
 logger = logging.getLogger("hgm.server")
 
@@ -68,8 +71,11 @@ class ServeOptions:
     """
 
     db: str
-    token: str | None = None
+    token: str | None = None  # one token for everything (``tokens`` says more)
     limits: ServerLimits = attrs.field(factory=ServerLimits)
+    tokens: TokenScopes | None = None  # the token file's tokens and their scopes
+    max_open: int = DEFAULT_MAX_OPEN  # memories kept open at once, per process
+    memory: str = "default"  # the memory of the unprefixed routes (hgm serve --memory)
     workers: int = 1
     log_level: str = "info"
     graceful_timeout: float = 10.0  # seconds a stop waits for requests in flight
@@ -79,8 +85,29 @@ class ServeOptions:
     llm: LLMEndpoint | None = None  # the model of the LLM routes (None: the environment's)
 
 
+def open_registry(options: ServeOptions) -> MemoryRegistry:
+    """The registry of the store ``options.db`` with the options' limits, model endpoint and
+    ``max_open``; its default memory (``options.memory``) is opened once to check the store
+    (a store that cannot be opened, or a default memory it lacks, fails here, before a port is
+    bound).
+
+    >>> import os, tempfile
+    >>> registry = open_registry(ServeOptions(os.path.join(tempfile.mkdtemp(), "m.db"), max_open=5))
+    >>> registry.max_open, registry.resident()
+    (5, ['default'])
+    >>> registry.close()
+    """
+    registry = MemoryRegistry(options.db, max_open=options.max_open, limits=options.limits, llm=options.llm)
+    try:
+        registry.lease(options.memory).release()
+    except BaseException:
+        registry.close()
+        raise
+    return registry
+
+
 def serve(
-    memory: Memory, sock: socket.socket | None, options: ServeOptions, channel: socket.socket | None = None
+    memory: Memory | MemoryRegistry, sock: socket.socket | None, options: ServeOptions, channel: socket.socket | None = None
 ) -> None:
     """One server process until SIGINT/SIGTERM: uvicorn accepting on ``sock``, or serving the
     connections the supervisor hands over on ``channel``.
@@ -91,8 +118,12 @@ def serve(
     """
     import uvicorn
 
+    if isinstance(memory, MemoryRegistry):
+        app = create_app(memory, token=None if options.tokens else options.token, tokens=options.tokens, default_memory=options.memory)
+    else:
+        app = create_app(memory, token=options.token, tokens=options.tokens, limits=options.limits, llm=options.llm)
     config = uvicorn.Config(
-        create_app(memory, token=options.token, limits=options.limits, llm=options.llm),
+        app,
         log_config=None,
         log_level=options.log_level,
         access_log=False,
@@ -140,9 +171,9 @@ def _server_class():
     return BoundedStopServer
 
 
-def finish(memory: Memory | None, who: str = "") -> list[str]:
+def finish(memory: Memory | MemoryRegistry | None, who: str = "") -> list[str]:
     """After the server stopped: give the threads still answering a moment, close the memory
-    (within a bound), and return the names of the threads that still run — requests the stop
+    (a registry: every memory it has open; within a bound), and return the names of the threads that still run — requests the stop
     abandons (the caller then leaves with ``os._exit``: Python would wait for them). When none
     is left the stop is over, and the watchdog a stop signal armed is called off.
 
@@ -220,15 +251,15 @@ def _handed_server_class():
 def _worker(channel: socket.socket, options: ServeOptions) -> int:
     """The body of a forked worker; its exit status."""
     try:
-        memory = Memory.open(options.db)
+        registry = open_registry(options)
     except (HGMError, OSError) as exc:
         logger.error("worker %d cannot open %s: %s", os.getpid(), options.db, exc)
         return 1
     try:
-        logger.info("worker %d serving (t=%d)", os.getpid(), memory.t)
-        serve(memory, None, options, channel=channel)
+        logger.info("worker %d serving (at most %d memories open)", os.getpid(), options.max_open)
+        serve(registry, None, options, channel=channel)
     finally:
-        finish(memory, f"worker {os.getpid()}: ")  # the caller leaves with os._exit
+        finish(registry, f"worker {os.getpid()}: ")  # the caller leaves with os._exit
     return 0
 
 
