@@ -13,6 +13,7 @@ import json
 import socket
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -35,7 +36,8 @@ from hgm_engine import (  # noqa: E402
     TransactionRefused,
     TransactionReport,
 )
-from hgm_engine.client import RemoteMemory, RetryPolicy, connect  # noqa: E402
+from hgm_engine.client import RetryPolicy, Transport, connect  # noqa: E402
+from hgm_engine.server.registry import MemoryRegistry  # noqa: E402
 from hgm_engine.server.rest import create_app  # noqa: E402
 
 PLAN = {
@@ -76,26 +78,26 @@ class ServedApp:
 
 
 @pytest.fixture(scope="module")
-def served():
-    """One server for the module; each test gets a fresh memory behind it (``service.memory``
-    is swapped: building an app per test would cost more than the tests)."""
-    app = create_app(Memory())
-    running = ServedApp(app)
-    yield running, app.state.service
+def served(tmp_path_factory):
+    """One server for the module over a store of many memories; each test makes its own."""
+    registry = MemoryRegistry(tmp_path_factory.mktemp("served") / "memories.db")
+    running = ServedApp(create_app(registry))
+    yield running
     running.stop()
+    registry.close()
 
 
 @pytest.fixture(params=["local", "remote"])
 def memory(request, served):
-    """A fresh memory: local, or a remote one behind the module's server."""
+    """A fresh memory: local, or a remote one — a new memory of the module's server, named
+    with a '/' (sent as %2F)."""
     if request.param == "local":
         yield Memory()
         return
-    running, service = served
-    fresh = Memory()
-    fresh.limits = service.memory.limits
-    service.memory = fresh
-    remote = connect(running.url, timeout=10)
+    name = f"cases/{uuid.uuid4().hex[:12]}"
+    made = Transport(served.url).request("POST", "/api/v1/memories", body={"name": name})
+    assert made.status == 201, made.doc
+    remote = connect(served.url, memory=name, timeout=10)
     yield remote
     remote.close()
 
@@ -522,7 +524,7 @@ ERROR_DOCS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(doc=JSON | ERROR_DOCS, family=st.sampled_from(["query", "transaction", "load", "search", "paths", "rules", "request", "nope"]))
 def test_any_answer_becomes_an_hgm_error_never_a_crash(doc, family):
     err = error_from_document(doc, family=family, source="root", status=400)
