@@ -540,3 +540,30 @@ def test_an_answer_of_another_shape_is_a_bad_response_not_a_key_error():
         with pytest.raises(ServiceError) as caught:
             remote.apply({"ops": []})
         assert caught.value.category == "bad-response"
+
+
+def test_a_scoped_token_reaches_its_memories_only_and_a_read_token_cannot_write(tmp_path):
+    from hgm_engine.server.tokens import TokenScopes
+
+    registry = MemoryRegistry(tmp_path / "memories.db")
+    registry.create("team/alice")
+    registry.create("other")
+    tokens = TokenScopes.parse("reader-token-0123456789 team read\nwriter-token-0123456789 * write")
+    running = ServedApp(create_app(registry, tokens=tokens))
+    try:
+        connect(running.url, token="writer-token-0123456789", memory="team/alice").apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        reader = connect(running.url, token="reader-token-0123456789", memory="team/alice")
+        assert reader.query("root").ids == ["g"]
+        with pytest.raises(ServiceError) as caught:
+            reader.apply({"ops": [{"op": "delete_node", "id": "g"}]})
+        assert caught.value.category == "forbidden"
+        with pytest.raises(ServiceError) as caught:
+            connect(running.url, token="reader-token-0123456789", memory="other").query("root")
+        assert caught.value.category == "forbidden"
+        with pytest.raises(RequestError) as caught:
+            connect(running.url, token="writer-token-0123456789", memory="team/alcie").query("root")
+        assert caught.value.category == "unknown-memory" and "team/alice" in caught.value.message
+        assert reader.query("root").ids == ["g"]
+    finally:
+        running.stop()
+        registry.close()

@@ -225,3 +225,18 @@ def test_an_agents_sdk_tool_error_reaches_the_model_as_the_error_document():
     assert json.loads(outputs["c1"])["error"]["category"] == "conflict"
     assert json.loads(outputs["c2"])["error"]["category"] == "invalid-argument"
     assert memory.node("book")["status"] == "pending"
+
+
+def test_over_a_store_of_many_memories_each_call_names_its_memory(tmp_path):
+    from hgm_engine.server.registry import MemoryRegistry
+
+    registry = MemoryRegistry(tmp_path / "memories.db")
+    try:
+        registry.create("team/alice")
+        tools = {tool.name: tool for tool in memory_tools(registry, names=["transact", "query"])}
+        assert tools["transact"].call({"memory": "team/alice", "ops": PLAN_OPS})[0]["t"] == 1
+        assert tools["query"].call({"memory": "team/alice", "expr": "root"})[0]["ids"] == ["trip"]
+        doc, failed = tools["query"].call({"memory": "team/bob", "expr": "root"})
+        assert failed and doc["error"]["category"] == "unknown-memory"
+    finally:
+        registry.close()

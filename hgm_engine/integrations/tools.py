@@ -33,6 +33,7 @@ import attrs
 from hgm_engine.errors import Problem, RequestError
 from hgm_engine.memory import Memory
 from hgm_engine.server.mcp_server import TOOLS, call_tool
+from hgm_engine.server.registry import MemoryRegistry
 from hgm_engine.server.service import MemoryService, ServerLimits
 
 __all__ = ["MemoryTool", "memory_tools", "tool_names", "as_service"]
@@ -56,7 +57,7 @@ class MemoryTool:
     description: str
     input_schema: Mapping[str, Any]
     read_only: bool
-    service: MemoryService = attrs.field(repr=False)
+    service: MemoryService | MemoryRegistry = attrs.field(repr=False)
 
     def call(self, arguments: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:
         """Run the tool: ``(document, is_error)``, exactly as the MCP server answers."""
@@ -67,15 +68,17 @@ class MemoryTool:
         return json.dumps(self.call(arguments)[0], ensure_ascii=False, default=str)
 
 
-def as_service(memory: Memory | MemoryService, limits: ServerLimits | None = None) -> MemoryService:
-    """The :class:`~hgm_engine.server.service.MemoryService` the tools run on: ``memory``'s
-    own when it is one, else a new one with ``limits`` (a shared service's: query length, work
-    and time per query, ops per transaction).
+def as_service(memory: Memory | MemoryService | MemoryRegistry, limits: ServerLimits | None = None) -> MemoryService | MemoryRegistry:
+    """What the tools run on: ``memory``'s :class:`~hgm_engine.server.service.MemoryService`
+    when it is one, a :class:`~hgm_engine.server.registry.MemoryRegistry` as it is (a store of
+    many memories: each call's ``memory`` argument picks one, as over MCP), else a new service
+    with ``limits`` (a shared service's: query length, work and time per query, ops per
+    transaction).
 
     >>> as_service(Memory()).limits.max_ops
     10000
     """
-    if isinstance(memory, MemoryService):
+    if isinstance(memory, (MemoryService, MemoryRegistry)):
         return memory
     if not isinstance(memory, Memory):
         raise RequestError([Problem(
@@ -88,13 +91,14 @@ def as_service(memory: Memory | MemoryService, limits: ServerLimits | None = Non
 
 
 def memory_tools(
-    memory: Memory | MemoryService,
+    memory: Memory | MemoryService | MemoryRegistry,
     *,
     names: Iterable[str] | None = None,
     read_only: bool = False,
     limits: ServerLimits | None = None,
 ) -> list[MemoryTool]:
-    """The tools over ``memory``, in the order of the MCP table: all of them, those in
+    """The tools over ``memory`` (a Memory, its service, or a registry of many memories), in
+    the order of the MCP table: all of them, those in
     ``names`` (an unknown name is refused with the known ones), and only the read-only ones
     with ``read_only``.
 
