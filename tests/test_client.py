@@ -567,3 +567,32 @@ def test_a_scoped_token_reaches_its_memories_only_and_a_read_token_cannot_write(
     finally:
         running.stop()
         registry.close()
+
+
+@pytest.mark.parametrize("value, says", [(float("nan"), "NaN"), (__import__("datetime").date(2026, 1, 1), "a date is not a JSON value")])
+def test_a_parameter_json_cannot_carry_is_refused_at_its_place(memory, value, says):
+    with pytest.raises(QueryAnalysisError) as caught:
+        memory.query("nodes.where(status = $s)", params={"s": value})
+    assert (caught.value.category, caught.value.line, caught.value.column) == ("invalid-argument", 1, 22)
+    assert says in caught.value.message
+
+
+def test_an_op_value_json_cannot_carry_is_refused_naming_it(memory):
+    with pytest.raises(TransactionError) as caught:
+        memory.apply({"ops": [{"op": "add_node", "type": "goal", "x": float("nan")}]})
+    assert (caught.value.category, caught.value.problems[0].where) == ("invalid-value", "ops[0].x")
+    assert memory.t == 0
+
+
+def test_a_lone_surrogate_is_refused_naming_where_it_is(memory):
+    with pytest.raises(TransactionError) as caught:
+        memory.apply({"ops": [{"op": "add_node", "type": "goal", "content": "\udfff"}]})
+    assert (caught.value.category, caught.value.problems[0].where) == ("invalid-value", "ops[0].content")
+    assert memory.t == 0
+
+
+def test_what_json_cannot_carry_is_refused_before_it_is_sent(served):
+    # (a local memory searches for a lone surrogate as for any text; no request can carry one)
+    with pytest.raises(RequestError) as caught:
+        connect(served.url).search("hotel \udfff")
+    assert (caught.value.category, caught.value.problems[0].where) == ("invalid-value", "body.text")

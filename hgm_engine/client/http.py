@@ -38,7 +38,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from hgm_engine.errors import HGMError, Problem, ServiceError
+from hgm_engine.errors import HGMError, Problem, RequestError, ServiceError
+from hgm_engine.model import value_problem
 
 __all__ = ["Transport", "Answer", "RetryPolicy", "DEFAULT_TIMEOUT"]
 
@@ -174,7 +175,13 @@ class Transport:
         data = None
         headers = dict(self._headers)
         if body is not None:
-            data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            problem = value_problem(body, "body")
+            if problem is not None:  # nothing JSON cannot carry is sent (the server would refuse it anyway)
+                raise RequestError([problem])
+            try:
+                data = json.dumps(body, ensure_ascii=True, allow_nan=False).encode("ascii")
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise RequestError([Problem("invalid-value", f"the request cannot be written as JSON: {exc}", where="body")]) from None
             headers["Content-Type"] = "application/json"
         started = time.monotonic()
         attempt = 0
@@ -236,10 +243,11 @@ class Transport:
                 response = conn.getresponse()
                 break
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                # A kept-alive connection the server had closed: nothing of this request was
-                # read by it, so one new connection is safe for any request.
+                # A kept-alive connection the server had closed meanwhile: a read is sent once
+                # more on a new one. (A write never goes over a connection idle long enough
+                # for that; one that fails so may have been read: it is not sent again.)
                 self.close()
-                if not reused or again:
+                if not reused or again or not idempotent:
                     raise
                 conn, reused = self._connection(True)
             except BaseException:
@@ -248,7 +256,8 @@ class Transport:
         try:
             chunks = []
             while True:
-                conn.sock.settimeout(_remaining(deadline)) if conn.sock is not None else None
+                if conn.sock is not None:
+                    conn.sock.settimeout(_remaining(deadline))
                 chunk = response.read(_CHUNK)
                 if not chunk:
                     break

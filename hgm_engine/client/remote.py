@@ -22,6 +22,7 @@ hgm_engine.errors.ServiceError: unreachable at http://127.0.0.1:1: cannot reach 
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 import uuid
 from typing import Any, Iterable, Mapping
@@ -34,7 +35,7 @@ from hgm_engine.client.documents import (
     report_from_json,
 )
 from hgm_engine.client.http import DEFAULT_TIMEOUT, RetryPolicy, Transport
-from hgm_engine.errors import HGMError, Problem, RequestError, ServiceError, TransactionError, TransactionRefused
+from hgm_engine.errors import HGMError, Problem, QueryAnalysisError, RequestError, ServiceError, TransactionError, TransactionRefused
 from hgm_engine.model import value_problem
 from hgm_engine.query import QueryResult
 from hgm_engine.rules import parse_rules
@@ -69,6 +70,20 @@ def connect(
 
 def _quote(value: str) -> str:
     return urllib.parse.quote(value, safe="")
+
+
+def _check_params(expr: Any, params: Mapping[str, Any]) -> None:
+    """A parameter value JSON cannot carry, refused as a local memory refuses it: at the
+    parameter's place in the query."""
+    for name, value in params.items():
+        problem = value_problem(value, None)
+        if problem is None:
+            continue
+        found = re.search(rf"\${re.escape(str(name))}\b", expr) if isinstance(expr, str) else None
+        message = f"parameter ${name}: {problem.message}"
+        if found is None:
+            raise QueryAnalysisError([Problem("invalid-argument", message, where=f"params.{name}")])
+        raise QueryAnalysisError.single("invalid-argument", message, expr, found.start())
 
 
 class RemoteMemory:
@@ -174,6 +189,7 @@ class RemoteMemory:
             body["focus"] = focus
         if params is not None:
             body["params"] = dict(params)
+            _check_params(expr, body["params"])
         if as_of is not None:
             body["as_of"] = as_of
         return self._call(
@@ -297,6 +313,12 @@ class RemoteMemory:
         a malformed document or a conflict raises and changes nothing."""
         if not isinstance(doc, Mapping):
             raise TransactionError([Problem("invalid-transaction", "a transaction is a JSON object with 'ops'", where="document")])
+        ops = doc.get("ops")
+        for i, op in enumerate(ops if isinstance(ops, list) else ()):
+            for key, value in (op.items() if isinstance(op, Mapping) else ()):
+                problem = value_problem(value, f"ops[{i}].{key}")
+                if problem is not None:  # as a local memory refuses it, before anything is sent
+                    raise TransactionError([problem])
         answer = self._call(
             "POST", "/transactions", body=dict(doc), query={"dry_run": True} if dry_run else None,
             family="transaction", ok=(422,),
