@@ -52,6 +52,7 @@ import urllib.parse
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
+from hgm_engine.client import RemoteMemory
 from hgm_engine.errors import ConflictError, Problem, RequestError, TransactionError, TransactionRefused
 from hgm_engine.model import value_problem
 
@@ -286,7 +287,7 @@ class HgmStore(BaseStore):
         """The transaction that makes ``puts`` on the state at ``t``."""
         namespaces = {ns[:i] for (ns, _), op in puts.items() if op.value is not None for i in range(len(ns) + 1)}
         wanted = sorted({self._ns_id(ns) for ns in namespaces} | {self._item_id(ns, key) for ns, key in puts})
-        known = {n["id"]: n for n in self.memory.query("nodes.where(id in $ids)", params={"ids": wanted}, as_of=t).nodes} if wanted else {}
+        known = self._nodes(wanted, t)
         ops: list[dict[str, Any]] = []
         for ns in sorted(namespaces, key=len):
             ns_id = self._ns_id(ns)
@@ -311,6 +312,20 @@ class HgmStore(BaseStore):
                 gone = sorted(a for a in old if a not in attributes and a not in ("id", "type"))
                 ops.append({"op": "update_node", "id": item_id, "set": attributes, "unset": gone})
         return ops
+
+    def _nodes(self, ids: list[str], t: int) -> dict[str, dict[str, Any]]:
+        """The nodes of ``ids`` that exist at ``t``: one lookup each in this process, one
+        query over the wire (a request per id would cost more than the scan)."""
+        if not ids:
+            return {}
+        if isinstance(self.memory, RemoteMemory):
+            return {n["id"]: n for n in self.memory.query("nodes.where(id in $ids)", params={"ids": ids}, as_of=t).nodes}
+        found = {}
+        for node_id in ids:
+            node = self.memory.node(node_id, as_of=t)
+            if node is not None:
+                found[node_id] = node
+        return found
 
     def _write(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
         for op in puts.values():  # refuse a value before any request is made
