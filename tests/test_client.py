@@ -334,6 +334,13 @@ def test_stale_marks_and_confirm(planned):
 # -- remote only: the transport ---------------------------------------------------------------
 
 
+def test_health_is_the_servers_or_the_named_memorys(served):
+    assert connect(served.url).health()["status"] == "ok"
+    name = f"cases/{uuid.uuid4().hex[:12]}"
+    Transport(served.url).request("POST", "/api/v1/memories", body={"name": name})
+    assert connect(served.url, memory=name).health()["name"] == name
+
+
 def test_connect_is_exported_from_the_package():
     assert hgm_engine.connect is connect and "connect" in hgm_engine.__all__
 

@@ -167,8 +167,9 @@ class RemoteMemory:
         return self._call("POST", "/query", body={"expr": "nodes.count()"}, family="query", read=True, key="value")
 
     def health(self) -> dict[str, Any]:
-        """The server's ``/health`` document (``status``, ``t``, ``nodes``, ``pid``)."""
-        answer = self.transport.request("GET", "/health")
+        """The server's ``/health`` document (``status``, ``t``, ``nodes``, ``pid``); for a
+        named memory, its document (``name``, ``t``, ``nodes``, ``url``)."""
+        answer = self.transport.request("GET", "/health" if self.name is None else self._api)
         if 200 <= answer.status < 300:
             return answer.doc
         raise error_from_document(answer.doc, status=answer.status)
