@@ -603,3 +603,51 @@ def test_what_json_cannot_carry_is_refused_before_it_is_sent(served):
     with pytest.raises(RequestError) as caught:
         connect(served.url).search("hotel \udfff")
     assert (caught.value.category, caught.value.problems[0].where) == ("invalid-value", "body.text")
+
+
+# -- more of the Memory surface, on both --------------------------------------------------------
+
+
+def test_facts_at_a_valid_time(memory):
+    memory.apply({"ops": [{"op": "add_node", "id": "e", "type": "entity"},
+                          {"op": "add_node", "id": "f1", "type": "fact", "content": "780 CNY", "valid_from": "2026-01-01"},
+                          {"op": "add_edge", "from": "e", "to": "f1", "type": "related_to"}]})
+    memory.apply({"ops": [{"op": "add_node", "id": "f2", "type": "fact", "content": "820 CNY"},
+                          {"op": "add_edge", "from": "e", "to": "f2", "type": "related_to"},
+                          {"op": "invalidate", "id": "f1", "at": "2026-06-01", "by": "f2", "reason": "new season"}]})
+    assert memory.facts("e", at="2026-03-01")["holding"] == ["f1"]
+    assert memory.facts("e", at="2026-07-01")["holding"] == ["f2"]
+    assert "t" not in memory.facts("e")
+
+
+def test_summarize_and_summary_of(memory):
+    memory.apply({"ops": [{"op": "add_node", "id": "s", "type": "goal", "kind": "scenario", "content": "Refund"},
+                          {"op": "add_node", "id": "a", "type": "action", "parent": "s", "content": "Look up the order", "status": "done"}]})
+    report = memory.summarize("s")
+    assert report.committed and report.created == ("summary-s",)
+    assert memory.summary_of("s")["covers"] == 1
+    assert memory.summary_of("ghost") is None
+
+
+def test_revert_load_and_histories(memory):
+    memory.load({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []})
+    memory.apply({"ops": [{"op": "add_node", "id": "f", "type": "fact", "content": "x"}]})
+    report = memory.revert(2)
+    assert report.committed and memory.node("f") is None
+    assert {node: [h["t"] for h in entries] for node, entries in memory.histories(["f"]).items()} == {"f": [2, 3]}
+
+
+def test_rules_and_constraints_are_listed_and_removed(planned):
+    planned.add_constraint("actions_have_content", "each action must has(content)")
+    planned.load_rules("rule watch: on update action where status = 'failed' then mark parent as needs_review", name="watch")
+    assert planned.constraints() == {"actions_have_content": "each action must has(content)"}
+    assert list(planned.rules()) == ["watch"] and planned.violations() == []
+    planned.remove_constraint("actions_have_content")
+    planned.remove_rules("watch")
+    assert planned.constraints() == {} and planned.rules() == {}
+
+
+def test_a_rule_file_syntax_error_has_its_line_and_column(planned):
+    with pytest.raises(QuerySyntaxError) as caught:
+        planned.load_rules("rule watch: on update action where status = then mark parent as needs_review")
+    assert caught.value.category == "syntax" and caught.value.line == 1
