@@ -651,3 +651,9 @@ def test_a_rule_file_syntax_error_has_its_line_and_column(planned):
     with pytest.raises(QuerySyntaxError) as caught:
         planned.load_rules("rule watch: on update action where status = then mark parent as needs_review")
     assert caught.value.category == "syntax" and caught.value.line == 1
+
+
+def test_an_empty_transaction_commits_as_locally(memory):
+    with memory.transaction(reason="nothing") as tx:
+        pass
+    assert (tx.report.committed, tx.report.t, tx.report.reason) == (True, 1, "nothing")
