@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, reject, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
@@ -80,14 +80,18 @@ def _same(result):
     return (result.namespace, result.key, result.value)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(batches=st.lists(OPS, min_size=1, max_size=3))
 def test_the_store_answers_as_langgraphs_own_store(batches):
     ours, reference = HgmStore(Memory()), ReferenceStore()
     for ops in batches:
         # paging differs only in which items a page holds (the orders differ): compare whole results
         whole = [op._replace(limit=100, offset=0) if isinstance(op, SearchOp) else op for op in ops]
-        assert [_same(r) for r in ours.batch(whole)] == [_same(r) for r in reference.batch(whole)]
+        try:
+            expected = [_same(r) for r in reference.batch(whole)]
+        except (TypeError, ValueError):  # the reference compares with float(): '$gt' on 'red' or None raises there
+            reject()
+        assert [_same(r) for r in ours.batch(whole)] == expected
 
 
 def test_a_search_pages_through_the_newest_first():
