@@ -657,3 +657,19 @@ def test_an_empty_transaction_commits_as_locally(memory):
     with memory.transaction(reason="nothing") as tx:
         pass
     assert (tx.report.committed, tx.report.t, tx.report.reason) == (True, 1, "nothing")
+
+
+@pytest.mark.parametrize("options, where", [
+    ({"timeout": 0}, "timeout"), ({"timeout": "5"}, "timeout"), ({"retries": -1}, "retries"), ({"retries": "3"}, "retries"),
+    ({"token": "a\nb"}, "token"), ({"memory": ""}, "memory"),
+])
+def test_bad_connect_options_are_refused_naming_the_option(options, where):
+    with pytest.raises(HGMError) as caught:
+        connect("http://127.0.0.1:8765", **options)
+    assert caught.value.problems[0].where == where
+
+
+def test_a_url_that_is_no_http_url_is_refused():
+    with pytest.raises(ServiceError) as caught:
+        connect("127.0.0.1:8765")
+    assert caught.value.problems[0].where == "url"

@@ -113,6 +113,8 @@ class Transport:
             raise ServiceError([Problem("invalid-argument", f"the url of an hgm server is http://HOST:PORT (or https://), not {url!r}", where="url")])
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ServiceError([Problem("invalid-argument", f"timeout is a number of seconds > 0, not {timeout!r}", where="timeout")])
+        if not isinstance(retries, RetryPolicy) and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+            raise ServiceError([Problem("invalid-argument", f"retries is a count >= 0 or a RetryPolicy, not {retries!r}", where="retries")])
         if token is not None and (not isinstance(token, str) or not token or any(c in token for c in "\r\n")):
             raise ServiceError([Problem("invalid-argument", "token is a non-empty string on one line", where="token")])
         self.scheme = parsed.scheme
@@ -121,7 +123,7 @@ class Transport:
         self.prefix = parsed.path.rstrip("/")
         self.base = f"{parsed.scheme}://{parsed.netloc}{self.prefix}"
         self.timeout = float(timeout)
-        self.policy = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=int(retries))
+        self.policy = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
         self._headers = {"Accept": "application/json", "User-Agent": "hgm-engine-client"}
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
