@@ -673,3 +673,46 @@ def test_a_url_that_is_no_http_url_is_refused():
     with pytest.raises(ServiceError) as caught:
         connect("127.0.0.1:8765")
     assert caught.value.problems[0].where == "url"
+
+
+@contextlib.contextmanager
+def _dribbling_server():
+    """Answers a byte every 50 ms, for ever: each read gets something in time, the answer never ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            conn.recv(65536)
+            with conn:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"x" * 10_000:
+                    if stop.is_set():
+                        return
+                    try:
+                        conn.sendall(bytes([byte]))
+                    except OSError:
+                        break
+                    time.sleep(0.05)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+def test_a_server_that_dribbles_its_answer_is_cut_off_at_the_deadline():
+    with _dribbling_server() as url:
+        started = time.monotonic()
+        with pytest.raises(ServiceError) as caught:
+            connect(url, timeout=0.5, retries=0).query("root")
+        assert caught.value.category == "timeout"
+        assert time.monotonic() - started < 2

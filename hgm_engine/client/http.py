@@ -225,11 +225,53 @@ class Transport:
             attempt += 1
 
     def _once(self, method: str, target: str, data: bytes | None, headers: dict[str, str], idempotent: bool) -> Answer:
+        """One exchange within the deadline. A socket timeout bounds each read, not the whole
+        answer (a server sending a byte now and then would keep it going for ever), so a timer
+        shuts the connection down when the deadline passes, whatever is blocked on it."""
+        holder: dict[str, Any] = {}
+        expired = threading.Event()
+        settled = threading.Lock()
+
+        def expire() -> None:
+            with settled:  # never after the answer is in: the connection may serve the next request
+                if holder.get("done"):
+                    return
+                expired.set()
+                sock = getattr(holder.get("conn"), "sock", None)
+                if sock is not None:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        timer = threading.Timer(self.timeout, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            answer = self._exchange(method, target, data, headers, idempotent, holder)
+            with settled:
+                holder["done"] = True
+            if expired.is_set():
+                self.close()
+                raise TimeoutError("deadline passed")
+            return answer
+        except Exception:  # noqa: BLE001 - whatever the cut connection made of the answer
+            if expired.is_set():
+                self.close()
+                raise TimeoutError("deadline passed") from None
+            raise
+        finally:
+            timer.cancel()
+
+    def _exchange(
+        self, method: str, target: str, data: bytes | None, headers: dict[str, str], idempotent: bool, holder: dict[str, Any]
+    ) -> Answer:
         deadline = time.monotonic() + self.timeout
         last_used = getattr(self._local, "used", 0.0)
         fresh = not idempotent and time.monotonic() - last_used > _KEEPALIVE_MARGIN
         conn, reused = self._connection(fresh)
         for again in (False, True):
+            holder["conn"] = conn
             try:
                 if conn.sock is None:
                     try:
