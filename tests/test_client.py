@@ -357,7 +357,7 @@ def test_a_server_that_is_down_is_a_clear_error_after_the_retries():
         remote.query("root")
     assert caught.value.category == "unreachable"
     assert "3 attempts" in caught.value.message
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5
 
 
 @contextlib.contextmanager
@@ -394,7 +394,7 @@ def test_a_silent_server_times_out_without_hanging_and_a_write_is_sent_once():
         with pytest.raises(ServiceError) as caught:
             remote.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
         assert caught.value.category == "timeout" and "read t before sending it again" in caught.value.message
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 5  # 0.3 s and scheduling (a hang would be for ever)
         assert len(accepted) == 1
         with pytest.raises(ServiceError) as caught:
             remote.query("root")  # a read is tried again
@@ -715,4 +715,4 @@ def test_a_server_that_dribbles_its_answer_is_cut_off_at_the_deadline():
         with pytest.raises(ServiceError) as caught:
             connect(url, timeout=0.5, retries=0).query("root")
         assert caught.value.category == "timeout"
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 5  # 0.5 s and scheduling; it ran for ever before
