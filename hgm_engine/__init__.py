@@ -46,6 +46,7 @@ from hgm_engine.txn import HistoricalMemory, Transaction, TransactionReport, Vio
 
 __all__ = [
     "Memory",
+    "connect",
     "MemoryStore",
     "open_store",
     "compile",
@@ -108,6 +109,7 @@ _ON_FIRST_USE = {
     "parse_answer": "hgm_engine.llm",
     "retry_message": "hgm_engine.llm",
     "ScriptedClient": "hgm_engine.llm",
+    "connect": "hgm_engine.client",
 }
 
 

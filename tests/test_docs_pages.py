@@ -36,6 +36,7 @@ AT_LEAST = {
     "api.md": 50,
     "cli.md": 5,
     "formats.md": 3,
+    "integrations.md": 25,
     "language.md": 40,
     "llm.md": 10,
     "paths.md": 50,

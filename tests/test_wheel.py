@@ -104,6 +104,7 @@ def test_wheel_declares_the_extras_users_expect(wheel):
     extras = set(metadata(wheel).get_all("Provides-Extra"))
     assert {"server", "mcp", "postgres", "llm", "all", "test"} <= extras
     assert {"serve", "minilm"} <= extras  # the older names still install
+    assert {"langgraph", "langchain", "agents", "integrations"} <= extras  # the agent frameworks (docs/integrations.md)
 
 
 def self_references(extra: str) -> set[str]:
@@ -126,7 +127,8 @@ def expand(extra: str) -> set[str]:
 
 def test_all_is_every_interface_and_store_and_test_is_all_and_testing_plus_the_test_tools():
     assert self_references("all") == {"server", "mcp", "postgres", "llm"}
-    assert self_references("test") == {"all", "testing", "bench"}  # bench: the bench smoke tests' baselines
+    assert self_references("test") == {"all", "testing", "bench", "integrations"}  # bench: the bench smoke tests' baselines; integrations: the adapters' tests
+    assert self_references("integrations") == {"langgraph", "langchain", "agents"}
     assert self_references("serve") == {"server", "mcp"}
     assert expand("all") >= expand("server") | expand("mcp") | expand("postgres") | expand("llm")
 
