@@ -28,7 +28,8 @@ import json
 import os
 from typing import Any
 
-from hgm_engine.memory import SCHEMA_META, Memory
+from hgm_engine.memory import Memory
+from hgm_engine.rules import SCHEMA_META
 from hgm_engine.model import Schema
 from hgm_engine.store import (
     DEFAULT_MEMORY,

@@ -26,41 +26,31 @@ history reads :class:`~hgm_engine.txn.MemoryHistory`'s, commits
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import pathlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from attrs import evolve as attrs_evolve
-
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem, QueryExecutionError, RequestError, SchemaError, SearchError, StoreError
+from hgm_engine.errors import GraphFileError, Problem
 from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation, release_kept
-from hgm_engine.model.nodeindex import query_terms, searcher_for, word_forms
 from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
-from hgm_engine.query.analyze import search_text_problem
 from hgm_engine.query.plan import uses_search
-from hgm_engine.retrieval import NodeSearch
-from hgm_engine.rules import MAX_ROUNDS, RuleRegistry, UserConstraint, check_full, compile_rule_file
-from hgm_engine.store import InMemoryStore, Store, marks_problem, open_store, parse_graph_text
+from hgm_engine.retrieval import SearchVerbs
+from hgm_engine.rules import MAX_ROUNDS, PlannerViews, RuleRegistry, SchemaKeeper
+from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, open_catalog
 from hgm_engine.txn import (
     MAX_OPS,
     CommitPipeline,
     HistoricalMemory,
+    ForgetVerbs,
+    LevelVerbs,
     MemoryHistory,
     MemoryState,
     OpContext,
     Transaction,
-    MAX_ITEMS,
-    MAX_SUMMARIZED,
     TransactionReport,
-    extract,
-    facts_about,
     ops_builder,
     parse_transaction,
-    summary_id,
-    write_summary,
 )
 
 # hgm_engine.paths.INDEX_META_KEY, where the path index saves its state (not imported here:
@@ -70,92 +60,7 @@ PATH_INDEX_META = "path_index"
 if TYPE_CHECKING:
     from hgm_engine.paths import PathGuards, PathMemory
 
-__all__ = ["Memory", "HistoricalMemory", "FRONTIER_QUERY", "MAX_PROMPT_EVENTS", "SCHEMA_META", "stored_schema", "schema_problems"]
-
-MAX_PROMPT_EVENTS = 200
-"""How many of a summary's events ``Memory.summarize`` shows a ``content`` writer (a model)."""
-
-SCHEMA_META = "schema"  # the meta key the memory's hgm-schema/1 document is stored under
-MAX_SCHEMA_PROBLEMS = 20  # a refused schema change lists at most this many problems (and a count)
-
-
-def stored_schema(text: str | None, location: str = "") -> Schema:
-    """The schema of a memory whose meta row ``schema`` is ``text`` (None: the default schema);
-    a row that is not an ``hgm-schema/1`` document is a :class:`StoreError` (damage).
-
-    >>> stored_schema(None) == DEFAULT_SCHEMA
-    True
-    >>> stored_schema("[1]", "m.db")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    hgm_engine.errors.StoreError: store at m.db: m.db is damaged: its stored schema (meta 'schema') is not an hgm-schema/1 document: ...
-    """
-    if text is None:
-        return DEFAULT_SCHEMA
-    try:
-        return _schema_of_text(text)
-    except (ValueError, RecursionError) as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StoreError(
-            [Problem("store", f"{location} is damaged: its stored schema (meta 'schema') is not an hgm-schema/1 document: {why}", where=location)]
-        ) from None
-
-
-@functools.lru_cache(maxsize=64)
-def _schema_of_text(text: str) -> Schema:
-    """The schema of a stored document, read once per text (a server opening many memories
-    of one schema reads it once); the default schema is the one object ``DEFAULT_SCHEMA``,
-    so the checks compiled for it are shared."""
-    schema = Schema.from_document(json.loads(text))
-    return DEFAULT_SCHEMA if schema == DEFAULT_SCHEMA else schema
-
-
-def schema_problems(graph: GraphView, schema: Schema, store: Store) -> list[Problem]:
-    """Why the memory in ``graph`` and ``store`` (its constraints and rule sets) breaks
-    ``schema``: at most ``MAX_SCHEMA_PROBLEMS`` problems, category ``schema-violation``.
-
-    >>> schema_problems(MemoryGraph(), DEFAULT_SCHEMA, InMemoryStore())
-    []
-    """
-    problems: list[Problem] = []
-    node_types, edge_types = set(schema.node_types), set(schema.edge_types)
-    for node in graph.nodes():
-        if node.type not in node_types:
-            problems.append(Problem("schema-violation", f"node {node.id!r} has the type {node.type!r}, which the new schema does not have", where=node.id))
-    for edge in graph.edges():
-        if edge.type not in edge_types:
-            problems.append(
-                Problem("schema-violation", f"edge {edge.source} -{edge.type}-> {edge.target} has a type the new schema does not have", where=edge.source)
-            )
-    constraints = {}
-    for name, text in store.constraints().items():
-        try:
-            constraints[name] = UserConstraint.compile(name, text, schema)
-        except Exception as exc:  # noqa: BLE001 - any reason it does not compile is reported
-            problems.append(Problem("schema-violation", f"constraint {name!r} does not compile with the new schema: {exc}", where=name))
-    try:
-        names = json.loads(store.get_meta("rule_sets") or "[]")
-    except (ValueError, RecursionError):
-        names = []  # a broken list: its rule sets are inactive already
-    for name in names if isinstance(names, list) else []:
-        try:
-            compile_rule_file(store.get_meta(f"rules:{name}") or "", schema)
-        except Exception as exc:  # noqa: BLE001
-            problems.append(Problem("schema-violation", f"rule set {name!r} does not compile with the new schema: {exc}", where=name))
-    if not problems:
-        for violation in check_full(graph, schema, constraints):
-            problems.append(Problem("schema-violation", f"{violation.constraint}: {violation.message}", where=violation.node))
-    if len(problems) > MAX_SCHEMA_PROBLEMS:
-        more = len(problems) - MAX_SCHEMA_PROBLEMS
-        problems = problems[:MAX_SCHEMA_PROBLEMS] + [Problem("schema-violation", f"and {more} more problems")]
-    return problems
-
-builtins_type = type  # Memory.search has an argument called ``type``
-
-FRONTIER_QUERY = (
-    "#$goal.descendants.where(type = 'action', status = 'pending', not has(dirty), "
-    "not exists(prev.where(status != 'done')))"
-)
+__all__ = ["Memory", "HistoricalMemory"]
 
 
 class Memory:
@@ -181,9 +86,8 @@ class Memory:
         self._store = store if store is not None else InMemoryStore()
         # The schema stored with the memory (docs/memories.md); a schema given here that
         # differs from it is a schema change, checked against what the memory holds.
-        self._schema_text = self._store.get_meta(SCHEMA_META)
-        stored = stored_schema(self._schema_text, self._store.location)
-        self.schema = stored
+        self._schema_keeper = SchemaKeeper(self, self._use_schema)
+        stored = self.schema = self._schema_keeper.stored()
         # empty until synced with the store, after the state
         self._rules = RuleRegistry(self, max_rounds=max_rule_rounds)
         self._state = MemoryState(self._store, sync_meta=self._sync_meta)
@@ -194,8 +98,11 @@ class Memory:
         # Hooks run inside every commit, before constraints, on the transaction's overlay.
         self.commit_hooks: list[Callable] = [self._rules.engine]
         # The node index (search, rank): kept by every commit in its store transaction.
-        self._search = NodeSearch(self._state)
+        self._search = SearchVerbs(self)
         self.store_hooks: list[Callable] = [self._search.store_hook]
+        self._levels = LevelVerbs(self)
+        self._forget = ForgetVerbs(self, derived_meta=(PATH_INDEX_META,), on_purged=self._purged)
+        self._views = PlannerViews(self)
         if schema is not None and schema != stored:
             self.set_schema(schema)
 
@@ -242,109 +149,20 @@ class Memory:
             store.close()
             raise
 
-    # -- the schema -------------------------------------------------------------------------
+    # -- the schema (hgm_engine.rules.SchemaKeeper) and forgetting (hgm_engine.txn.ForgetVerbs) ---
 
-    def set_schema(self, schema: Schema) -> None:
-        """Make ``schema`` the memory's schema, stored with it (every process and interface
-        that opens the memory then uses it). A transaction: under the memory's write lock,
-        after catching up with other processes, and refused with a :class:`SchemaError`
-        (category ``schema-violation``, each problem with its node or object) when what the
-        memory holds breaks it — a node or edge of a type it lacks, an attribute its JSON
-        Schema forbids, an edge rule, a stored constraint or rule set that would not compile;
-        then nothing changes.
-
-        >>> from hgm_engine import Schema
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
-        >>> m.set_schema(Schema(node_types=("fact",), edge_types=(), relations={}, attribute_schemas={}, edge_rules={}, acyclic_edge_types=()))
-        Traceback (most recent call last):
-        ...
-        hgm_engine.errors.SchemaError: schema-violation at g: node 'g' has the type 'goal', which the new schema does not have
-        >>> m.schema == Schema()
-        True
-        """
-        if not isinstance(schema, Schema):
-            raise SchemaError([Problem("invalid-argument", f"a schema is a Schema, not {type(schema).__name__}")])
-        text = json.dumps(schema.to_document(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-        with self._state.write_lock, self._store.write():
-            self._state.catch_up()
-            if schema == self.schema and text == self._schema_text:
-                return
-            problems = schema_problems(self.graph, schema, self._store)
-            if problems:
-                raise SchemaError(problems)
-            self._store.set_meta(SCHEMA_META, text)
-        self._schema_text = text
-        self._use_schema(schema)
-
-    # -- forgetting -------------------------------------------------------------------------
-
-    def purge(
-        self, node_id: str, *, reason: str, subtree: bool = False, author: str | None = None
-    ) -> Commit:
-        """Forget node ``node_id`` (with ``subtree``, and every node below it through
-        ``parent_of``): every trace of it and of the edges that touch it leaves the state, the
-        journal and so every snapshot, ``as_of``, diff, history and export, and the store's
-        files are scrubbed (docs/memories.md says what that reaches). History keeps a
-        tombstone: a commit of kind ``purge`` with the ids, ``author``, the time and ``reason``.
-
-        A node removed earlier can be purged too (its content is still in the history). An
-        id the memory never held is a :class:`RequestError` ``unknown-node``; an empty
-        ``reason`` an ``invalid-argument``; nothing changes then.
-
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "fact", "content": "card 4111"}]})
-        >>> tombstone = m.purge("s", reason="the user asked")
-        >>> tombstone.kind, tombstone.purged, m.query("nodes").ids, m.commits(0)[0].changes
-        ('purge', ('s',), [], ())
-        >>> m.purge("nope", reason="x")
-        Traceback (most recent call last):
-        ...
-        hgm_engine.errors.RequestError: unknown-node at nope: no node 'nope' in this memory or its history
-        """
-        import time
-
-        if not isinstance(node_id, str) or not node_id:
-            raise RequestError([Problem("invalid-argument", "the node to purge is a non-empty id", where="id")])
-        if not isinstance(reason, str) or not reason.strip():
-            raise RequestError([Problem("invalid-argument", "a purge needs a reason (what is forgotten, and why)", where="reason")])
-
-        def build() -> tuple[frozenset[str], Commit]:
-            graph = self._state.graph
-            ids = {node_id}
-            if graph.node(node_id) is not None:
-                if subtree:
-                    todo = [node_id]
-                    while todo:
-                        for edge in graph.out_edges(todo.pop()):
-                            if edge.type == "parent_of" and edge.target not in ids:
-                                ids.add(edge.target)
-                                todo.append(edge.target)
-            elif not any(node_id in commit.touched for commit in self._store.commits_after(0)):
-                raise RequestError(
-                    [Problem("unknown-node", f"no node {node_id!r} in this memory or its history", where=node_id)]
-                )
-            ordered = tuple(sorted(ids))
-            if self._store.get_meta(PATH_INDEX_META) is not None:
-                self._store.set_meta(PATH_INDEX_META, None)  # the saved path index may hold them: it is rebuilt
-            tombstone = Commit(self._state.t + 1, author, reason, None, time.time(), (), kind="purge", purged=ordered)
-            return frozenset(ids), tombstone
-
-        tombstone = self._state.purge(build)
-        self._history = MemoryHistory(self._state)
-        # The node index (search) in this process held the purged nodes' terms: built anew.
-        old_hook = self._search.store_hook
-        self._search = NodeSearch(self._state)
-        self.store_hooks = [self._search.store_hook if hook == old_hook else hook for hook in self.store_hooks]
-        return tombstone
+    set_schema = forward("_schema_keeper", SchemaKeeper.set_schema)
+    purge = forward("_forget", ForgetVerbs.purge)
 
     def _sync_meta(self) -> None:
         """What other processes changed besides commits: the schema, constraints, rule sets."""
-        text = self._store.get_meta(SCHEMA_META)
-        if text != self._schema_text:
-            self._schema_text = text
-            self._use_schema(stored_schema(text, self._store.location))
+        self._schema_keeper.sync()
         self._rules.sync()
+
+    def _purged(self) -> None:
+        """Rebuild what this process derived from purged nodes: history views, the node index."""
+        self._history = MemoryHistory(self._state)
+        self._search.reset()
 
     def _use_schema(self, schema: Schema) -> None:
         """Rebuild what is compiled for the schema: queries, constraints, rules, the pipeline."""
@@ -467,8 +285,16 @@ class Memory:
         return self._cache.get(expr, self.limits)
 
     @contextlib.contextmanager
-    def _view(self, as_of: int | str | None) -> Iterator[GraphView]:
-        """The state now or ``as_of`` an earlier ``t`` or snapshot, held still while inside."""
+    def view(self, as_of: int | str | None = None) -> Iterator[GraphView]:
+        """The graph now, or ``as_of`` an earlier ``t``, snapshot name or ISO 8601 time, held
+        still while inside (no commit is applied meanwhile); read it, never change it.
+
+        >>> m = Memory()
+        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+        >>> with m.view(as_of=0) as before, m.view() as now:
+        ...     before.node("g"), now.node("g").type
+        (None, 'goal')
+        """
         with self._state.lock.reading():
             yield self._state.graph if as_of is None else self._state.view_at(self._history.resolve_t(as_of))
 
@@ -494,7 +320,7 @@ class Memory:
         """
         compiled = self._cache.get(expr, self.limits)
         with self._state.lock.reading():
-            self._search.ensure()
+            self._search.index.ensure()
             t = self._state.t if as_of is None else self._history.resolve_t(as_of)
             view = self._state.view_at(t)
             return compiled.run(
@@ -518,124 +344,26 @@ class Memory:
         compiled = self._cache.get(expr, self.limits)
         text = compiled.explain(physical=physical)
         if uses_search(compiled.optimized_plan):
-            text += f"\nindex: {self._search.describe()}"
+            text += f"\nindex: {self._search.index.describe()}"
         return text
 
-    # -- search (hgm_engine.retrieval.NodeSearch; docs/language.md §8) --------------------------
+    # -- search (hgm_engine.retrieval.SearchVerbs; docs/language.md §8) -------------------------
 
-    def search(
-        self,
-        text: str,
-        *,
-        type: str | None = None,
-        limit: int | None = 10,
-        as_of: int | str | None = None,
-    ) -> list[dict[str, Any]]:
-        """The nodes whose text matches ``text``, most relevant first: ``search(TEXT)``
-        (docs/language.md §8) with each node's score and the words of ``text`` it contains.
+    search = forward("_search", SearchVerbs.search)
+    configure_search = forward("_search", SearchVerbs.configure_search)
+    search_status = forward("_search", SearchVerbs.search_status)
 
-        Each hit is ``{"id", "type", "score", "matched", "node"}``; with an embedder set, also
-        ``similarity`` (cosine, None when not among the nearest texts) and ``lexical`` (the
-        BM25 score, None when no word matched), ``score`` being the fused one. ``type`` keeps
-        nodes of that type only, ``limit`` the first ``limit`` (None: all); ``as_of`` searches
-        an earlier state. Bad input is a :class:`SearchError` (``invalid-argument``).
-
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "h", "type": "entity", "name": "Beijing Hotel"},
-        ...     {"op": "add_node", "id": "f", "type": "fact", "content": "The hotel costs 800 CNY per night"}]})
-        >>> [(hit["id"], hit["matched"]) for hit in m.search("hotels in Beijing")]
-        [('h', ['hotels', 'beijing']), ('f', ['hotels'])]
-        >>> m.search("hotel", type="fact", limit=1)[0]["node"]["content"]
-        'The hotel costs 800 CNY per night'
-        """
-        problem = search_text_problem(text, self.limits)
-        if problem is not None:
-            raise SearchError.single("limit-exceeded" if "Limits.max_search_length" in problem else "invalid-argument", problem)
-        if limit is not None and (builtins_type(limit) is not int or limit < 0):
-            raise SearchError.single("invalid-argument", f"limit must be an integer >= 0 or None, not {limit!r}")
-        if type is not None and type not in self.schema.node_types:
-            from hgm_engine.model import closest
-
-            near = closest(type, self.schema.node_types) if isinstance(type, str) else None
-            hint = f"; did you mean {near!r}?" if near else f" (known: {', '.join(self.schema.node_types)})"
-            raise SearchError.single("invalid-argument", f"unknown node type {type!r}{hint}")
-        terms = query_terms(text)
-        forms = word_forms(text)
-        budget = [self.limits.max_work]
-
-        def charge(amount: int) -> None:
-            if budget[0] is not None:
-                budget[0] -= amount
-                if budget[0] < 0:
-                    raise QueryExecutionError(
-                        [Problem("limit-exceeded", f"the search read more than {self.limits.max_work} postings (Limits.max_work)")]
-                    )
-
-        with self._state.lock.reading():
-            self._search.ensure()
-            t = self._state.t if as_of is None else self._history.resolve_t(as_of)
-            view = self._state.view_at(t)
-            hits = searcher_for(view).hits(view, text, terms, top=limit, node_type=type, charge=charge)
-            nodes = view.node_map()
-            out = []
-            for hit in hits:
-                node = nodes[hit.id]
-                entry: dict[str, Any] = {
-                    "id": hit.id,
-                    "type": node.type,
-                    "score": round(hit.score, 6),
-                    "matched": [word for term, words in forms.items() if term in hit.terms for word in words],
-                }
-                if hit.similarity is not None or hit.lexical is not None:
-                    entry["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
-                    entry["lexical"] = None if hit.lexical is None else round(hit.lexical, 6)
-                entry["node"] = node.to_json()
-                out.append(entry)
-            return out
-
-    def configure_search(
-        self, *, embedder: Any, base_url: str | None = None, min_similarity: float | None = None
-    ) -> dict[str, Any]:
-        """Set this memory's embedder — ``"minilm"``, ``"openai"`` or ``"openai:MODEL"`` (at
-        ``base_url``, else ``OPENAI_BASE_URL``; the key from ``OPENAI_API_KEY``, never stored),
-        an embedder object of your own (``name``, ``embed_documents(texts)``,
-        ``embed_query(text)``; give it again after reopening) — or None for words only.
-        ``min_similarity`` is the cosine similarity a node's text needs to the query to match
-        by meaning (default 0.35). Every node's text without a vector of that model is
-        embedded now, in one store transaction with the setting: an embedder that is unknown,
-        cannot be loaded or fails is a :class:`SearchError` (``embedder``) and changes
-        nothing. The setting is kept with the memory; from then on every commit embeds the
-        texts it adds, and fails whole when the embedder does. Returns :meth:`search_status`.
-
-        >>> Memory().configure_search(embedder="bert")
-        Traceback (most recent call last):
-          ...
-        hgm_engine.errors.SearchError: unknown-embedder: unknown embedder 'bert': use minilm, openai or openai:MODEL (or none for words only)
-        """
-        with self._state.write_lock:  # no commit of this process meanwhile
-            return self._search.configure(embedder, base_url=base_url, min_similarity=min_similarity)
-
-    def search_status(self) -> dict[str, Any]:
-        """What the node index holds: ``t``, ``nodes`` with text, ``terms``, where it came from
-        (``source``: ``stored`` read from the store, ``built`` indexed from the state), the
-        embedder and its vectors.
-
-        >>> Memory().search_status()["nodes"]
-        0
-        """
-        with self._state.lock.reading():
-            self._search.ensure()
-            return self._search.status()
+    # -- reading, continued ---------------------------------------------------------------------
 
     def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
         """One node as a JSON object, or None."""
-        with self._view(as_of) as view:
+        with self.view(as_of) as view:
             node = view.node(node_id)
             return None if node is None else node.to_json()
 
     def export(self, *, as_of: int | str | None = None) -> dict[str, Any]:
         """The whole memory as a graph document (formats.md), now or at an earlier state."""
-        with self._view(as_of) as view:
+        with self.view(as_of) as view:
             nodes = [view.node_map()[n] for n in view.node_map()]
             edges = [edge for node in nodes for edge in view.out_edges(node.id)]
             edges.sort(key=lambda e: e.seq)
@@ -645,96 +373,11 @@ class Memory:
                 "edges": [e.to_json() for e in edges],
             }
 
-    def facts(self, entity: str, *, at: str | None = None, as_of: int | str | None = None) -> dict[str, Any]:
-        """What holds about ``entity`` at the valid time ``at`` (ISO 8601; None: now), as
-        memory knew it ``as_of`` (a t, snapshot or ISO 8601 time; None: now): every fact
-        about it with its valid time, whether it holds, and what superseded what
-        (docs/time.md).
+    # -- valid time and levels (hgm_engine.txn.LevelVerbs; docs/time.md) ------------------------
 
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "e", "type": "entity"},
-        ...     {"op": "add_node", "id": "f1", "type": "fact", "content": "780 CNY", "valid_from": "2026-01-01"},
-        ...     {"op": "add_edge", "from": "e", "to": "f1", "type": "related_to"}]})
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "f2", "type": "fact", "content": "820 CNY"},
-        ...     {"op": "add_edge", "from": "e", "to": "f2", "type": "related_to"},
-        ...     {"op": "invalidate", "id": "f1", "at": "2026-06-01", "by": "f2", "reason": "new season"}]})
-        >>> m.facts("e", at="2026-03-01")["holding"], m.facts("e", at="2026-07-01")["holding"]
-        (['f1'], ['f2'])
-        """
-        with self._view(as_of) as view:
-            return facts_about(view, entity, at)
-
-    def summarize(
-        self,
-        node_id: str,
-        *,
-        author: str | None = None,
-        reason: str | None = None,
-        max_nodes: int = MAX_SUMMARIZED,
-        max_items: int = MAX_ITEMS,
-        content: Callable[[dict[str, Any]], str] | None = None,
-        dry_run: bool = False,
-    ) -> TransactionReport:
-        """Roll the events under ``node_id`` (a scenario, or any subtree) up into one summary
-        node (``kind: 'summary'``) linked to each node it covers by ``summarizes``; a second
-        call refreshes the same summary. The summary is extractive and deterministic unless
-        ``content(draft)`` writes its text (``hgm_engine.llm.summarize_with_model`` asks a
-        model); ``draft`` is the extractive summary's attributes with ``events``: the
-        summarized node then the first ``MAX_PROMPT_EVENTS`` members (id, type, content,
-        status). An exception from ``content`` changes nothing. Any edit of a covered node
-        marks the summary ``needs_review`` (docs/time.md).
-
-        Errors (nothing changes): ``unknown-node``, ``empty-subtree``, ``invalid-argument`` (a
-        summary given), ``limit-exceeded`` (more than ``max_nodes`` events).
-
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "s", "type": "goal", "kind": "scenario", "content": "Refund"},
-        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "s", "content": "Look up the order", "status": "done"}]})
-        >>> m.summarize("s").created, m.query("#s.summaries").ids, m.node("summary-s")["covers"]
-        (('summary-s',), ['summary-s'], 1)
-        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "failed"}}]})
-        >>> m.node("summary-s")["dirty"]
-        'needs_review'
-        """
-        for name, value in (("max_nodes", max_nodes), ("max_items", max_items)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise RequestError([Problem("invalid-argument", f"{name} is a positive integer, not {value!r}", where=name)])
-        with self._view(None) as view:
-            draft = extract(view, node_id, max_nodes=max_nodes, max_items=max_items)
-            if content is not None:
-                nodes = view.node_map()
-                events = [
-                    {k: v for k, v in (("id", m), ("type", nodes[m].type), ("content", nodes[m].attrs.get("content")),
-                                       ("status", nodes[m].attrs.get("status"))) if v is not None}
-                    for m in (node_id, *draft.members[:MAX_PROMPT_EVENTS])
-                ]
-        written = None if content is None else content(dict(draft.attributes, events=events))
-        if written is not None and (not isinstance(written, str) or not written.strip()):
-            raise RequestError([Problem("invalid-argument", "a summary's text is a non-empty string", where="content")])
-
-        def build(overlay: GraphOverlay, ctx: OpContext) -> list[str]:
-            fresh = extract(overlay, node_id, max_nodes=max_nodes, max_items=max_items)
-            if written is not None:
-                fresh = attrs_evolve(fresh, attributes=dict(fresh.attributes, content=written, method="model"))
-            existed = summary_id(overlay, node_id)[1]
-            made = write_summary(overlay, ctx, fresh)
-            return [] if existed else [made]
-
-        return self.commit_built(
-            build, author=author, reason=reason or f"summarize {node_id}", kind="transaction", dry_run=dry_run
-        )
-
-    def summary_of(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
-        """The summary node of ``node_id`` (made by :meth:`summarize`) as JSON, or None.
-
-        >>> Memory().summary_of("trip") is None
-        True
-        """
-        with self._view(as_of) as view:
-            if not isinstance(node_id, str) or view.node(node_id) is None:
-                return None
-            found, exists = summary_id(view, node_id)
-            return view.node(found).to_json() if exists else None
+    facts = forward("_levels", LevelVerbs.facts)
+    summarize = forward("_levels", LevelVerbs.summarize)
+    summary_of = forward("_levels", LevelVerbs.summary_of)
 
     # -- history (hgm_engine.txn.MemoryHistory) ------------------------------------------------
 
@@ -785,78 +428,9 @@ class Memory:
 
     # -- planner views --------------------------------------------------------------------------
 
-    def frontier(self, goal: str, *, as_of: int | str | None = None) -> list[str]:
-        """Pending actions under ``goal`` that can run now: every ``before`` predecessor is
-        done, and the action is neither blocked nor stale (no ``dirty`` mark).
-
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
-        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"},
-        ...     {"op": "add_node", "id": "b", "type": "action", "parent": "g", "status": "pending"},
-        ...     {"op": "add_edge", "from": "a", "to": "b", "type": "before"}]})
-        >>> m.frontier("g")
-        ['a']
-        """
-        return self.query(FRONTIER_QUERY, params={"goal": goal}, as_of=as_of).ids
-
-    def stale(self, *, as_of: int | str | None = None) -> list[dict[str, Any]]:
-        """Nodes marked ``needs_review`` or ``blocked``, with every mark's rule, cause and t.
-
-        Marks that are not what the rule engine writes (stored before graph files and
-        transactions were checked for them, or by another program) are not passed on as
-        marks: the entry's ``state`` is None when ``dirty`` is no staleness state, ``marks``
-        holds the well-formed marks only, and ``problems`` says what is wrong with the rest.
-
-        >>> m = Memory()
-        >>> _ = m.load_rules("rule watch: on update action where status = 'failed' then mark parent as needs_review")
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"},
-        ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"}]})
-        >>> _ = m.apply({"ops": [{"op": "update_node", "id": "a", "set": {"status": "failed"}}]})
-        >>> [(s["id"], s["state"], [mark["rule"] for mark in s["marks"]]) for s in m.stale()]
-        [('g', 'needs_review', ['watch'])]
-        """
-        result = self.query("nodes.where(has(dirty))", as_of=as_of)
-        entries = []
-        for node in result.nodes:
-            state, problems = node["dirty"], []
-            found = marks_problem({"dirty": state}, node["id"])
-            if found is not None:
-                state = None
-                problems.append(found.message)
-            stored = node.get("dirty_marks", [])
-            marks = []
-            if isinstance(stored, list):
-                for i, mark in enumerate(stored):
-                    found = marks_problem({"dirty_marks": [mark]}, node["id"])
-                    if found is None:
-                        marks.append(mark)
-                    else:
-                        problems.append(f"dirty_marks[{i}]: {found.message}")
-            else:
-                problems.append(marks_problem({"dirty_marks": stored}, node["id"]).message)
-            entry = {"id": node["id"], "type": node["type"], "state": state, "marks": marks}
-            if problems:
-                entry["problems"] = problems
-            entries.append(entry)
-        return entries
-
-    def focus_path(self, node_id: str, *, as_of: int | str | None = None) -> list[str]:
-        """The path from a root down to ``node_id``, following first parents (edge order).
-
-        >>> m = Memory.from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"},
-        ...     {"id": "a", "type": "action"}], "edges": [{"from": "g", "to": "a", "type": "parent_of"}]})
-        >>> m.focus_path("a")
-        ['g', 'a']
-        """
-        with self._view(as_of) as view:
-            if view.node(node_id) is None:
-                return []
-            path = [node_id]
-            while True:
-                parents = view.in_adjacency(path[-1]).by_type.get("parent_of", ())
-                if not parents or parents[0] in path:
-                    return list(reversed(path))
-                path.append(parents[0])
+    frontier = forward("_views", PlannerViews.frontier)
+    stale = forward("_views", PlannerViews.stale)
+    focus_path = forward("_views", PlannerViews.focus_path)
 
     def confirm(self, node_id: str, *, author: str | None = None, reason: str | None = None) -> TransactionReport:
         """Clear ``node_id``'s staleness marks (recorded as a commit)."""

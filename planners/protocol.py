@@ -27,7 +27,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 import attrs
 
 from hgm_engine import HGMError, Memory
-from hgm_engine.memory import FRONTIER_QUERY
+from hgm_engine.rules import FRONTIER_QUERY
 from hgm_engine.query import QueryResult
 from hgm_engine.txn import TransactionReport
 

@@ -11,10 +11,12 @@ path index's embedders (:mod:`hgm_engine.paths.localize.embedders`).
 from __future__ import annotations
 
 from hgm_engine.retrieval.keeper import COMPACT_MIN, DENSE_DEPTH, RRF_K, NodeSearch
+from hgm_engine.retrieval.verbs import SearchVerbs
 from hgm_engine.retrieval.vectors import EMBEDDER_META_KEY, EMBEDDER_NAMES, EmbedderConfig, VectorIndex, text_key
 
 __all__ = [
     "NodeSearch",
+    "SearchVerbs",
     "COMPACT_MIN",
     "DENSE_DEPTH",
     "RRF_K",

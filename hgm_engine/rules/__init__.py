@@ -1,4 +1,5 @@
-"""Memory rules: constraints, rule files (triggers, propagation) and the engine that runs them in a commit.
+"""Memory rules: constraints, rule files (triggers, propagation) and the engine that runs them in a commit;
+the schema stored with a memory and the checks of a schema change (schemas); the planner's views (views).
 """
 
 from __future__ import annotations
@@ -27,6 +28,18 @@ from hgm_engine.rules.registry import (
     BrokenObject,
     RuleRegistry,
 )
+from hgm_engine.rules.schemas import (
+    SCHEMA_META,
+    MAX_SCHEMA_PROBLEMS,
+    stored_schema,
+    schema_problems,
+    schema_text,
+    SchemaKeeper,
+)
+from hgm_engine.rules.views import (
+    FRONTIER_QUERY,
+    PlannerViews,
+)
 
 __all__ = [
     "CompiledRuleSet",
@@ -45,4 +58,12 @@ __all__ = [
     "RuleEngine",
     "BrokenObject",
     "RuleRegistry",
+    "SCHEMA_META",
+    "MAX_SCHEMA_PROBLEMS",
+    "stored_schema",
+    "schema_problems",
+    "schema_text",
+    "SchemaKeeper",
+    "FRONTIER_QUERY",
+    "PlannerViews",
 ]

@@ -1,6 +1,7 @@
 """Transactions: ops and their application to an overlay (ops), reports (report), the
 transaction builder (builder), the commit pipeline (commit), the state of a memory and its
-locks (sync), history (history).
+locks (sync), history (history), valid time (validity), summaries and the level verbs
+(summary, rollup), forgetting (forget).
 """
 
 from __future__ import annotations
@@ -75,6 +76,14 @@ from hgm_engine.txn.summary import (
     summary_id,
     write_summary,
 )
+from hgm_engine.txn.rollup import (
+    LevelVerbs,
+    MAX_PROMPT_EVENTS,
+)
+from hgm_engine.txn.forget import (
+    purge_nodes,
+    ForgetVerbs,
+)
 
 __all__ = [
     "OpContext",
@@ -129,4 +138,8 @@ __all__ = [
     "extract",
     "summary_id",
     "write_summary",
+    "LevelVerbs",
+    "MAX_PROMPT_EVENTS",
+    "purge_nodes",
+    "ForgetVerbs",
 ]
