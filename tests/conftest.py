@@ -90,9 +90,12 @@ def _unprivileged_user() -> pwd.struct_passwd | None:
     for name in ("hgmtest", "nobody"):
         with contextlib.suppress(KeyError):
             return pwd.getpwnam(name)
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "hgmtest"],
-                   check=True, capture_output=True)
-    return pwd.getpwnam("hgmtest")
+    added = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "hgmtest"],
+                           capture_output=True, text=True)
+    try:  # (another xdist worker may have added it a moment before: useradd then fails)
+        return pwd.getpwnam("hgmtest")
+    except KeyError:
+        raise RuntimeError(f"useradd hgmtest failed: {added.stderr}") from None
 
 
 class PostgresCluster:

@@ -1015,9 +1015,9 @@ def test_a_100k_node_memory_draws_a_bounded_page_quickly():
     import time
 
     graph = wide_graph(1000, 100)  # 101,001 nodes
-    started = time.monotonic()
+    started = time.thread_time()  # CPU time of this thread: the work, not the machine's load
     page = to_html(graph, highlight="#a999_99")
-    seconds = time.monotonic() - started
+    seconds = time.thread_time() - started
     assert len(page) < 3_000_000 and len(page_data(page)["nodes"]) == 2000
     assert seconds < 20, f"{seconds:.1f} s"
 

@@ -456,8 +456,9 @@ def mcp_process(tmp_path_factory):
     with Memory.open(tmp_path / "memory.db") as memory:
         memory.apply(PLAN)
     process = _McpProcess(tmp_path / "memory.db")
-    initialized = process.call(1, "initialize", {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "robustness", "version": "0"}})
+    process.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "robustness", "version": "0"}}}).encode())
+    initialized = process.answer(timeout=60)  # the first answer waits for the process to start
     assert initialized["id"] == 1 and "result" in initialized, initialized
     process.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
     yield process
