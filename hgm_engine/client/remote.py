@@ -39,7 +39,7 @@ from hgm_engine.errors import HGMError, Problem, QueryAnalysisError, RequestErro
 from hgm_engine.model import value_problem
 from hgm_engine.query import QueryResult
 from hgm_engine.rules import parse_rules
-from hgm_engine.txn import MAX_OPS, HistoricalMemory, TransactionReport, Violation, parse_op
+from hgm_engine.txn import MAX_OPS, HistoricalMemory, OpMethods, TransactionReport, Violation, parse_op
 
 __all__ = ["RemoteMemory", "RemoteTransaction", "connect"]
 
@@ -448,7 +448,7 @@ class RemoteMemory:
         return self._call("POST", "/locate", body=body, family="paths", read=True, convert=locate_result_from_json)
 
 
-class RemoteTransaction:
+class RemoteTransaction(OpMethods):
     """Ops collected in order and sent as one transaction file when the ``with`` block ends
     (or at :meth:`commit`); the methods of :class:`hgm_engine.Transaction`. Each op's shape
     is checked as it is added (the same errors, at the same place, as a local transaction);
@@ -527,39 +527,6 @@ class RemoteTransaction:
         if isinstance(item.get("children"), list):
             item["children"] = [self._with_ids(child) for child in item["children"]]
         return item
-
-    def add_node(self, type: str, *, id: str | None = None, parent: str | None = None, order: float | None = None, **attributes: Any) -> str:  # noqa: A002
-        """Add a node (under ``parent`` when given); returns its id (made here if not given)."""
-        doc: dict[str, Any] = dict(attributes, op="add_node", type=type)
-        if id is not None:
-            doc["id"] = id
-        if parent is not None:
-            doc["parent"] = parent
-        if order is not None:
-            doc["order"] = order
-        return self.op(doc)[0]
-
-    def update_node(self, id: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
-        self.op({"op": "update_node", "id": id, "set": dict(set or {}), "unset": list(unset)})
-
-    def delete_node(self, id: str, *, cascade: bool = False) -> None:  # noqa: A002
-        self.op({"op": "delete_node", "id": id, "cascade": cascade})
-
-    def add_edge(self, source: str, target: str, type: str, **attributes: Any) -> None:  # noqa: A002
-        self.op(dict(attributes, op="add_edge", **{"from": source, "to": target, "type": type}))
-
-    def update_edge(self, source: str, target: str, type: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
-        self.op({"op": "update_edge", "from": source, "to": target, "type": type, "set": dict(set or {}), "unset": list(unset)})
-
-    def delete_edge(self, source: str, target: str, type: str) -> None:  # noqa: A002
-        self.op({"op": "delete_edge", "from": source, "to": target, "type": type})
-
-    def replace_branch(self, id: str, plan: list[Mapping[str, Any]], *, set: Mapping[str, Any] | None = None) -> list[str]:  # noqa: A002
-        """Replace everything below ``id`` with a nested plan; returns the new top ids."""
-        doc: dict[str, Any] = {"op": "replace_branch", "id": id, "with": list(plan)}
-        if set:
-            doc["set"] = dict(set)
-        return self.op(doc)
 
     def query(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None) -> QueryResult:
         """Not over the wire: the server holds no uncommitted transaction to read."""

@@ -55,6 +55,7 @@ from hgm_engine.txn.commit import (
 )
 from hgm_engine.txn.builder import (
     Transaction,
+    OpMethods,
 )
 
 from hgm_engine.txn.validity import (
@@ -142,4 +143,5 @@ __all__ = [
     "MAX_PROMPT_EVENTS",
     "purge_nodes",
     "ForgetVerbs",
+    "OpMethods",
 ]

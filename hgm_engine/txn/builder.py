@@ -26,14 +26,60 @@ from hgm_engine.txn.commit import CommitPipeline, ops_builder
 from hgm_engine.txn.ops import MAX_OPS, OpContext, apply_op, parse_op
 from hgm_engine.txn.report import TransactionReport
 
-__all__ = ["Transaction"]
+__all__ = ["Transaction", "OpMethods"]
 
 
 def _ended() -> RequestError:
     return RequestError([Problem("invalid-argument", "this transaction has already ended")])
 
 
-class Transaction:
+class OpMethods:
+    """One method per op, each building the op's document and handing it to ``self.op(doc)``
+    (which returns the ids it created): shared by :class:`Transaction` and by the remote
+    memory's transaction, so the two spell every op alike.
+
+    >>> from hgm_engine import Memory
+    >>> with Memory().transaction() as tx:
+    ...     tx.add_node("goal", id="g"), tx.add_node("action", id="a", parent="g", status="pending")
+    ('g', 'a')
+    """
+
+    def add_node(self, type: str, *, id: str | None = None, parent: str | None = None, order: float | None = None, **attributes: Any) -> str:  # noqa: A002
+        """Add a node (under ``parent`` when given); returns its id (generated if not given)."""
+        doc: dict[str, Any] = dict(attributes, op="add_node", type=type)
+        if id is not None:
+            doc["id"] = id
+        if parent is not None:
+            doc["parent"] = parent
+        if order is not None:
+            doc["order"] = order
+        return self.op(doc)[0]
+
+    def update_node(self, id: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
+        self.op({"op": "update_node", "id": id, "set": dict(set or {}), "unset": list(unset)})
+
+    def delete_node(self, id: str, *, cascade: bool = False) -> None:  # noqa: A002
+        self.op({"op": "delete_node", "id": id, "cascade": cascade})
+
+    def add_edge(self, source: str, target: str, type: str, **attributes: Any) -> None:  # noqa: A002
+        self.op(dict(attributes, op="add_edge", **{"from": source, "to": target, "type": type}))
+
+    def update_edge(self, source: str, target: str, type: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
+        self.op({"op": "update_edge", "from": source, "to": target, "type": type, "set": dict(set or {}), "unset": list(unset)})
+
+    def delete_edge(self, source: str, target: str, type: str) -> None:  # noqa: A002
+        self.op({"op": "delete_edge", "from": source, "to": target, "type": type})
+
+    def replace_branch(self, id: str, plan: list[Mapping[str, Any]], *, set: Mapping[str, Any] | None = None) -> list[str]:  # noqa: A002
+        """Replace everything below ``id`` with a nested plan; returns the new top ids."""
+        doc: dict[str, Any] = {"op": "replace_branch", "id": id, "with": list(plan)}
+        if set:
+            doc["set"] = dict(set)
+        return self.op(doc)
+
+
+
+class Transaction(OpMethods):
     """Ops applied in order, each seeing the ones before; committed when the block ends.
 
     Reads inside the transaction (``tx.query``) see its own changes; other readers keep
@@ -122,39 +168,6 @@ class Transaction:
         self.ops.append(op)
         self._created.extend(created)
         return created
-
-    def add_node(self, type: str, *, id: str | None = None, parent: str | None = None, order: float | None = None, **attributes: Any) -> str:  # noqa: A002
-        """Add a node (under ``parent`` when given); returns its id (generated if not given)."""
-        doc: dict[str, Any] = dict(attributes, op="add_node", type=type)
-        if id is not None:
-            doc["id"] = id
-        if parent is not None:
-            doc["parent"] = parent
-        if order is not None:
-            doc["order"] = order
-        return self.op(doc)[0]
-
-    def update_node(self, id: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
-        self.op({"op": "update_node", "id": id, "set": dict(set or {}), "unset": list(unset)})
-
-    def delete_node(self, id: str, *, cascade: bool = False) -> None:  # noqa: A002
-        self.op({"op": "delete_node", "id": id, "cascade": cascade})
-
-    def add_edge(self, source: str, target: str, type: str, **attributes: Any) -> None:  # noqa: A002
-        self.op(dict(attributes, op="add_edge", **{"from": source, "to": target, "type": type}))
-
-    def update_edge(self, source: str, target: str, type: str, *, set: Mapping[str, Any] | None = None, unset: list[str] | tuple = ()) -> None:  # noqa: A002
-        self.op({"op": "update_edge", "from": source, "to": target, "type": type, "set": dict(set or {}), "unset": list(unset)})
-
-    def delete_edge(self, source: str, target: str, type: str) -> None:  # noqa: A002
-        self.op({"op": "delete_edge", "from": source, "to": target, "type": type})
-
-    def replace_branch(self, id: str, plan: list[Mapping[str, Any]], *, set: Mapping[str, Any] | None = None) -> list[str]:  # noqa: A002
-        """Replace everything below ``id`` with a nested plan; returns the new top ids."""
-        doc: dict[str, Any] = {"op": "replace_branch", "id": id, "with": list(plan)}
-        if set:
-            doc["set"] = dict(set)
-        return self.op(doc)
 
     def query(self, expr: str, *, focus: str | None = None, params: Mapping[str, Any] | None = None) -> QueryResult:
         """Read the memory as this transaction has changed it so far."""
