@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from typing import Any, Callable, Mapping
+from json.encoder import encode_basestring as _json_string
 
 from hgm_engine.errors import HGMError
 from hgm_engine.model import Change, Commit, Edge, FrozenDict, Node, freeze, thaw
@@ -22,8 +23,22 @@ __all__ = [
     "change_to_record",
     "change_from_record",
     "commit_to_record",
+    "commit_to_text",
+    "attrs_json",
     "commit_from_record",
 ]
+
+# One encoder for every record (``json.dumps`` with arguments builds a new one per call): compact,
+# UTF-8 as it is. It encodes frozen values as they are (a FrozenDict is a dict, a tuple a list),
+# so nothing is thawed first.
+attrs_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""The compact JSON text of a value (frozen or not), as every journal record and state row
+holds it.
+
+>>> from hgm_engine.model import freeze
+>>> attrs_json(freeze({"tags": ["a", "b"], "n": 1}))
+'{"tags":["a","b"],"n":1}'
+"""
 
 
 def _node_record(node: Node) -> dict[str, Any]:
@@ -76,6 +91,55 @@ def commit_to_record(commit: Commit) -> dict[str, Any]:
         "kind": commit.kind,
         **({"purged": list(commit.purged)} if commit.purged else {}),
     }
+
+
+def _payload_text(payload: Node | Edge | None, attrs_text: str | None) -> str:
+    if payload is None:
+        return "null"
+    if attrs_text is None:
+        attrs_text = attrs_json(payload.attrs)
+    if isinstance(payload, Node):
+        return f'{{"id":{_json_string(payload.id)},"type":{_json_string(payload.type)},"attrs":{attrs_text},"seq":{payload.seq:d}}}'
+    return (
+        f'{{"from":{_json_string(payload.source)},"to":{_json_string(payload.target)},"type":{_json_string(payload.type)},'
+        f'"attrs":{attrs_text},"seq":{payload.seq:d}}}'
+    )
+
+
+def commit_to_text(commit: Commit, after_texts: list[str | None] | None = None) -> str:
+    """The journal record of ``commit`` as compact JSON text: exactly the text of
+    :func:`commit_to_record` encoded by :data:`attrs_json`, made without building the record
+    (``after_texts[i]``: the attributes text of change ``i``'s ``after`` payload when the
+    caller has it already, for the state row; None where it has not).
+
+    >>> from hgm_engine.model import GraphOverlay, MemoryGraph
+    >>> overlay = GraphOverlay(MemoryGraph()); _ = overlay.add_node("g", "goal", {"status": "active", "tags": ["é"]})
+    >>> commit = Commit(1, "planner", "start", None, 0.5, tuple(overlay.changes()), dirtied=({"id": "g"},))
+    >>> commit_to_text(commit) == attrs_json(commit_to_record(commit))
+    True
+    """
+    head = attrs_json(
+        {"t": commit.t, "author": commit.author, "reason": commit.reason, "base_t": commit.base_t, "timestamp": commit.timestamp}
+    )
+    tail = attrs_json(
+        {
+            "fired_rules": list(commit.fired_rules),
+            "dirtied": [thaw(d) for d in commit.dirtied],
+            "genesis": commit.genesis,
+            "kind": commit.kind,
+            **({"purged": list(commit.purged)} if commit.purged else {}),
+        }
+    )
+    if commit.genesis:
+        changes = ""
+    else:
+        texts = after_texts if after_texts is not None else [None] * len(commit.changes)
+        changes = ",".join(
+            f'{{"kind":{_json_string(change.kind)},"before":{_payload_text(change.before, None)},'
+            f'"after":{_payload_text(change.after, text)}}}'
+            for change, text in zip(commit.changes, texts)
+        )
+    return f'{head[:-1]},"changes":[{changes}],{tail[1:]}'
 
 
 def commit_from_record(record: Mapping[str, Any]) -> Commit:

@@ -39,7 +39,6 @@ disk, say) leaves no file behind, and a 0-byte or half-made file is never hgm's.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import operator
 import os
@@ -53,10 +52,10 @@ import zlib
 from typing import Any, Iterator
 
 from hgm_engine.errors import Problem, StoreError
-from hgm_engine.model import Commit, MemoryGraph, apply_changes, bulk_allocation, thaw
+from hgm_engine.model import Commit, MemoryGraph, apply_changes, bulk_allocation
 from hgm_engine.store.image import ImageMismatch, decode_image, encode_image
 from hgm_engine.store.base import Store
-from hgm_engine.store.journal import commit_from_row, commit_to_record
+from hgm_engine.store.journal import attrs_json, commit_from_row, commit_to_text
 from hgm_engine.store.rows import build_state, edge_name, node_name
 
 __all__ = ["SQLiteStore", "CHECKS", "row_crc"]
@@ -182,10 +181,6 @@ def _unchecked_or_bad(node_rows: list, edge_rows: list) -> tuple[list, list]:
 
 _NODE_TYPES = (str, str, str, int)
 _EDGE_TYPES = (str, str, str, str, int)
-
-
-def _dumps(value) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _sql_text(value: Any) -> str:
@@ -841,8 +836,8 @@ class SQLiteStore(Store):
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN crc INTEGER")
                 self._crc[table] = "crc"
 
-    def _journal_row(self, commit: Commit) -> tuple:
-        record = _dumps(commit_to_record(commit))
+    def _journal_row(self, commit: Commit, after_texts: list[str | None] | None = None) -> tuple:
+        record = commit_to_text(commit, after_texts)
         return (commit.t, record, row_crc(commit.t, record))
 
     def _hgm_writing(self) -> None:
@@ -858,61 +853,91 @@ class SQLiteStore(Store):
 
     def append(self, commit: Commit) -> None:
         assert self._in_write, "append() runs inside write()"
+        # Each payload's attributes are encoded once: the journal record and the state row
+        # hold the same text.
+        after_texts = [None if change.after is None else attrs_json(change.after.attrs) for change in commit.changes]
         self._hgm_writing()
         with self._guard("write", written=True):
             try:
-                self._db.execute("INSERT INTO journal (t, record, crc) VALUES (?, ?, ?)", self._journal_row(commit))
+                self._db.execute("INSERT INTO journal (t, record, crc) VALUES (?, ?, ?)", self._journal_row(commit, after_texts))
             except sqlite3.IntegrityError:
                 raise self._damaged(f"the journal already holds a row t={commit.t} past its latest t") from None
-            self._apply_state(commit)
+            self._apply_state(commit, after_texts)
         self._pending.append(commit)
 
-    def _apply_state(self, commit: Commit) -> None:
-        """The commit's changes to the state tables; a row that should be there and is not (or
-        the other way round) means the tables and the journal disagree: damage."""
+    def _apply_state(self, commit: Commit, after_texts: list[str | None]) -> None:
+        """The commit's changes to the state tables, one ``executemany`` per statement, in the
+        order of the changes' kinds (removals before additions, so a node or edge made again
+        under its key is deleted first); a row that should be there and is not (or the other
+        way round) means the tables and the journal disagree: damage."""
         db = self._db
-
-        def expect_one(cursor: sqlite3.Cursor, what: str) -> None:
-            if cursor.rowcount != 1:
-                raise self._damaged(f"{what} is not in the state tables, though the journal has it")
-
-        for change in commit.changes:
+        edge_deletes: list[tuple] = []
+        node_deletes: list[tuple] = []
+        node_updates: list[tuple] = []
+        node_inserts: list[tuple] = []
+        edge_updates: list[tuple] = []
+        edge_inserts: list[tuple] = []
+        for change, attrs in zip(commit.changes, after_texts):
             kind = change.kind
             if kind == "edge_removed":
-                edge = change.before
-                cursor = db.execute("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?", edge.key)
-                expect_one(cursor, f"edge {edge.source} -{edge.type}-> {edge.target}")
+                edge_deletes.append(change.before.key)
             elif kind == "node_removed":
-                expect_one(db.execute("DELETE FROM nodes WHERE id = ?", (change.before.id,)), f"node {change.before.id!r}")
-            elif kind in ("node_added", "node_updated"):
+                node_deletes.append((change.before.id,))
+            elif kind == "node_added" or kind == "node_updated":
                 node = change.after
-                attrs = _dumps(thaw(node.attrs))
                 row = (node.type, attrs, node.seq, row_crc(node.id, node.type, attrs, node.seq), node.id)
-                if kind == "node_updated":
-                    cursor = db.execute("UPDATE nodes SET type = ?, attrs = ?, seq = ?, crc = ? WHERE id = ?", row)
-                    expect_one(cursor, f"node {node.id!r}")
-                else:
-                    try:
-                        db.execute("INSERT INTO nodes (type, attrs, seq, crc, id) VALUES (?, ?, ?, ?, ?)", row)
-                    except sqlite3.IntegrityError:
-                        raise self._damaged(f"node {node.id!r} is already in the state tables, though the journal removed it") from None
-            elif kind in ("edge_added", "edge_updated"):
+                (node_updates if kind == "node_updated" else node_inserts).append(row)
+            elif kind == "edge_added" or kind == "edge_updated":
                 edge = change.after
-                attrs = _dumps(thaw(edge.attrs))
-                row = (attrs, edge.seq, row_crc(edge.source, edge.target, edge.type, attrs, edge.seq), *edge.key)
-                if kind == "edge_updated":
-                    cursor = db.execute(
-                        "UPDATE edges SET attrs = ?, seq = ?, crc = ? WHERE source = ? AND target = ? AND type = ?", row
-                    )
-                    expect_one(cursor, f"edge {edge.source} -{edge.type}-> {edge.target}")
-                else:
-                    try:
-                        db.execute("INSERT INTO edges (attrs, seq, crc, source, target, type) VALUES (?, ?, ?, ?, ?, ?)", row)
-                    except sqlite3.IntegrityError:
-                        raise self._damaged(
-                            f"edge {edge.source} -{edge.type}-> {edge.target} is already in the state tables, "
-                            "though the journal removed it"
-                        ) from None
+                row = (attrs, edge.seq, row_crc(edge.source, edge.target, edge.type, attrs, edge.seq), edge.source, edge.target, edge.type)
+                (edge_updates if kind == "edge_updated" else edge_inserts).append(row)
+        if edge_deletes:
+            cursor = db.executemany("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?", edge_deletes)
+            if cursor.rowcount != len(edge_deletes):
+                self._missing_rows("edges", edge_deletes)
+        if node_deletes:
+            if db.executemany("DELETE FROM nodes WHERE id = ?", node_deletes).rowcount != len(node_deletes):
+                self._missing_rows("nodes", node_deletes)
+        if node_updates:
+            cursor = db.executemany("UPDATE nodes SET type = ?, attrs = ?, seq = ?, crc = ? WHERE id = ?", node_updates)
+            if cursor.rowcount != len(node_updates):
+                self._missing_rows("nodes", [row[-1:] for row in node_updates])
+        if node_inserts:
+            self._insert_rows("nodes", "INSERT INTO nodes (type, attrs, seq, crc, id) VALUES (?, ?, ?, ?, ?)", node_inserts)
+        if edge_updates:
+            cursor = db.executemany(
+                "UPDATE edges SET attrs = ?, seq = ?, crc = ? WHERE source = ? AND target = ? AND type = ?", edge_updates
+            )
+            if cursor.rowcount != len(edge_updates):
+                self._missing_rows("edges", [row[-3:] for row in edge_updates])
+        if edge_inserts:
+            self._insert_rows("edges", "INSERT INTO edges (attrs, seq, crc, source, target, type) VALUES (?, ?, ?, ?, ?, ?)", edge_inserts)
+
+    @staticmethod
+    def _row_name(table: str, key: tuple) -> str:
+        return f"node {key[0]!r}" if table == "nodes" else f"edge {key[0]} -{key[2]}-> {key[1]}"
+
+    def _insert_rows(self, table: str, statement: str, rows: list[tuple]) -> None:
+        """Insert ``rows`` (their key last); a key already in the table is damage, named: the
+        rows before it were inserted (SQLite's change count says how many), it was not."""
+        before = self._db.total_changes
+        try:
+            self._db.executemany(statement, rows)
+        except sqlite3.IntegrityError:
+            row = rows[min(self._db.total_changes - before, len(rows) - 1)]
+            key = row[-1:] if table == "nodes" else row[-3:]
+            raise self._damaged(f"{self._row_name(table, key)} is already in the state tables, though the journal removed it") from None
+
+    def _missing_rows(self, table: str, keys: list[tuple]) -> None:
+        """Damage: a row the commit changes or removes is not in the state tables (the first
+        such key is named; called when an ``executemany`` changed fewer rows than it had)."""
+        where = "id = ?" if table == "nodes" else "source = ? AND target = ? AND type = ?"
+        for key in keys:
+            if self._db.execute(f"SELECT 1 FROM {table} WHERE {where}", key).fetchone() is None:
+                break
+        else:  # pragma: no cover - the count differed, so one is missing
+            key = keys[0]
+        raise self._damaged(f"{self._row_name(table, key)} is not in the state tables, though the journal has it")
 
     def write_genesis(self, commit: Commit, graph: MemoryGraph) -> None:
         """Record a load into an empty store: the whole graph, in bulk, and its image (so the
@@ -927,12 +952,12 @@ class SQLiteStore(Store):
 
         def node_rows() -> Iterator[tuple]:
             for n in graph.nodes():
-                attrs = _dumps(thaw(n.attrs))
+                attrs = attrs_json(n.attrs)
                 yield n.id, n.type, attrs, n.seq, row_crc(n.id, n.type, attrs, n.seq)
 
         def edge_rows() -> Iterator[tuple]:
             for e in graph.edges():
-                attrs = _dumps(thaw(e.attrs))
+                attrs = attrs_json(e.attrs)
                 yield e.source, e.target, e.type, attrs, e.seq, row_crc(e.source, e.target, e.type, attrs, e.seq)
 
         with self._guard("write", written=True):

@@ -1,0 +1,140 @@
+"""The durable commit path made cheaper (issue 15): what a commit writes and detects is what it
+wrote and detected before — the journal record's text, the state rows, damage named by row —
+only with less work per commit."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hgm_engine import Memory
+from hgm_engine.errors import StoreError
+from hgm_engine.model import Change, Commit, Edge, Node, freeze
+from hgm_engine.store.journal import attrs_json, commit_from_row, commit_to_record, commit_to_text
+from hgm_engine.store.sqlite import SQLiteStore, row_crc
+
+_texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=False, allow_infinity=False), _texts)
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_texts, inner, max_size=3), max_leaves=8)
+_attrs = st.dictionaries(_texts, _values, max_size=4).map(freeze)
+_nodes = st.builds(Node, _texts, _texts, _attrs, st.integers(0, 10**12))
+_edges = st.builds(Edge, _texts, _texts, _texts, _attrs, st.integers(0, 10**12))
+
+
+@st.composite
+def _changes(draw) -> Change:
+    kind = draw(st.sampled_from(["node_added", "node_updated", "node_removed", "edge_added", "edge_updated", "edge_removed"]))
+    payloads = _nodes if kind.startswith("node") else _edges
+    before = None if kind.endswith("added") else draw(payloads)
+    after = None if kind.endswith("removed") else draw(payloads)
+    return Change(kind, before, after)
+
+
+_commits = st.builds(
+    Commit,
+    st.integers(1, 10**9),
+    st.none() | _texts,
+    st.none() | _texts,
+    st.none() | st.integers(0, 10**9),
+    st.floats(0, 4e9, allow_nan=False),
+    st.lists(_changes(), max_size=6).map(tuple),
+    st.lists(_texts, max_size=2).map(tuple),
+    st.lists(st.dictionaries(_texts, _values, max_size=2).map(freeze), max_size=2).map(tuple),
+    st.booleans(),
+    st.sampled_from(["transaction", "load", "revert", "purge"]),
+    st.lists(_texts, max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_commits)
+def test_the_journal_text_is_the_record_encoded_as_before(commit):
+    before = json.dumps(commit_to_record(commit), ensure_ascii=False, separators=(",", ":"))
+    assert commit_to_text(commit) == before
+    shared = [None if c.after is None else attrs_json(c.after.attrs) for c in commit.changes]
+    assert commit_to_text(commit, shared) == before
+
+
+@settings(max_examples=30, deadline=None)
+@given(_commits.filter(lambda c: not c.genesis))
+def test_the_journal_text_reads_back_as_the_commit(commit):
+    damaged = lambda what: StoreError([])  # noqa: E731
+    assert commit_from_row(commit.t, commit_to_text(commit), damaged) == commit
+
+
+def _memory(path) -> Memory:
+    return Memory(store=SQLiteStore(path, image_min_nodes=0))
+
+
+def _seeded(path) -> None:
+    with _memory(path) as memory:
+        memory.apply({"ops": [
+            {"op": "add_node", "id": "g", "type": "goal", "content": "trip"},
+            {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"},
+            {"op": "add_node", "id": "f", "type": "fact", "content": "héllo"},
+            {"op": "add_edge", "from": "a", "to": "f", "type": "produces"},
+        ]})
+
+
+def test_the_state_rows_of_a_commit_are_the_payloads_and_their_checksums(tmp_path):
+    path = tmp_path / "m.db"
+    _seeded(path)
+    with _memory(path) as memory:
+        memory.apply({"ops": [
+            {"op": "update_node", "id": "a", "set": {"status": "done"}},
+            {"op": "delete_edge", "from": "a", "to": "f", "type": "produces"},
+            {"op": "add_node", "id": "b", "type": "action", "parent": "g", "order": 2, "status": "pending"},
+        ]})
+        graph = memory.graph
+        nodes = {(n.id, n.type, attrs_json(n.attrs), n.seq) for n in graph.nodes()}
+        edges = {(e.source, e.target, e.type, attrs_json(e.attrs), e.seq) for e in graph.edges()}
+    db = sqlite3.connect(path)
+    stored_nodes = db.execute("SELECT id, type, attrs, seq, crc FROM nodes").fetchall()
+    stored_edges = db.execute("SELECT source, target, type, attrs, seq, crc FROM edges").fetchall()
+    db.close()
+    assert {row[:-1] for row in stored_nodes} == nodes
+    assert {row[:-1] for row in stored_edges} == edges
+    assert all(row[-1] == row_crc(*row[:-1]) for row in stored_nodes + stored_edges)
+
+
+@pytest.mark.parametrize(
+    "hand_edit, ops, named",
+    [
+        ("DELETE FROM nodes WHERE id = 'a'", [{"op": "update_node", "id": "a", "set": {"status": "done"}}], "node 'a' is not in the state tables"),
+        (
+            "DELETE FROM edges WHERE source = 'a'",
+            [{"op": "delete_edge", "from": "a", "to": "f", "type": "produces"}],
+            "edge a -produces-> f is not in the state tables",
+        ),
+        (
+            "INSERT INTO nodes (id, type, attrs, seq) VALUES ('n2', 'fact', '{}', 99)",
+            [{"op": "add_node", "id": "n1", "type": "fact"}, {"op": "add_node", "id": "n2", "type": "fact"}, {"op": "add_node", "id": "n3", "type": "fact"}],
+            "node 'n2' is already in the state tables",
+        ),
+        (
+            "INSERT INTO edges (source, target, type, attrs, seq) VALUES ('g', 'f', 'related_to', '{}', 99)",
+            [{"op": "add_edge", "from": "a", "to": "f", "type": "related_to"}, {"op": "add_edge", "from": "g", "to": "f", "type": "related_to"}],
+            "edge g -related_to-> f is already in the state tables",
+        ),
+    ],
+)
+def test_a_state_row_that_disagrees_with_the_journal_fails_the_commit_naming_it(tmp_path, hand_edit, ops, named):
+    path = tmp_path / "m.db"
+    _seeded(path)
+    with _memory(path) as memory:
+        db = sqlite3.connect(path)
+        db.execute(hand_edit)
+        db.commit()
+        db.close()
+        t = memory.t
+        with pytest.raises(StoreError, match=named):
+            memory.apply({"ops": ops})
+        assert memory.t == t
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT MAX(t) FROM journal").fetchone()[0] == t  # nothing of the commit was written
+    assert db.execute("SELECT COUNT(*) FROM nodes WHERE id IN ('n1', 'n3')").fetchone()[0] == 0
+    db.close()
