@@ -138,3 +138,24 @@ def test_a_state_row_that_disagrees_with_the_journal_fails_the_commit_naming_it(
     assert db.execute("SELECT MAX(t) FROM journal").fetchone()[0] == t  # nothing of the commit was written
     assert db.execute("SELECT COUNT(*) FROM nodes WHERE id IN ('n1', 'n3')").fetchone()[0] == 0
     db.close()
+
+
+def test_the_node_index_t_a_store_remembers_gives_way_to_another_connections_write(tmp_path):
+    path = tmp_path / "m.db"
+    store = SQLiteStore(path)
+    with store.write():
+        store.write_node_index(5, [("g", '{"trip":1}')])
+    with store.write():
+        assert store.node_index_t() == 5
+    other = sqlite3.connect(path)
+    other.execute("UPDATE node_index SET t = 7, crc = ? WHERE name = 't'", (row_crc("t", 7),))
+    other.commit()
+    other.close()
+    with store.write():
+        assert store.node_index_t() == 7
+    with pytest.raises(RuntimeError), store.write():
+        store.write_node_index(9, [])
+        raise RuntimeError("rolled back")
+    with store.write():
+        assert store.node_index_t() == 7  # what was rolled back is not remembered
+    store.close()

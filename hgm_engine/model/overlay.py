@@ -159,6 +159,7 @@ class GraphOverlay:
         self._node_seq = base.last_node_seq
         self._edge_seq = base.last_edge_seq
         self.version = 0
+        self._net: tuple[tuple[int, int], list[Change]] | None = None  # changes() at (version, base's version)
 
     # -- read protocol ------------------------------------------------------------------------
 
@@ -464,7 +465,16 @@ class GraphOverlay:
 
     def changes(self) -> list[Change]:
         """The net changes against the base, in the order that applies them safely:
-        edge removals, node removals, node additions and updates, edge additions."""
+        edge removals, node removals, node additions and updates, edge additions (computed
+        once while neither the overlay nor its base changes: a commit asks several times)."""
+        stamp = (self.version, getattr(self.base, "version", None))
+        if self._net is not None and self._net[0] == stamp and stamp[1] is not None:
+            return list(self._net[1])
+        out = self._net_changes()
+        self._net = (stamp, out)
+        return list(out)
+
+    def _net_changes(self) -> list[Change]:
         base = self.base
         out: list[Change] = []
         added_keys = self._added_edges

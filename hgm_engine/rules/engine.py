@@ -128,7 +128,9 @@ class _Run:
 
     def execute(self) -> tuple[list[str], list[dict[str, Any]]]:
         self._clear_updated()
-        events = self._initial_events()
+        # The events and their origins feed triggers and propagation only: with neither
+        # (the default memory), a commit does not compute them.
+        events = self._initial_events() if self.engine._triggers or self.engine._propagations else []
         if self.engine._triggers:
             cap = self.engine.max_rounds
             for _ in range(cap):

@@ -150,6 +150,7 @@ IMAGE_REWRITE_AFTER = 50
 """Opening writes a new image when it replayed at least this many commits onto the old one."""
 
 _log = logging.getLogger("hgm.store")
+_UNSET = object()
 
 # Read in table order and sorted by seq here: the rows come nearly in creation order, which
 # Python's sort orders in one pass, where SQLite's ORDER BY sorts them all (a third of the read).
@@ -270,6 +271,11 @@ class SQLiteStore(Store):
         self._crc = {table: "crc" for table in _COLUMNS}  # the crc column, or NULL in an older store
         self._image_min_nodes = image_min_nodes
         self._guarding = False  # this write transaction has set image_guard.writing
+        self._write_token = None  # change_token() as read inside the current write transaction
+        # The node index's t: as the current write transaction wrote it (_UNSET: not written),
+        # and (change token, t) as the last committed one left it (None: read it).
+        self._index_t_written: Any = _UNSET
+        self._index_t_cache: tuple[object, int | None] | None = None
         self._unchecked: tuple[str, ...] = ()  # tables the open's quick_check left for when they are read
         self.last_load = "none"  # how the last load_state read the state (for tests and benchmarks)
         if os.path.exists(self.location):
@@ -761,10 +767,17 @@ class SQLiteStore(Store):
 
     def change_token(self) -> object:
         # SQLite counts commits made by *other* connections (one PRAGMA, no table read):
-        # this process's own commits are already applied where they were made.
+        # this process's own commits are already applied where they were made. Inside a
+        # write transaction nobody else can commit: the token is read once per transaction.
         self._follow()
-        with self._lock, self._guard("read"):
-            return (self._generation, self._db.execute("PRAGMA data_version").fetchone()[0])
+        with self._lock:
+            if self._in_write and self._write_token is not None:
+                return self._write_token
+            with self._guard("read"):
+                token = (self._generation, self._db.execute("PRAGMA data_version").fetchone()[0])
+            if self._in_write:
+                self._write_token = token
+            return token
 
     def commits_after(self, t: int, upto: int | None = None) -> list[Commit]:
         self._follow()
@@ -801,6 +814,8 @@ class SQLiteStore(Store):
                 self._db.execute("BEGIN IMMEDIATE")
             self._in_write = 1
             self._pending = []
+            self._write_token = None
+            self._index_t_written = _UNSET
             try:
                 self._add_checksum_columns()
                 yield self
@@ -808,6 +823,8 @@ class SQLiteStore(Store):
                 self._rollback()
                 raise
             else:
+                index_t = self._index_t_written
+                token = self.change_token() if index_t is not _UNSET and index_t is not None else None
                 try:
                     if self._guarding:
                         self._db.execute("UPDATE image_guard SET writing = 0")
@@ -817,13 +834,19 @@ class SQLiteStore(Store):
                     raise self._failure("commit to", exc, written=True) from None
                 if self._unpublished is not None:
                     self._publish()
+                    token = None  # another file, another connection: read the next time
                 # Only what was really written may be served from the cache.
                 for commit in self._pending:
                     self._commit_cache[commit.t] = commit
+                if index_t is not _UNSET:
+                    # The node index's t as this transaction left it, valid while no other
+                    # connection writes (the change token stays the same): node_index_t.
+                    self._index_t_cache = (token, index_t) if token is not None else None
             finally:
                 self._in_write = 0
                 self._guarding = False
                 self._pending = []
+                self._write_token = None
 
     def _add_checksum_columns(self) -> None:
         """Give the tables of a store written before rows had checksums their ``crc`` column
@@ -1003,6 +1026,7 @@ class SQLiteStore(Store):
             for table in ("node_index", "node_index_changes", "node_vectors", "state_image"):
                 if table in kept:
                     db.execute(f"DELETE FROM {table}")
+            self._index_t_written = None  # no kept index now
         self._commit_cache.clear()
         self.append(tombstone)
 
@@ -1080,6 +1104,11 @@ class SQLiteStore(Store):
 
     def node_index_t(self) -> int | None:
         assert self._in_write, "node_index_t() runs inside write()"
+        cached = self._index_t_cache
+        if self._index_t_written is not _UNSET:  # written in this transaction
+            return self._index_t_written
+        if cached is not None and cached[0] == self.change_token():
+            return cached[1]  # this store wrote it, and no other connection wrote since
         with self._guard("read the node index of"):
             if getattr(self, "_index_ready", None) is not self._db and not self._index_tables(self._db):
                 return None
@@ -1109,6 +1138,7 @@ class SQLiteStore(Store):
             head = (t, row_crc("t", t))
             if db.execute("UPDATE node_index SET t = ?, data = NULL, crc = ? WHERE name = 't'", head).rowcount != 1:
                 db.execute("INSERT OR REPLACE INTO node_index (name, t, data, crc) VALUES ('t', ?, NULL, ?)", head)
+        self._index_t_written = t
 
     def read_node_vectors(self, model: str, keys: list[str] | None = None) -> dict[str, bytes]:
         self._follow()

@@ -297,7 +297,8 @@ def parse_op(doc: Any, where: str) -> Op:
     if missing:
         raise _fail(f"{name} needs {', '.join(repr(m) for m in missing)}", where)
     if name == "add_node":
-        attributes = {k: v for k, v in doc.items() if k not in required | optional}
+        named = required | optional
+        attributes = {k: v for k, v in doc.items() if k not in named}
         node_id = doc.get("id")
         if node_id is not None:
             node_id = _string(doc, "id", where)
