@@ -28,13 +28,14 @@ __all__ = ["ReadVerbs"]
 
 
 class ReadVerbs:
-    """The read verbs of ``memory`` (a :class:`~hgm_engine.Memory`: its ``state``,
-    ``limits`` and ``resolve_t`` are read at each call) and the cache of compiled queries for
+    """The read verbs of ``memory`` (a :class:`~hgm_engine.Memory`: its ``limits`` and
+    ``resolve_t`` are read at each call, its ``state`` once) and the cache of compiled queries for
     its schema (:attr:`cache`; :meth:`use_schema` starts a new one). ``search`` is the
     memory's :class:`SearchVerbs`, whose node index a query may read."""
 
     def __init__(self, memory: Any, search: SearchVerbs, schema: Schema):
         self.memory = memory
+        self.state = memory.state  # the memory's for its whole life
         self.search = search
         self.cache = QueryCache(schema)
 
@@ -64,10 +65,9 @@ class ReadVerbs:
         ...     before.node("g"), now.node("g").type
         (None, 'goal')
         """
-        memory = self.memory
-        state = memory.state
+        state = self.state
         with state.lock.reading():
-            yield state.graph if as_of is None else state.view_at(memory.resolve_t(as_of))
+            yield state.graph if as_of is None else state.view_at(self.memory.resolve_t(as_of))
 
     def query(
         self,
@@ -87,7 +87,7 @@ class ReadVerbs:
         memory = self.memory
         limits = memory.limits
         compiled = self.cache.get(expr, limits)
-        state = memory.state
+        state = self.state
         with state.lock.reading():
             self.search.index.ensure()
             t = state.t if as_of is None else memory.resolve_t(as_of)
@@ -96,7 +96,7 @@ class ReadVerbs:
 
     def _payloads(self, ids: list[str], t: int) -> tuple[Node, ...]:
         """Node payloads as they were at ``t`` (for results read after later commits)."""
-        state = self.memory.state
+        state = self.state
         with state.lock.reading():
             nodes = state.view_at(t).node_map()
             return tuple(nodes[i] for i in ids)
