@@ -170,14 +170,26 @@ class Memory:
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA) -> "Memory":
-        """An in-process memory loaded from a graph file (all or nothing, as one transaction)."""
+        """An in-process memory loaded from a graph file (all or nothing, as one transaction).
+
+        >>> import json, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "graph.json")
+        >>> with open(path, "w") as f:
+        ...     json.dump({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}, f)
+        >>> Memory.from_file(path).commits()[0].reason
+        'load graph.json'
+        """
         memory = cls(schema)
         load_graph_file(path, memory.load)
         return memory
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], schema: Schema = DEFAULT_SCHEMA) -> "Memory":
-        """An in-process memory built from a graph document already parsed from JSON."""
+        """An in-process memory built from a graph document already parsed from JSON.
+
+        >>> Memory.from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}).t
+        1
+        """
         memory = cls(schema)
         memory.load(doc)
         return memory
