@@ -27,10 +27,11 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.lexer import PatternStr
 
 from hgm_engine.query import syntax as S
+from hgm_engine.query.fastparse import decode_string, parse_query
 from hgm_engine.errors import HGMError, Problem, QuerySyntaxError, line_column
 from hgm_engine.query.limits import DEFAULT_LIMITS, MAX_INTEGER_DIGITS, Limits, limit_exceeded
 
-__all__ = ["parse", "parse_constraint", "parse_rule_file", "grammar_text", "grammar_path", "decode_string"]
+__all__ = ["parse", "parse_with_lark", "parse_constraint", "parse_rule_file", "grammar_text", "grammar_path", "decode_string"]
 
 # How regex-defined terminals are described in "expected ..." lists.
 _TERMINAL_WORDS = {
@@ -114,6 +115,18 @@ def parse(text: str, limits: Limits = DEFAULT_LIMITS) -> S.Query:
     return _build(text, "start", "query", limits.max_length, limits)
 
 
+def parse_with_lark(text: str, limits: Limits = DEFAULT_LIMITS) -> S.Query:
+    """:func:`parse` by the grammar's own parser alone, without the hand-written reader of
+    ``fastparse.py`` (what that reader is held equal to; its errors are :func:`parse`'s).
+
+    >>> parse_with_lark("root.subgoals[0]") == parse("root.subgoals[0]")
+    True
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a query is a string, not {type(text).__name__}")
+    return _build(text, "lark", "query", limits.max_length, limits)
+
+
 def parse_constraint(text: str, limits: Limits = DEFAULT_LIMITS) -> S.ConstraintDef:
     """Parse ``each TYPE [where COND] must COND`` (within ``limits``, as :func:`parse`).
 
@@ -157,6 +170,15 @@ def _build(text: str, start: str, what: str, max_length: int, limits: Limits):
             max_length,
             excerpt=False,
         )
+    if start == "start":
+        # Most queries are read without Lark (fastparse.py: the same AST, held equal to
+        # Lark's by tests/test_fastparse.py); what it is not certain of, errors included, is
+        # Lark's to read.
+        query = parse_query(text, limits.max_depth)
+        if query is not None:
+            return query
+    if start == "lark":
+        start = "start"
     tree = _tree(text, start)
     _check_depth(tree, text, what, limits.max_depth)
     try:
@@ -258,43 +280,6 @@ def _syntax_error(text: str, exc: UnexpectedInput, parser: Lark) -> QuerySyntaxE
 
 
 # -- tree to AST ------------------------------------------------------------------------
-
-
-def decode_string(token_text: str) -> str:
-    r"""The value of a quoted string literal: JSON/Python escapes, unknown escapes kept.
-
-    Unknown escapes such as ``\d`` keep their backslash so regular expressions read naturally.
-
-    >>> decode_string(r"'it\'s'")
-    "it's"
-    >>> decode_string(r"'\d+'")
-    '\\d+'
-    """
-    body = token_text[1:-1]
-    out = []
-    i = 0
-    simple = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "/": "/"}
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\" or i + 1 >= len(body):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        if nxt in simple:
-            out.append(simple[nxt])
-            i += 2
-        elif nxt == "u" and i + 6 <= len(body):
-            try:
-                out.append(chr(int(body[i + 2 : i + 6], 16)))
-                i += 6
-            except ValueError:
-                out.append("\\u")
-                i += 2
-        else:
-            out.append("\\" + nxt)
-            i += 2
-    return "".join(out)
 
 
 def _span(meta: Any) -> S.Span:
