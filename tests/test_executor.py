@@ -53,9 +53,11 @@ def _frames(error: BaseException) -> str:
 @pytest.mark.parametrize(
     ("query", "kind", "line"),
     [
-        ("nodes.where(status = 'done')", "scan", "return [n.id for n in payloads if (a := n.attrs) is not None and"),
-        ("root.actions.where(status = 'done')", "filter", "return [i for i in ids if (a := (n := nodes[i]).attrs)"),
-        ("root.actions.where(status = 'done')[0]", "step", "if (a := (n := nodes[t]).attrs) is not None and"),
+        # a string equality reads the value index where the view has one, else the attributes
+        ("nodes.where(status = 'done')", "scan", "return [n.id for n in payloads if (n.id in _m1[_v1] if (_v1 := n.type) in _m1 else n.attrs.get(_k1) == _k2)]"),
+        ("root.actions.where(status = 'done')", "filter", "return [i for i in ids if (n := nodes[i]) is not None and (n.id in _m1"),
+        ("root.actions.where(status = 'done')[0]", "step", "if (n := nodes[t]) is not None and (n.id in _m1"),
+        ("root.actions.where(priority >= 2)", "filter", "return [i for i in ids if (a := (n := nodes[i]).attrs)"),
     ],
 )
 def test_a_traceback_through_a_generated_query_function_shows_the_generated_line(query, kind, line):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import operator
 import threading
+from bisect import bisect_left
 from typing import Any, Iterable, Iterator, Mapping
 
 import rustworkx as rx
@@ -92,6 +93,31 @@ def release_kept() -> None:
     gc.unfreeze()
 
 
+class _Positions:
+    """The ids whose position (``index[id]``) is in ``positions`` (ascending), as a container:
+    a value index kept in a stored image, tested without making a set of it. After as many
+    tests as making the set would cost, it is made and put in its place in ``found`` (the
+    lookups after that, and every later query's, are a set's)."""
+
+    __slots__ = ("index", "positions", "found", "node_type", "ids", "left")
+
+    def __init__(self, index: Mapping[str, int], positions, found: dict, node_type: str, ids: list[str]):
+        self.index, self.positions, self.found, self.node_type, self.ids = index, positions, found, node_type, ids
+        self.left = 32 + len(positions) // 16
+
+    def __contains__(self, node_id: str) -> bool:
+        self.left -= 1
+        if self.left < 0:
+            made = self.found[self.node_type] = frozenset(map(self.ids.__getitem__, self.positions))
+            return node_id in made
+        p = self.index.get(node_id)
+        if p is None:
+            return False
+        positions = self.positions
+        i = bisect_left(positions, p)
+        return i < len(positions) and positions[i] == p
+
+
 class MemoryGraph:
     """A typed multigraph with stable string ids, creation order and edge order.
 
@@ -126,6 +152,11 @@ class MemoryGraph:
         # ``_stored_ids``; used until the first change to a node (then built by scanning).
         self._stored_values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None
         self._stored_ids: list[str] = []
+        # (type, attribute, value) -> the payloads of one of those buckets, made on first use
+        # (a query asks for one value: the others are not made); dropped with them.
+        self._stored_buckets: dict[tuple[str, str, str], tuple[Node, ...]] = {}
+        # (attribute, value) -> what value_members answered; dropped by every node change.
+        self._members: dict[tuple[str, str], dict[str, Any]] = {}
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -310,14 +341,21 @@ class MemoryGraph:
         """
         key = (node_type, attribute)
         buckets = self._values.get(key)
-        if buckets is None and self._stored_values is not None and key in self._stored_values:
-            # kept in the image the graph was read from: the nodes' positions, per value
-            nodes, at = self._nodes, self._stored_ids.__getitem__
-            buckets = self._values[key] = {
-                found: {node_id: nodes[node_id] for node_id in map(at, where)} for found, where in self._stored_values[key].items()
-            }
+        if buckets is None and self._stored_values is not None:
+            stored = self._stored_values.get(key)
+            if stored is not None:
+                # kept in the image the graph was read from, as the nodes' positions per
+                # value: only the bucket asked for is made (in creation order, as stored)
+                made = self._stored_buckets.get((node_type, attribute, value))
+                if made is None:
+                    nodes, at = self._nodes, self._stored_ids.__getitem__
+                    made = self._stored_buckets[(node_type, attribute, value)] = tuple(
+                        nodes[node_id] for node_id in map(at, stored.get(value, ()))
+                    )
+                return made
         if buckets is None:
             buckets = self._values[key] = {}
+            self._members = {}  # value_members may answer for this type now
             for node in self._by_type.get(node_type, {}).values():
                 found = node.attrs.get(attribute)
                 if type(found) is str:
@@ -331,13 +369,45 @@ class MemoryGraph:
             self._unsorted.discard((node_type, attribute, value))
         return bucket.values()
 
+    def value_members(self, attribute: str, value: str) -> Mapping[str, Any]:
+        """For each node type whose index of ``attribute`` is at hand (kept in the image the
+        graph was read from, or built by :meth:`nodes_with`), the ids of the nodes of that type
+        whose ``attribute`` is the string ``value``, as a container (``id in found[type]``);
+        types without one are absent. A filter tests a node against it without decoding the
+        node's attributes; nothing is built for it.
+
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "failed"})], [])
+        >>> g.value_members("status", "failed")
+        {}
+        >>> _ = g.nodes_with("action", "status", "x")
+        >>> found = g.value_members("status", "failed")
+        >>> "b" in found["action"], "a" in found["action"]
+        (True, False)
+        """
+        key = (attribute, value)
+        found = self._members.get(key)
+        if found is None:
+            found = {}
+            if self._stored_values is not None:
+                index, ids = self._index, self._stored_ids
+                for (node_type, name), buckets in self._stored_values.items():
+                    if name == attribute:
+                        found[node_type] = _Positions(index, buckets.get(value, ()), found, node_type, ids)
+            for (node_type, name), buckets in self._values.items():
+                if name == attribute and node_type not in found:
+                    found[node_type] = buckets.get(value, {})
+            self._members[key] = found
+        return found
+
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
+        self._members = {}
         if self._stored_values is not None:
             # The image's positions describe the nodes before this change: every index kept
             # there becomes a built one (the node just changed is in the bucket of its old
             # value, or not there at all), then follows the change as built ones do.
             stored, self._stored_values = self._stored_values, None
+            self._stored_buckets = {}
             nodes, at = self._nodes, self._stored_ids.__getitem__
             for key, buckets in stored.items():
                 if key not in self._values:

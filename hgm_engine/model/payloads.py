@@ -411,7 +411,18 @@ class EdgeColumns:
         if a == b:
             return NO_ADJACENCY
         others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
-        return _pairs_adjacency(tuple(zip(map(self.type_names.__getitem__, types[a:b]), map(self.ids.__getitem__, others[a:b]))))
+        kinds = types[a:b]
+        first = kinds[0]
+        if kinds.count(first) == b - a:
+            # every edge of one type (most nodes): the groups need no pass in Python
+            name = self.type_names[first]
+            found = tuple(map(self.ids.__getitem__, others[a:b]))
+            adjacency = Adjacency.__new__(Adjacency)
+            adjacency.pairs = tuple(zip(repeat(name), found))
+            adjacency.by_type = {name: found}
+            adjacency.typed = {}
+            return adjacency
+        return _pairs_adjacency(tuple(zip(map(self.type_names.__getitem__, kinds), map(self.ids.__getitem__, others[a:b]))))
 
     def targets_of(self, edge_type: str) -> set[str]:
         """The ids at the end of an edge of ``edge_type``."""

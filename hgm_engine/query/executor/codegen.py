@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from hgm_engine.model import Hop, compile_function
+from hgm_engine.model import Hop, MemoryGraph, compile_function
 from hgm_engine.query.executor.values import NUMBER_TYPES
 from hgm_engine.model import INSTANTS, VALID_FROM, VALID_TO, parse_instant
 from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Param, Truthy, ValidAt
@@ -57,6 +57,14 @@ class ConditionWriter:
         # Statements the generated function runs once, before its loop (a parameter's
         # instant for valid_at($t)): the names they bind are read by the expressions.
         self.prologue: list[str] = []
+        # Whether an expression read ``a`` (the attributes): only then does the generated
+        # code bind it, so that a filter on the type alone decodes no node's attributes.
+        self.reads_attrs = False
+        # Whether string equalities may test the graph's value indexes (``value_members``)
+        # instead of the attributes: set by the writers of loops, whose prologue runs once
+        # per call, not once per node.
+        self.members = False
+        self._member_names: dict[tuple[str, str], str] = {}
 
     def preamble(self, indent: str = "    ") -> str:
         """The prologue's statements as source lines at ``indent`` (empty when none).
@@ -105,7 +113,18 @@ class ConditionWriter:
         False
         """
         body = self.expression(cond)
-        return self.define(f"def _test(n, ctx):\n{self.preamble()}    a = n.attrs\n    return {body}\n", "_test", "condition")
+        bind = "    a = n.attrs\n" if self.reads_attrs else ""
+        return self.define(f"def _test(n, ctx):\n{self.preamble()}{bind}    return {body}\n", "_test", "condition")
+
+    def bind(self) -> str:
+        """What a loop's test starts with: ``a`` bound to the node's attributes when an
+        expression reads them (the empty string when none does).
+
+        >>> writer = ConditionWriter(fallback=None); _ = writer.expression(Cmp("=", Attr("type"), Const("fact")))
+        >>> writer.bind()
+        ''
+        """
+        return "(a := n.attrs) is not None and " if self.reads_attrs else ""
 
     def id_filter(self, cond) -> Callable:
         """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
@@ -118,12 +137,14 @@ class ConditionWriter:
         >>> keep(["a", "b"], Context(g, {}, None, DEFAULT_LIMITS))
         ['b']
         """
+        self.members = True
         body = self.expression(cond)
+        test = f"(a := (n := nodes[i]).attrs) is not None and {body}" if self.reads_attrs else f"(n := nodes[i]) is not None and {body}"
         return self.define(
             "def _keep(ids, ctx):\n"
             f"{self.preamble()}"
             "    nodes = ctx.nodes\n"
-            f"    return [i for i in ids if (a := (n := nodes[i]).attrs) is not None and {body}]\n",
+            f"    return [i for i in ids if {test}]\n",
             "_keep",
             "filter",
         )
@@ -137,11 +158,12 @@ class ConditionWriter:
         >>> scan([Node("a", "fact", freeze({"n": 1}), 1), Node("b", "fact", freeze({"n": 2.0}), 2)], None)
         ['b']
         """
+        self.members = True
         body = self.expression(cond)
         return self.define(
             "def _scan(payloads, ctx):\n"
             f"{self.preamble()}"
-            f"    return [n.id for n in payloads if (a := n.attrs) is not None and {body}]\n",
+            f"    return [n.id for n in payloads if {self.bind()}{body}]\n",
             "_scan",
             "scan",
         )
@@ -165,7 +187,27 @@ class ConditionWriter:
             return "n.id"
         if name == "type":
             return "n.type"
+        self.reads_attrs = True
         return f"a.get({self.constant(name)})"
+
+    def member(self, name: str, value: str) -> str:
+        """``n``'s attribute ``name`` is the string ``value``, tested against the value index
+        of its type where the view has one at hand (no decoding), else on its attributes.
+
+        >>> writer = ConditionWriter(fallback=None)
+        >>> writer.member("status", "done")
+        '(n.id in _m1[_v1] if (_v1 := n.type) in _m1 else n.attrs.get(_k1) == _k2)'
+        >>> writer.preamble()
+        '    _m1 = _k3(ctx.view, _k1, _k2)\\n'
+        """
+        found = self._member_names.get((name, value))
+        key, wanted = self.constant(name), self.constant(value)
+        if found is None:
+            found = self._member_names[(name, value)] = f"_m{len(self._member_names) + 1}"
+            helper = self.constant(_value_members)
+            self.prologue.append(f"{found} = {helper}(ctx.view, {key}, {wanted})")
+        t = self.temp()
+        return f"(n.id in {found}[{t}] if ({t} := n.type) in {found} else n.attrs.get({key}) == {wanted})"
 
     def expression(self, cond, _level: int = 0) -> str:
         """``cond`` as a Python expression (connectives, truth tests and attribute-versus-
@@ -192,6 +234,17 @@ class ConditionWriter:
             return f"({self.attribute(cond.operand.name)} is not None)"
         if isinstance(cond, Truthy) and isinstance(cond.operand, ValidAt):
             return self.valid_at(cond.operand)
+        if (
+            self.members
+            and isinstance(cond, Cmp)
+            and cond.op in ("=", "!=")
+            and isinstance(cond.left, Attr)
+            and cond.left.name not in ("id", "type")
+            and isinstance(cond.right, Const)
+            and type(cond.right.value) is str
+        ):
+            test = self.member(cond.left.name, cond.right.value)
+            return test if cond.op == "=" else f"(not {test})"
         if isinstance(cond, Cmp) and isinstance(cond.left, Attr) and isinstance(cond.right, Const):
             generated = self.comparison(cond.op, self.attribute(cond.left.name), cond.right.value)
             if generated is not None:
@@ -219,6 +272,7 @@ class ConditionWriter:
         else:
             return self.fallback(Truthy(cond))
         start, end = self.temp(), self.temp()
+        self.reads_attrs = True
         start_name, end_name, instants = self.constant(VALID_FROM), self.constant(VALID_TO), self.constant(INSTANTS)
         return (
             f"((({start} := a.get({start_name})) is None or {instants}[{start}] <= {at}) and "
@@ -256,6 +310,17 @@ class ConditionWriter:
         return None
 
 
+def _value_members(view, attribute: str, value: str):
+    """``view.value_members(attribute, value)`` for a graph; no index for other views (a
+    transaction's overlay, an earlier state): their nodes are tested on their attributes."""
+    if isinstance(view, MemoryGraph):
+        return view.value_members(attribute, value)
+    return _NO_MEMBERS
+
+
+_NO_MEMBERS: dict = {}
+
+
 def per_source_step(
     relation: Hop, predicates: tuple, writer: ConditionWriter, weight: int = 1
 ) -> tuple[Callable, str] | None:
@@ -277,8 +342,13 @@ def per_source_step(
     positional = [p for p in predicates if not isinstance(p, Filter)]
     if len(positional) > 1 or (positional and predicates[-1] is not positional[0]):
         return None
+    writer.members = True
     tests = [writer.expression(f.condition) for f in filters]
-    keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
+    if tests:
+        bind = "(a := (n := nodes[t]).attrs) is not None and " if writer.reads_attrs else "(n := nodes[t]) is not None and "
+        keep = bind + " and ".join(tests)
+    else:
+        keep = None
     pick, stop, shown = "", None, ""
     # Positions are passed in as constants, not pasted as text: an index may have thousands
     # of digits, which Python will not turn into text.
