@@ -350,7 +350,7 @@ class MemoryGraph:
                 if made is None:
                     nodes, at = self._nodes, self._stored_ids.__getitem__
                     made = self._stored_buckets[(node_type, attribute, value)] = tuple(
-                        nodes[node_id] for node_id in map(at, stored.get(value, ()))
+                        map(nodes.__getitem__, map(at, stored.get(value, ())))
                     )
                 return made
         if buckets is None:
