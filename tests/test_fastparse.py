@@ -165,3 +165,17 @@ def test_the_keywords_the_reader_knows_per_state_are_the_parsers():
     found = {frozenset(set(actions) & words) for actions in table.states.values() if "NAME" in actions}
     assert found == {frozenset(), frozenset({"WHERE"}), frozenset({"TRUE", "FALSE", "NULL"}),
                      frozenset({"NOT", "TRUE", "FALSE", "NULL"})}
+
+
+def test_importing_the_engine_and_answering_a_query_loads_no_lark():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hgm_engine\n"
+        "assert 'lark' not in sys.modules, 'imported'\n"
+        "hgm_engine.compile(\"root.subgoals[0].actions.where(status = 'pending')\")\n"
+        "assert 'lark' not in sys.modules, 'compiled'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
