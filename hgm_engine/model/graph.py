@@ -1263,6 +1263,18 @@ class MemoryGraph:
             self._in[node_id] = adjacency
         return adjacency
 
+    def adjacency_memos(self) -> tuple[Mapping[str, Adjacency], Mapping[str, Adjacency]]:
+        """The adjacencies built so far, outgoing and incoming, by node id: read-only, for a
+        loop that looks a node up itself and calls :meth:`out_adjacency` / :meth:`in_adjacency`
+        only on a miss (a node not there yet, or unknown). Valid while the graph does not change.
+
+        >>> g = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {})], [("g", "a", "parent_of", {})])
+        >>> outgoing, incoming = g.adjacency_memos()
+        >>> outgoing.get("g") is None, g.out_adjacency("g") is outgoing.get("g")
+        (True, True)
+        """
+        return self._out, self._in
+
     def out_ids(self, node_id: str, edge_type: str) -> tuple[str, ...]:
         return self.out_adjacency(node_id).by_type.get(edge_type, ())
 

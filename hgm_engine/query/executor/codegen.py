@@ -19,6 +19,7 @@ generated line.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from hgm_engine.model import Hop, compile_function
@@ -75,7 +76,9 @@ class ConditionWriter:
         '_k1'
         """
         name = f"_k{len(self.names)}"
-        self.names[name] = value
+        # A string is interned: node types and the schema's names are, so ``n.type == _k1``
+        # is settled by identity, without comparing the characters.
+        self.names[name] = sys.intern(value) if type(value) is str else value
         return name
 
     def temp(self) -> str:
@@ -298,12 +301,23 @@ def per_source_step(
             shown = _shown_slice(op.lower, op.upper)
             if op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
                 stop = op.upper
-    adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
+    side = "out" if relation.direction == "out" else "in"
     edge_type = writer.constant(relation.edge_types[0])
+    # The view's remembered adjacency read from its dict; a call only on a miss.
+    lookup = (
+        "        found = memo_get(s)\n"
+        "        if found is None:\n"
+        "            found = adjacency(s)\n"
+    )
     if relation.node_type is None:
-        lookup = f"adjacency(s).by_type.get({edge_type}, ())"
+        lookup += f"        targets = found.by_type.get({edge_type}, ())\n"
     else:  # the adjacency remembers its targets of that type
-        lookup = f"adjacency(s).of_type({edge_type}, {writer.constant(relation.node_type)}, nodes)"
+        node_type = writer.constant(relation.node_type)
+        lookup += (
+            f"        targets = found.typed.get({writer.constant((relation.edge_types[0], relation.node_type))})\n"
+            "        if targets is None:\n"
+            f"            targets = found.of_type({edge_type}, {node_type}, nodes)\n"
+        )
     if keep and stop is not None:
         # A pick from the front after a filter (actions.where(...)[0]) stops at the last
         # match it needs instead of testing every target.
@@ -323,13 +337,14 @@ def per_source_step(
     source = (
         "def _step(ids, ctx):\n"
         f"{writer.preamble()}"
-        f"    adjacency = {adjacency}\n"
+        f"    adjacency = ctx.{side}_adj\n"
+        f"    memo_get = ctx.{side}_memo.get\n"
         "    nodes = ctx.nodes\n"
         "    out = []\n"
         "    extend = out.extend\n"
         "    scanned = 0\n"
         "    for s in ids:\n"
-        f"        targets = {lookup}\n"
+        f"{lookup}"
         "        if targets:\n"
         f"{body}"
         "    if len(ids) > 1:\n"

@@ -20,13 +20,17 @@ from hgm_engine.query.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Limits", "DEFAULT_LIMITS", "Context"]
 
+_NO_MEMOS: tuple[Mapping, Mapping] = ({}, {})  # never written to
+
 
 class Context:
     """The state of one run: every operator receives it as ``ctx``.
 
     ``view`` is anything with ``node_map()``, ``ids_of_type()``, ``roots()``,
     ``out_adjacency()`` and ``in_adjacency()`` (a graph or a historical view); the operators
-    read ``nodes``, ``out_adj`` and ``in_adj`` from here, bound once per run.
+    read ``nodes``, ``out_adj`` and ``in_adj`` from here, bound once per run, and
+    ``out_memo`` / ``in_memo``: the adjacencies the view has built, by id (empty dicts for a
+    view that keeps none), so that a loop calls ``out_adj`` only on a miss.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {})
@@ -36,7 +40,7 @@ class Context:
     """
 
     __slots__ = (
-        "view", "nodes", "out_adj", "in_adj", "params", "focus", "work", "max_work", "deadline", "regexes",
+        "view", "nodes", "out_adj", "in_adj", "out_memo", "in_memo", "params", "focus", "work", "max_work", "deadline", "regexes",
         "regex_timeout", "regex_left", "output", "max_output",
     )
 
@@ -45,6 +49,11 @@ class Context:
         self.nodes = view.node_map()
         self.out_adj = view.out_adjacency
         self.in_adj = view.in_adjacency
+        # The view's remembered adjacencies by id, when it keeps them in a dict (a graph): a
+        # loop reads ``out_memo.get(i) or out_adj(i)``, a call only on a miss. Other views
+        # give empty dicts, so every lookup goes through ``out_adj`` / ``in_adj``.
+        memos = getattr(view, "adjacency_memos", None)
+        self.out_memo, self.in_memo = memos() if memos is not None else _NO_MEMOS
         self.params = params
         self.focus = focus
         self.work = 0

@@ -161,8 +161,63 @@ def _hop(relation: Hop) -> Callable:
     return restricted
 
 
-def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Callable]:
-    """Breadth-first repetition (spec §2.2), untraced and traced."""
+def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | None:
+    """Breadth-first repetition of a one-type out or in hop, untraced, with the adjacency
+    lookup inline: the view's remembered adjacency read from its dict (a call only on a
+    miss), then the targets of the edge type (of the node type, when the hop has one). The
+    same levels, order and work as the general form; None for other hops.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> g = MemoryGraph()
+    >>> for i in ("g", "s", "a"): _ = g.add_node(i, "goal" if i != "a" else "action", {})
+    >>> _ = g.add_edge("g", "s", "parent_of"); _ = g.add_edge("s", "a", "parent_of")
+    >>> _one_type_levels(Hop("out", ("parent_of",)), 1, None)("g", Context(g, {}, None, DEFAULT_LIMITS))
+    ['s', 'a']
+    """
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+        return None
+    edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
+    key = (edge_type, node_type)
+
+    def levels(source, ctx):
+        memo_get = (ctx.out_memo if outgoing else ctx.in_memo).get
+        adjacency = ctx.out_adj if outgoing else ctx.in_adj
+        nodes = ctx.nodes
+        reached = {source}
+        level = [source]
+        out = [source] if low == 0 else []
+        depth = 0
+        while level and (high is None or depth < high):
+            depth += 1
+            following: list = []
+            append = following.append
+            for node_id in level:
+                found = memo_get(node_id)
+                if found is None:
+                    found = adjacency(node_id)
+                if node_type is None:
+                    targets = found.by_type.get(edge_type, ())
+                else:
+                    targets = found.typed.get(key)
+                    if targets is None:
+                        targets = found.of_type(edge_type, node_type, nodes)
+                for other in targets:
+                    if other not in reached:
+                        reached.add(other)
+                        append(other)
+            if depth >= low:
+                out.extend(following)
+            ctx.charge(len(following))
+            level = following
+        return out
+
+    return levels
+
+
+def _repeat(expand: Callable, low: int, high: int | None, relation: Hop | None = None) -> tuple[Callable, Callable]:
+    """Breadth-first repetition (spec §2.2), untraced and traced (the untraced form of a
+    one-type hop ``relation`` is :func:`_one_type_levels`)."""
 
     def levels(source, ctx):
         reached = {source}
@@ -208,7 +263,8 @@ def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Cal
             level = following
         return out
 
-    return levels, traced
+    fast = _one_type_levels(relation, low, high) if relation is not None else None
+    return fast or levels, traced
 
 
 def _siblings() -> tuple[Callable, Callable]:
@@ -302,10 +358,10 @@ def expanders(op: Navigate) -> tuple[Callable, Callable]:
     if isinstance(relation, Hop):
         expand = _hop(relation)
         if op.repeat is not None:
-            return _repeat(expand, *op.repeat)
+            return _repeat(expand, *op.repeat, relation)
         return expand, (lambda node_id, ctx: [(other, ()) for other in expand(node_id, ctx)])
     if isinstance(relation, Closure):
-        return _repeat(_hop(relation.hop), 1, None)
+        return _repeat(_hop(relation.hop), 1, None, relation.hop)
     if isinstance(relation, Siblings):
         return _siblings()
     if isinstance(relation, Latest):
@@ -418,26 +474,48 @@ def one_type_hop(relation: Hop) -> Callable | None:
     def step(ids, ctx):
         out: list = []
         extend = out.extend
-        adjacencies = (ctx.out_adj, ctx.in_adj) if direction == "both" else (ctx.out_adj if direction == "out" else ctx.in_adj,)
+        # (remembered adjacencies' lookup, the call that builds one) per direction followed
+        if direction == "both":
+            sides = ((ctx.out_memo.get, ctx.out_adj), (ctx.in_memo.get, ctx.in_adj))
+        elif direction == "out":
+            sides = ((ctx.out_memo.get, ctx.out_adj),)
+        else:
+            sides = ((ctx.in_memo.get, ctx.in_adj),)
         if node_type is None:
             if direction == "both":  # per source: outgoing then incoming (spec §2.2)
-                out_adj, in_adj = adjacencies
+                (out_get, out_adj), (in_get, in_adj) = sides
                 for node_id in ids:
-                    extend(out_adj(node_id).by_type.get(edge_type, ()))
-                    extend(in_adj(node_id).by_type.get(edge_type, ()))
+                    found = out_get(node_id)
+                    extend((found if found is not None else out_adj(node_id)).by_type.get(edge_type, ()))
+                    found = in_get(node_id)
+                    extend((found if found is not None else in_adj(node_id)).by_type.get(edge_type, ()))
             else:
-                (adjacency,) = adjacencies
+                ((get, adjacency),) = sides
                 for node_id in ids:
-                    extend(adjacency(node_id).by_type.get(edge_type, ()))
+                    found = get(node_id)
+                    if found is None:
+                        found = adjacency(node_id)
+                    extend(found.by_type.get(edge_type, ()))
         else:
             # Each adjacency remembers its targets of one type: no type test per node after
             # the first visit (the lookup of the remembered tuple is inlined).
             nodes = ctx.nodes
-            for node_id in ids:
-                for adjacency in adjacencies:
-                    found = adjacency(node_id)
+            if len(sides) == 1:
+                ((get, adjacency),) = sides
+                for node_id in ids:
+                    found = get(node_id)
+                    if found is None:
+                        found = adjacency(node_id)
                     targets = found.typed.get(key)
                     extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
+            else:  # per source: outgoing then incoming
+                for node_id in ids:
+                    for get, adjacency in sides:
+                        found = get(node_id)
+                        if found is None:
+                            found = adjacency(node_id)
+                        targets = found.typed.get(key)
+                        extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
         if len(ids) > 1 or direction == "both":
             out = list(dict.fromkeys(out))
         ctx.charge(len(out))
@@ -535,7 +613,10 @@ def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
         return outputs
 
     def fast(ids, ctx):
-        out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
+        if len(ids) == 1:  # one source's outputs hold no repeats (each expansion drops them)
+            out = list(per_source(ids[0], ctx))
+        else:
+            out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
         ctx.charge(len(out))
         return out
 
