@@ -176,3 +176,22 @@ def test_explain_physical_only_adds_lines_to_the_plain_explain():
 
 def test_memory_explain_is_unchanged():
     assert Memory().explain("root.subgoals") == compile("root.subgoals").explain()
+
+
+def test_inline_adjacency_lookups_see_a_transactions_own_edges():
+    # A graph hands the executor its remembered adjacencies (adjacency_memos); a transaction's
+    # view keeps none of its own, so the hops, the per-source step and the repetition ask it
+    # for every node, and see the edges it added, not the graph's remembered ones.
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "s", "type": "goal"},
+                          {"op": "add_edge", "from": "g", "to": "s", "type": "parent_of"}]})
+    queries = ("#g.descendants", "#g.children{1,2}", "root.subgoals[0].subgoals", "root.subgoals.subgoals", "#s.children",
+               "nodes.where(type = 'goal').children.where(type = 'goal')")
+    before = {q: memory.query(q).ids for q in queries}  # fills the graph's adjacency memos
+    assert before == dict(zip(queries, (["s"], ["s"], [], [], [], ["s"])))
+    with memory.transaction() as tx:
+        tx.add_node("goal", id="t", parent="s")
+        inside = {q: tx.query(q).ids for q in queries}
+        assert tx.query("#t.ancestors").ids == ["s", "g"]
+    assert inside == dict(zip(queries, (["s", "t"], ["s", "t"], ["t"], ["t"], ["t"], ["s", "t"])))
+    assert {q: memory.query(q).ids for q in queries} == inside
