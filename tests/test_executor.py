@@ -179,7 +179,7 @@ def test_memory_explain_is_unchanged():
 
 
 def test_inline_adjacency_lookups_see_a_transactions_own_edges():
-    # A graph hands the executor its remembered adjacencies (adjacency_memos); a transaction's
+    # A graph hands the executor its remembered hop answers (hop_memo); a transaction's
     # view keeps none of its own, so the hops, the per-source step and the repetition ask it
     # for every node, and see the edges it added, not the graph's remembered ones.
     memory = Memory()

@@ -301,23 +301,16 @@ def per_source_step(
             shown = _shown_slice(op.lower, op.upper)
             if op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
                 stop = op.upper
-    side = "out" if relation.direction == "out" else "in"
-    edge_type = writer.constant(relation.edge_types[0])
-    # The view's remembered adjacency read from its dict; a call only on a miss.
-    lookup = (
-        "        found = memo_get(s)\n"
-        "        if found is None:\n"
-        "            found = adjacency(s)\n"
+    # Each source's other ends from the hop's memo (Context.hop); a call only on a miss.
+    hop_args = (
+        f"{writer.constant(relation.edge_types[0])}, {writer.constant(relation.node_type)}, "
+        f"{writer.constant(relation.direction == 'out')}"
     )
-    if relation.node_type is None:
-        lookup += f"        targets = found.by_type.get({edge_type}, ())\n"
-    else:  # the adjacency remembers its targets of that type
-        node_type = writer.constant(relation.node_type)
-        lookup += (
-            f"        targets = found.typed.get({writer.constant((relation.edge_types[0], relation.node_type))})\n"
-            "        if targets is None:\n"
-            f"            targets = found.of_type({edge_type}, {node_type}, nodes)\n"
-        )
+    lookup = (
+        "        targets = get(s)\n"
+        "        if targets is None:\n"
+        "            targets = find(s)\n"
+    )
     if keep and stop is not None:
         # A pick from the front after a filter (actions.where(...)[0]) stops at the last
         # match it needs instead of testing every target.
@@ -337,8 +330,7 @@ def per_source_step(
     source = (
         "def _step(ids, ctx):\n"
         f"{writer.preamble()}"
-        f"    adjacency = ctx.{side}_adj\n"
-        f"    memo_get = ctx.{side}_memo.get\n"
+        f"    get, find = ctx.hop({hop_args})\n"
         "    nodes = ctx.nodes\n"
         "    out = []\n"
         "    extend = out.extend\n"

@@ -162,10 +162,10 @@ def _hop(relation: Hop) -> Callable:
 
 
 def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | None:
-    """Breadth-first repetition of a one-type out or in hop, untraced, with the adjacency
-    lookup inline: the view's remembered adjacency read from its dict (a call only on a
-    miss), then the targets of the edge type (of the node type, when the hop has one). The
-    same levels, order and work as the general form; None for other hops.
+    """Breadth-first repetition of a one-type out or in hop, untraced, with the lookup
+    inline: each node's other ends read from the hop's memo (:meth:`Context.hop`; a call
+    only on a miss). The same levels, order and work as the general form; None for other
+    hops.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
@@ -178,12 +178,9 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
         return None
     edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
-    key = (edge_type, node_type)
 
     def levels(source, ctx):
-        memo_get = (ctx.out_memo if outgoing else ctx.in_memo).get
-        adjacency = ctx.out_adj if outgoing else ctx.in_adj
-        nodes = ctx.nodes
+        get, find = ctx.hop(edge_type, node_type, outgoing)
         reached = {source}
         level = [source]
         out = [source] if low == 0 else []
@@ -193,15 +190,9 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
             following: list = []
             append = following.append
             for node_id in level:
-                found = memo_get(node_id)
-                if found is None:
-                    found = adjacency(node_id)
-                if node_type is None:
-                    targets = found.by_type.get(edge_type, ())
-                else:
-                    targets = found.typed.get(key)
-                    if targets is None:
-                        targets = found.of_type(edge_type, node_type, nodes)
+                targets = get(node_id)
+                if targets is None:
+                    targets = find(node_id)
                 for other in targets:
                     if other not in reached:
                         reached.add(other)
@@ -469,53 +460,24 @@ def one_type_hop(relation: Hop) -> Callable | None:
         return None
     edge_type, node_type, direction = relation.edge_types[0], relation.node_type, relation.direction
 
-    key = (edge_type, node_type)
-
     def step(ids, ctx):
         out: list = []
         extend = out.extend
-        # (remembered adjacencies' lookup, the call that builds one) per direction followed
-        if direction == "both":
-            sides = ((ctx.out_memo.get, ctx.out_adj), (ctx.in_memo.get, ctx.in_adj))
-        elif direction == "out":
-            sides = ((ctx.out_memo.get, ctx.out_adj),)
+        # Each node's other ends come from the hop's memo (a call only on a miss): for a
+        # node type, no type test per node after the first visit.
+        if direction == "both":  # per source: outgoing then incoming (spec §2.2)
+            out_get, out_find = ctx.hop(edge_type, node_type, True)
+            in_get, in_find = ctx.hop(edge_type, node_type, False)
+            for node_id in ids:
+                targets = out_get(node_id)
+                extend(targets if targets is not None else out_find(node_id))
+                targets = in_get(node_id)
+                extend(targets if targets is not None else in_find(node_id))
         else:
-            sides = ((ctx.in_memo.get, ctx.in_adj),)
-        if node_type is None:
-            if direction == "both":  # per source: outgoing then incoming (spec §2.2)
-                (out_get, out_adj), (in_get, in_adj) = sides
-                for node_id in ids:
-                    found = out_get(node_id)
-                    extend((found if found is not None else out_adj(node_id)).by_type.get(edge_type, ()))
-                    found = in_get(node_id)
-                    extend((found if found is not None else in_adj(node_id)).by_type.get(edge_type, ()))
-            else:
-                ((get, adjacency),) = sides
-                for node_id in ids:
-                    found = get(node_id)
-                    if found is None:
-                        found = adjacency(node_id)
-                    extend(found.by_type.get(edge_type, ()))
-        else:
-            # Each adjacency remembers its targets of one type: no type test per node after
-            # the first visit (the lookup of the remembered tuple is inlined).
-            nodes = ctx.nodes
-            if len(sides) == 1:
-                ((get, adjacency),) = sides
-                for node_id in ids:
-                    found = get(node_id)
-                    if found is None:
-                        found = adjacency(node_id)
-                    targets = found.typed.get(key)
-                    extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
-            else:  # per source: outgoing then incoming
-                for node_id in ids:
-                    for get, adjacency in sides:
-                        found = get(node_id)
-                        if found is None:
-                            found = adjacency(node_id)
-                        targets = found.typed.get(key)
-                        extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
+            get, find = ctx.hop(edge_type, node_type, direction == "out")
+            for node_id in ids:
+                targets = get(node_id)
+                extend(targets if targets is not None else find(node_id))
         if len(ids) > 1 or direction == "both":
             out = list(dict.fromkeys(out))
         ctx.charge(len(out))
