@@ -195,3 +195,21 @@ def test_inline_adjacency_lookups_see_a_transactions_own_edges():
         assert tx.query("#t.ancestors").ids == ["s", "g"]
     assert inside == dict(zip(queries, (["s", "t"], ["s", "t"], ["t"], ["t"], ["t"], ["s", "t"])))
     assert {q: memory.query(q).ids for q in queries} == inside
+
+
+def test_a_filter_that_starts_with_a_type_test_reads_no_attributes_of_the_nodes_it_rejects():
+    # type = 'action' comes first: a goal is rejected on its type and its attributes are never
+    # read (for a node read from an image: never decoded). Here a goal's stored attributes
+    # cannot be decoded, so reading them fails the query.
+    from hgm_engine.model import lazy_nodes
+
+    graph = _trip()
+    view = _UnreadableAttributes(graph)
+    view._nodes = {
+        i: (n if n.type != "goal" else lazy_nodes([n.id], [n.type], ["{not json"], [n.seq])[0]) for i, n in graph.node_map().items()
+    }
+    for query in ("#g.children.where(type = 'action', status = 'pending')",  # filter after a hop
+                  "#g.descendants.where(type = 'action' and status = 'pending')",  # per source
+                  "#g.children.where(type = 'action', status = 'pending')[0]",  # generated per source
+                  "nodes.where(type = 'action' or id = 'x', status = 'pending')"):  # payload scan
+        assert compile_uncached(query).program.run(view) in (["a", "b"], ["a"]), query

@@ -110,6 +110,33 @@ class ConditionWriter:
         body = self.expression(cond)
         return self.define(f"def _test(n, ctx):\n{self.preamble()}    a = n.attrs\n    return {body}\n", "_test", "condition")
 
+    def node_test(self, conditions, node: str = "n") -> str:
+        """The conjunction of ``conditions`` as one expression on the node ``node`` (bound
+        to ``n``), its attributes (``a``) bound only after the leading terms that need none:
+        ``type = 'action' and status = 'pending'`` reads no attributes of a goal.
+
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const
+        >>> ConditionWriter(fallback=None).node_test([AllOf((Cmp("=", Attr("type"), Const("action")), Cmp("=", Attr("s"), Const("p"))))], "nodes[i]")
+        '((n := nodes[i]) is not None) and (n.type == _k1) and ((a := n.attrs) is not None) and (a.get(_k2) == _k3)'
+        """
+        parts = []
+        for cond in conditions:  # terms of a conjunction at the level they had inside it
+            if isinstance(cond, AllOf):
+                parts.extend(self.expression(item, 1) for item in cond.items)
+            else:
+                parts.append(self.expression(cond))
+        bind = "n" if node == "n" else f"(n := {node})"
+        if not parts or "a.get(" in parts[0]:  # only attribute reads use ``a``
+            # the first term reads attributes: bind them first (the form tracebacks show)
+            return f"(a := {bind}.attrs) is not None and " + " and ".join(self.expression(c) for c in conditions)
+        terms = [] if node == "n" else [f"({bind} is not None)"]
+        while parts and "a.get(" not in parts[0]:
+            terms.append(parts.pop(0))
+        if parts:
+            terms.append("((a := n.attrs) is not None)")
+            terms.extend(parts)
+        return " and ".join(terms)
+
     def id_filter(self, cond) -> Callable:
         """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
 
@@ -121,12 +148,12 @@ class ConditionWriter:
         >>> keep(["a", "b"], Context(g, {}, None, DEFAULT_LIMITS))
         ['b']
         """
-        body = self.expression(cond)
+        body = self.node_test([cond], "nodes[i]")
         return self.define(
             "def _keep(ids, ctx):\n"
             f"{self.preamble()}"
             "    nodes = ctx.nodes\n"
-            f"    return [i for i in ids if (a := (n := nodes[i]).attrs) is not None and {body}]\n",
+            f"    return [i for i in ids if {body}]\n",
             "_keep",
             "filter",
         )
@@ -140,11 +167,11 @@ class ConditionWriter:
         >>> scan([Node("a", "fact", freeze({"n": 1}), 1), Node("b", "fact", freeze({"n": 2.0}), 2)], None)
         ['b']
         """
-        body = self.expression(cond)
+        body = self.node_test([cond])
         return self.define(
             "def _scan(payloads, ctx):\n"
             f"{self.preamble()}"
-            f"    return [n.id for n in payloads if (a := n.attrs) is not None and {body}]\n",
+            f"    return [n.id for n in payloads if {body}]\n",
             "_scan",
             "scan",
         )
@@ -280,8 +307,8 @@ def per_source_step(
     positional = [p for p in predicates if not isinstance(p, Filter)]
     if len(positional) > 1 or (positional and predicates[-1] is not positional[0]):
         return None
-    tests = [writer.expression(f.condition) for f in filters]
-    keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
+    tests = [f.condition for f in filters]
+    keep = writer.node_test(tests, "nodes[t]") if tests else None
     pick, stop, shown = "", None, ""
     # Positions are passed in as constants, not pasted as text: an index may have thousands
     # of digits, which Python will not turn into text.
