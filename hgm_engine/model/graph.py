@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 import threading
 from bisect import bisect_left
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import rustworkx as rx
 
@@ -135,6 +135,9 @@ class MemoryGraph:
         self._by_type: dict[str, dict[str, Node]] = {}  # type -> id -> payload, creation order
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
+        # edge type -> (node type or None, outgoing) -> (id -> the other ends, their finder):
+        # hop_memo; an entry goes whenever the node's adjacency does.
+        self._hops: dict[str, dict[tuple[str | None, bool], tuple[dict[str, tuple[str, ...]], Callable]]] = {}
         self._roots: tuple[str, ...] | None = None
         # The root goals as a set, kept up to date by every change once computed (None: not
         # yet); ``_roots`` is its creation-ordered tuple, rebuilt from the set when needed.
@@ -503,6 +506,43 @@ class MemoryGraph:
             self._in[node_id] = adjacency
         return adjacency
 
+    def hop_memo(
+        self, edge_type: str, node_type: str | None, outgoing: bool
+    ) -> tuple[Mapping[str, tuple[str, ...]], Callable[[str], tuple[str, ...]]]:
+        """One hop's answers remembered by node id — the other ends over ``edge_type``
+        (outgoing or incoming), of ``node_type`` only unless it is None, in edge order — and
+        ``find(node_id)``, which works out a node's missing answer (from its adjacency) and
+        remembers it. A loop reads ``memo.get(i)`` and calls ``find(i)`` only on a miss: one
+        dictionary read per node, where the adjacency costs three. Forgotten for a node
+        whenever its adjacency is (any change to its edges of that type, its removal).
+
+        >>> g = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {}), ("s", "goal", {})],
+        ...                              [("g", "a", "parent_of", {}), ("g", "s", "parent_of", {})])
+        >>> memo, find = g.hop_memo("parent_of", "goal", True)
+        >>> memo.get("g"), find("g"), memo.get("g")
+        (None, ('s',), ('s',))
+        >>> _ = g.add_node("t", "goal", {}); _ = g.add_edge("g", "t", "parent_of")
+        >>> memo.get("g"), find("g")
+        (None, ('s', 't'))
+        """
+        kinds = self._hops.setdefault(edge_type, {})
+        known = kinds.get((node_type, outgoing))
+        if known is not None:
+            return known
+        memo: dict[str, tuple[str, ...]] = {}
+        adjacency = self.out_adjacency if outgoing else self.in_adjacency
+        nodes = self._nodes
+
+        def find(node_id: str) -> tuple[str, ...]:
+            found = adjacency(node_id)
+            others = found.by_type.get(edge_type, ()) if node_type is None else found.of_type(edge_type, node_type, nodes)
+            if node_id in nodes:  # an unknown id may be a node later: nothing remembered
+                memo[node_id] = others
+            return others
+
+        known = kinds[(node_type, outgoing)] = (memo, find)
+        return known
+
     def out_ids(self, node_id: str, edge_type: str) -> tuple[str, ...]:
         return self.out_adjacency(node_id).by_type.get(edge_type, ())
 
@@ -602,6 +642,9 @@ class MemoryGraph:
         self._index_values(node, None)
         self._out.pop(node_id, None)
         self._in.pop(node_id, None)
+        for kinds in self._hops.values():
+            for memo, _ in kinds.values():
+                memo.pop(node_id, None)
         if node.type == "goal":
             self._recheck_root(node_id)
         self.version += 1
@@ -661,6 +704,10 @@ class MemoryGraph:
     def _invalidate(self, source: str, target: str, edge_type: str) -> None:
         self._out.pop(source, None)
         self._in.pop(target, None)
+        kinds = self._hops.get(edge_type)
+        if kinds:
+            for (_, outgoing), (memo, _) in kinds.items():
+                memo.pop(source if outgoing else target, None)
         if edge_type == "parent_of":
             self._recheck_root(target)
 

@@ -19,6 +19,7 @@ generated line.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from hgm_engine.model import Hop, MemoryGraph, compile_function
@@ -83,7 +84,9 @@ class ConditionWriter:
         '_k1'
         """
         name = f"_k{len(self.names)}"
-        self.names[name] = value
+        # A string is interned: node types and the schema's names are, so ``n.type == _k1``
+        # is settled by identity, without comparing the characters.
+        self.names[name] = sys.intern(value) if type(value) is str else value
         return name
 
     def temp(self) -> str:
@@ -116,15 +119,32 @@ class ConditionWriter:
         bind = "    a = n.attrs\n" if self.reads_attrs else ""
         return self.define(f"def _test(n, ctx):\n{self.preamble()}{bind}    return {body}\n", "_test", "condition")
 
-    def bind(self) -> str:
-        """What a loop's test starts with: ``a`` bound to the node's attributes when an
-        expression reads them (the empty string when none does).
+    def node_test(self, conditions, node: str = "n") -> str:
+        """The conjunction of ``conditions`` as one expression on the node ``node`` (bound
+        to ``n``), its attributes (``a``) bound only after the leading terms that need none:
+        ``type = 'action' and status = 'pending'`` reads no attributes of a goal.
 
-        >>> writer = ConditionWriter(fallback=None); _ = writer.expression(Cmp("=", Attr("type"), Const("fact")))
-        >>> writer.bind()
-        ''
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const
+        >>> ConditionWriter(fallback=None).node_test([AllOf((Cmp("=", Attr("type"), Const("action")), Cmp("=", Attr("s"), Const("p"))))], "nodes[i]")
+        '((n := nodes[i]) is not None) and (n.type == _k1) and ((a := n.attrs) is not None) and (a.get(_k2) == _k3)'
         """
-        return "(a := n.attrs) is not None and " if self.reads_attrs else ""
+        parts = []
+        for cond in conditions:  # terms of a conjunction at the level they had inside it
+            if isinstance(cond, AllOf):
+                parts.extend(self.expression(item, 1) for item in cond.items)
+            else:
+                parts.append(self.expression(cond))
+        bind = "n" if node == "n" else f"(n := {node})"
+        if not parts or "a.get(" in parts[0]:  # only attribute reads use ``a``
+            # the first term reads attributes: bind them first (the form tracebacks show)
+            return f"(a := {bind}.attrs) is not None and " + " and ".join(self.expression(c) for c in conditions)
+        terms = [] if node == "n" else [f"({bind} is not None)"]
+        while parts and "a.get(" not in parts[0]:
+            terms.append(parts.pop(0))
+        if parts:
+            terms.append("((a := n.attrs) is not None)")
+            terms.extend(parts)
+        return " and ".join(terms)
 
     def id_filter(self, cond) -> Callable:
         """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
@@ -138,13 +158,12 @@ class ConditionWriter:
         ['b']
         """
         self.members = True
-        body = self.expression(cond)
-        test = f"(a := (n := nodes[i]).attrs) is not None and {body}" if self.reads_attrs else f"(n := nodes[i]) is not None and {body}"
+        body = self.node_test([cond], "nodes[i]")
         return self.define(
             "def _keep(ids, ctx):\n"
             f"{self.preamble()}"
             "    nodes = ctx.nodes\n"
-            f"    return [i for i in ids if {test}]\n",
+            f"    return [i for i in ids if {body}]\n",
             "_keep",
             "filter",
         )
@@ -159,11 +178,11 @@ class ConditionWriter:
         ['b']
         """
         self.members = True
-        body = self.expression(cond)
+        body = self.node_test([cond])
         return self.define(
             "def _scan(payloads, ctx):\n"
             f"{self.preamble()}"
-            f"    return [n.id for n in payloads if {self.bind()}{body}]\n",
+            f"    return [n.id for n in payloads if {body}]\n",
             "_scan",
             "scan",
         )
@@ -343,12 +362,8 @@ def per_source_step(
     if len(positional) > 1 or (positional and predicates[-1] is not positional[0]):
         return None
     writer.members = True
-    tests = [writer.expression(f.condition) for f in filters]
-    if tests:
-        bind = "(a := (n := nodes[t]).attrs) is not None and " if writer.reads_attrs else "(n := nodes[t]) is not None and "
-        keep = bind + " and ".join(tests)
-    else:
-        keep = None
+    tests = [f.condition for f in filters]
+    keep = writer.node_test(tests, "nodes[t]") if tests else None
     pick, stop, shown = "", None, ""
     # Positions are passed in as constants, not pasted as text: an index may have thousands
     # of digits, which Python will not turn into text.
@@ -368,12 +383,16 @@ def per_source_step(
             shown = _shown_slice(op.lower, op.upper)
             if op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
                 stop = op.upper
-    adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
-    edge_type = writer.constant(relation.edge_types[0])
-    if relation.node_type is None:
-        lookup = f"adjacency(s).by_type.get({edge_type}, ())"
-    else:  # the adjacency remembers its targets of that type
-        lookup = f"adjacency(s).of_type({edge_type}, {writer.constant(relation.node_type)}, nodes)"
+    # Each source's other ends from the hop's memo (Context.hop); a call only on a miss.
+    hop_args = (
+        f"{writer.constant(relation.edge_types[0])}, {writer.constant(relation.node_type)}, "
+        f"{writer.constant(relation.direction == 'out')}"
+    )
+    lookup = (
+        "        targets = get(s)\n"
+        "        if targets is None:\n"
+        "            targets = find(s)\n"
+    )
     if keep and stop is not None:
         # A pick from the front after a filter (actions.where(...)[0]) stops at the last
         # match it needs instead of testing every target.
@@ -393,13 +412,13 @@ def per_source_step(
     source = (
         "def _step(ids, ctx):\n"
         f"{writer.preamble()}"
-        f"    adjacency = {adjacency}\n"
+        f"    get, find = ctx.hop({hop_args})\n"
         "    nodes = ctx.nodes\n"
         "    out = []\n"
         "    extend = out.extend\n"
         "    scanned = 0\n"
         "    for s in ids:\n"
-        f"        targets = {lookup}\n"
+        f"{lookup}"
         "        if targets:\n"
         f"{body}"
         "    if len(ids) > 1:\n"
