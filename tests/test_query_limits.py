@@ -443,7 +443,7 @@ def test_rest_answers_400_limit_exceeded(text):
 
 @pytest.mark.parametrize("text", SERVED, ids=["parens", "not", "regex"])
 def test_mcp_reports_a_limit_as_a_tool_error(text):
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.service import MemoryService
 
     answer, failed = call_tool(MemoryService(_memory()), "query", {"expr": text})

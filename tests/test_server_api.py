@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from hgm_engine import Memory  # noqa: E402
 from hgm_engine.llm import ScriptedClient  # noqa: E402
 from hgm_engine.server import create_app  # noqa: E402
-from hgm_engine.server.mcp_server import PROMPTS, RESOURCES, TOOLS, call_tool, get_prompt, read_resource  # noqa: E402
+from hgm_engine.server.mcp import PROMPTS, RESOURCES, TOOLS, call_tool, get_prompt, read_resource  # noqa: E402
 from hgm_engine.server.service import LLMEndpoint, MemoryService  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -1056,7 +1056,7 @@ class MemoryService:
         return self.memory.configure_search(embedder=embedder, base_url=base_url, min_similarity=min_similarity)
     # -- every other capability of Memory (issue 16): rules, history, paths, loads -----------
     # Each method is one Memory method as JSON in, JSON out, with the same argument checks the
-    # routes above make; REST (rest/app.py) and MCP (mcp_server.py) call these and nothing else.
+    # routes above make; REST (rest/app.py) and MCP (mcp/) call these and nothing else.
 
     def constraints(self) -> dict[str, Any]:
         """User constraints in force (``name``, ``text``) and the broken, inactive ones (with
