@@ -52,7 +52,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hgm_engine.model.graph import MemoryGraph, Node
+from hgm_engine.model.graph import MemoryGraph
+from hgm_engine.model.payloads import Node
 from hgm_engine.model.text import ANALYZER, TAG_FIELD, TEXT_FIELDS, analyze, node_text, words
 
 __all__ = [
