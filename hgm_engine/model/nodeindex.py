@@ -655,6 +655,9 @@ class IndexView:
         self.added = dict(added or {})
         self.description = describe
         self._df: dict[str, int] = {}
+        # The last query's scoring (see _scored): a fused search asks hits() and then ranks_of()
+        # of the same terms, and reads the postings once.
+        self._last_scored: tuple | None = None
 
     @property
     def n_docs(self) -> int:
@@ -713,11 +716,44 @@ class IndexView:
             return []
         wanted = len(terms)
         seg = self.index.segment
-        found = _score_segment(seg, terms, idf, avgdl, self._excluded(), node_type, charge)
-        others = self._other_hits(terms, idf, avgdl, node_type, charge)
+        found, others = self._scored(terms, idf, avgdl, node_type, charge)
         segment_hits = _best(seg, found, terms, wanted, top)
-        merged = _merge(segment_hits, others, lambda hit: self.doc(hit.id).seq)
-        return merged if top is None else merged[:top]
+        merged = _merge(segment_hits, others, lambda hit: self._seq(hit.id))
+        return list(merged) if top is None else merged[:top]
+
+    def _scored(self, terms: tuple[str, ...], idf: Mapping[str, float], avgdl: float, node_type: str | None,
+                charge: Callable[[int], None] | None) -> tuple[Any, list[SearchHit]]:
+        """The segment's scored matches (:func:`_score_segment`) and the other entries' hits
+        (:meth:`_other_hits`) for ``terms``: computed once per view for the last terms and
+        type asked, the postings charged at every call as if read again (so a budget is spent
+        the same whether or not they were). Callers never change what is returned."""
+        key = (terms, node_type, self.index.version)
+        last = self._last_scored
+        if last is not None and last[0] == key:
+            if charge is not None:
+                for amount in last[3]:
+                    charge(amount)
+            return last[1], last[2]
+        charged: list[int] = []
+
+        def record(amount: int) -> None:
+            charged.append(amount)
+            if charge is not None:
+                charge(amount)
+
+        found = _score_segment(self.index.segment, terms, idf, avgdl, self._excluded(), node_type, record)
+        others = self._other_hits(terms, idf, avgdl, node_type, record)
+        self._last_scored = (key, found, others, tuple(charged))
+        return found, others
+
+    def _seq(self, node_id: str) -> int:
+        """The creation number of a node this view holds (a hit's): ``doc(node_id).seq``
+        without making the entry."""
+        doc = self.added.get(node_id) or self.index.docs.get(node_id)
+        if doc is not None:
+            return doc.seq
+        seg = self.index.segment
+        return int(seg.seqs[seg.ord_of[node_id]])
 
     def _excluded(self) -> set[int]:
         """The segment positions this view does not see (dead, or hidden by the view)."""
@@ -771,34 +807,51 @@ class IndexView:
             return {}
         wanted = len(terms)
         seg = self.index.segment
-        found = _score_segment(seg, terms, idf, avgdl, self._excluded(), node_type, charge)
-        others = self._other_hits(terms, idf, avgdl, node_type, charge)
+        found, others = self._scored(terms, idf, avgdl, node_type, charge)
         if found is not None:
             positions, scores, counts = found
             partial, seqs = counts != wanted, seg.seqs[positions]
         other_index = {hit.id: i for i, hit in enumerate(others)}
-        other_keys = [(not hit.all_terms, -hit.score, self.doc(hit.id).seq) for hit in others]
+        other_keys = [(not hit.all_terms, -hit.score, self._seq(hit.id)) for hit in others]
         sorted_other_keys = sorted(other_keys)
-        chosen: list[tuple[str, SearchHit, tuple[bool, float, int]]] = []
-        postings = None
+        # Each id's hit, in the order of ``ids``: a changed or added entry's from ``others``;
+        # a segment node's looked up among the segment's matches (one search for all of them).
+        slots: list[Any] = []
+        lookups: list[tuple[int, str, int]] = []  # (slot, id, segment position)
+        ord_of, added = seg.ord_of, self.added
         for node_id in ids:
-            if node_id in other_index:
-                hit = others[other_index[node_id]]
-                key = other_keys[other_index[node_id]]
-            else:
-                position = seg.ord_of.get(node_id)
-                if found is None or position is None or node_id in self.added:
+            i = other_index.get(node_id)
+            if i is not None:
+                slots.append((node_id, others[i], other_keys[i]))
+                continue
+            position = ord_of.get(node_id)
+            if found is None or position is None or node_id in added:
+                continue
+            lookups.append((len(slots), node_id, position))
+            slots.append(None)
+        if lookups:
+            wanted_positions = np.fromiter((item[2] for item in lookups), np.int64, len(lookups))
+            at = np.searchsorted(positions, wanted_positions)
+            inside = at < len(positions)
+            matches = inside.copy()
+            matches[inside] = positions[at[inside]] == wanted_positions[inside]
+            at_list, match_list = at.tolist(), matches.tolist()
+            held_of: dict[int, tuple[str, ...]] = {}
+            partial_rows = [row for row, (a, ok) in enumerate(zip(at_list, match_list)) if ok and partial[a]]
+            if partial_rows:
+                held = _held_terms_few(seg, terms, wanted_positions[partial_rows])
+                held_of = dict(zip(partial_rows, held))
+            score_list = scores[at[matches]].tolist()
+            seq_list = seqs[at[matches]].tolist()
+            k = 0
+            for row, ((slot, node_id, _), ok) in enumerate(zip(lookups, match_list)):
+                if not ok:
                     continue
-                at = int(np.searchsorted(positions, position))
-                if at >= len(positions) or int(positions[at]) != position:
-                    continue
-                complete = not bool(partial[at])
-                if postings is None:
-                    postings = {term: seg.postings(term) for term in terms}
-                held = tuple(terms) if complete else tuple(t for t in terms if _holds(postings[t], position))
-                hit = SearchHit(node_id, float(scores[at]), held, complete)
-                key = (not complete, -hit.score, int(seqs[at]))
-            chosen.append((node_id, hit, key))
+                complete = row not in held_of
+                hit = SearchHit(node_id, score_list[k], tuple(terms) if complete else held_of[row], complete)
+                slots[slot] = (node_id, hit, (not complete, -hit.score, seq_list[k]))
+                k += 1
+        chosen: list[tuple[str, SearchHit, tuple[bool, float, int]]] = [item for item in slots if item is not None]
         # A hit's rank is 1 + the hits whose key (partial, -score, seq) is smaller: among the
         # changed entries by bisection, among the segment's counted for all the ids at once.
         ahead = _keys_ahead(partial, scores, seqs, [key for _, _, key in chosen]) if found is not None else None
@@ -901,7 +954,12 @@ def _best(seg: Segment, found, terms, wanted: int, top: int | None) -> list[Sear
     hits = []
     all_terms = tuple(terms)
     for group_positions, group_scores, complete in chosen:
-        held_of = [all_terms] * len(group_positions) if complete else _held_terms(seg, all_terms, group_positions)
+        if complete:
+            held_of = [all_terms] * len(group_positions)
+        elif len(group_positions) <= _FEW_POSITIONS:
+            held_of = _held_terms_few(seg, all_terms, group_positions)
+        else:
+            held_of = _held_terms(seg, all_terms, group_positions)
         for position, score, held in zip(group_positions.tolist(), group_scores.tolist(), held_of):
             hits.append(SearchHit(seg.ids[position], score, held, complete))
     return hits
@@ -916,6 +974,9 @@ def _keys_ahead(partial: np.ndarray, scores: np.ndarray, seqs: np.ndarray,
     >>> _keys_ahead(np.array([False, False, True, False]), np.array([2.0, 1.0, 5.0, 1.0]),
     ...             np.array([1, 2, 3, 4]), [(False, -1.0, 4), (True, -5.0, 3), (False, -3.0, 0)])
     [2, 3, 0]
+    >>> _keys_ahead(np.array([False, False, True, False]), np.array([2.0, 1.0, 5.0, 1.0]),
+    ...             np.array([1, 2**62, 3, -2**62]), [(False, -1.0, 4), (True, -5.0, 3), (False, -1.0, 2**62)])
+    [2, 3, 2]
     """
     out = [0] * len(keys)
     if not keys:
@@ -937,20 +998,52 @@ def _keys_ahead(partial: np.ndarray, scores: np.ndarray, seqs: np.ndarray,
         tied_at, tied_seqs = low[tied], group_seqs[tied]
         order = np.lexsort((tied_seqs, tied_at))
         tied_at, tied_seqs = tied_at[order], tied_seqs[order]
-        for i, at in zip(members, np.searchsorted(thresholds, wanted).tolist()):
-            start, stop = np.searchsorted(tied_at, [at, at + 1])
-            count = int(above[at + 1]) + int(np.searchsorted(tied_seqs[start:stop], keys[i][2], "left"))
-            out[i] = count + (n_full if flag else 0)
+        ats = np.searchsorted(thresholds, wanted)
+        member_seqs = np.array([keys[i][2] for i in members], np.int64)
+        # Among the tied hits of each threshold (sorted by (threshold, seq)): those of a smaller
+        # seq, found for every key at once by one search over (threshold, seq) made one number.
+        low_seq = min(int(tied_seqs.min()) if len(tied_seqs) else 0, int(member_seqs.min()))
+        span = max(int(tied_seqs.max()) if len(tied_seqs) else 0, int(member_seqs.max())) - low_seq + 1
+        if span <= 2**62 // (len(thresholds) + 2):
+            combined = tied_at.astype(np.int64) * span + (tied_seqs - low_seq)
+            starts = np.searchsorted(combined, ats.astype(np.int64) * span, "left")
+            within = np.searchsorted(combined, ats.astype(np.int64) * span + (member_seqs - low_seq), "left") - starts
+        else:  # seqs too far apart to be made one number with the threshold: one search per key
+            starts = np.searchsorted(tied_at, ats, "left")
+            stops = np.searchsorted(tied_at, ats + 1, "left")
+            within = np.array([np.searchsorted(tied_seqs[a:b], seq, "left") for a, b, seq in
+                               zip(starts.tolist(), stops.tolist(), member_seqs.tolist())], np.int64)
+        counts = above[ats + 1] + within + (n_full if flag else 0)
+        for i, count in zip(members, counts.tolist()):
+            out[i] = count
     return out
 
 
-def _holds(posting, position: int) -> bool:
-    """Whether the segment node at ``position`` is in ``posting`` (one node: see _held_terms for many)."""
-    if posting is None:
-        return False
-    ords = posting[0]
-    at = int(np.searchsorted(ords, position))
-    return at < len(ords) and int(ords[at]) == position
+_FEW_POSITIONS = 256  # up to this many positions, _held_terms_few bisects; past it _held_terms sorts
+
+
+def _held_terms_few(seg: Segment, terms: tuple[str, ...], positions: np.ndarray) -> list[tuple[str, ...]]:
+    """For each of a few ``positions`` (segment ordinals), the ``terms`` its node holds: as
+    :func:`_held_terms`, by bisecting each term's postings (cost: log of their length per
+    position, where a membership test over all positions sorts them).
+
+    >>> seg = Segment.build([("a", Doc({"hotel": 1}, 1, 1, "fact")), ("b", Doc({"hotel": 2, "pay": 1}, 3, 2, "fact"))])
+    >>> _held_terms_few(seg, ("hotel", "pay", "zoo"), np.array([1, 0]))
+    [('hotel', 'pay'), ('hotel',)]
+    """
+    columns = []
+    for term in terms:
+        posting = seg.postings(term)
+        if posting is None or not len(posting[0]):
+            columns.append([False] * len(positions))
+            continue
+        ords = posting[0]
+        at = np.searchsorted(ords, positions)
+        inside = at < len(ords)
+        holds = inside.copy()
+        holds[inside] = ords[at[inside]] == positions[inside]
+        columns.append(holds.tolist())
+    return [tuple(term for term, holds in zip(terms, row) if holds) for row in zip(*columns)] if columns else [()] * len(positions)
 
 
 def _held_terms(seg: Segment, terms: tuple[str, ...], positions: np.ndarray) -> list[tuple[str, ...]]:
