@@ -981,13 +981,16 @@ def _keys_ahead(partial: np.ndarray, scores: np.ndarray, seqs: np.ndarray,
     out = [0] * len(keys)
     if not keys:
         return out
-    full = ~partial
-    n_full = int(np.count_nonzero(full))
-    for flag, group in ((False, full), (True, partial)):
+    n_full = len(partial) - int(np.count_nonzero(partial))
+    for flag in (False, True):
         members = [i for i, key in enumerate(keys) if key[0] == flag]
         if not members:
             continue
-        group_scores, group_seqs = scores[group], seqs[group]
+        if not flag and n_full == len(partial):
+            group_scores, group_seqs = scores, seqs  # every hit holds every term (one-word queries)
+        else:
+            group = partial if flag else ~partial
+            group_scores, group_seqs = scores[group], seqs[group]
         wanted = np.array([-keys[i][1] for i in members], np.float64)
         thresholds = np.unique(wanted)  # ascending
         low = np.searchsorted(thresholds, group_scores, "left")  # thresholds below each hit's score
@@ -996,19 +999,19 @@ def _keys_ahead(partial: np.ndarray, scores: np.ndarray, seqs: np.ndarray,
         above = np.cumsum(np.bincount(low, minlength=len(thresholds) + 1)[::-1])[::-1]
         tied = high != low  # a hit whose score is one of the thresholds: by seq among those
         tied_at, tied_seqs = low[tied], group_seqs[tied]
-        order = np.lexsort((tied_seqs, tied_at))
-        tied_at, tied_seqs = tied_at[order], tied_seqs[order]
         ats = np.searchsorted(thresholds, wanted)
         member_seqs = np.array([keys[i][2] for i in members], np.int64)
-        # Among the tied hits of each threshold (sorted by (threshold, seq)): those of a smaller
-        # seq, found for every key at once by one search over (threshold, seq) made one number.
+        # Among the tied hits of each threshold: those of a smaller seq, for every key at once
+        # by one search over (threshold, seq) made one number and sorted.
         low_seq = min(int(tied_seqs.min()) if len(tied_seqs) else 0, int(member_seqs.min()))
         span = max(int(tied_seqs.max()) if len(tied_seqs) else 0, int(member_seqs.max())) - low_seq + 1
         if span <= 2**62 // (len(thresholds) + 2):
-            combined = tied_at.astype(np.int64) * span + (tied_seqs - low_seq)
+            combined = np.sort(tied_at.astype(np.int64) * span + (tied_seqs - low_seq))
             starts = np.searchsorted(combined, ats.astype(np.int64) * span, "left")
             within = np.searchsorted(combined, ats.astype(np.int64) * span + (member_seqs - low_seq), "left") - starts
         else:  # seqs too far apart to be made one number with the threshold: one search per key
+            order = np.lexsort((tied_seqs, tied_at))
+            tied_at, tied_seqs = tied_at[order], tied_seqs[order]
             starts = np.searchsorted(tied_at, ats, "left")
             stops = np.searchsorted(tied_at, ats + 1, "left")
             within = np.array([np.searchsorted(tied_seqs[a:b], seq, "left") for a, b, seq in
