@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from hgm_engine.model.graph import Node
+from hgm_engine.model.payloads import Node
 from hgm_engine.model.text import TAG_FIELD, TEXT_FIELDS, analyze, node_text, words
 
 __all__ = ["TextFields", "DEFAULT_FIELDS", "Doc", "SearchHit", "query_terms", "text_changes", "word_forms"]

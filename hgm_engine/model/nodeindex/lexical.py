@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from hgm_engine.model.graph import MemoryGraph, Node  # noqa: F401 (MemoryGraph: the examples)
+from hgm_engine.model.graph import MemoryGraph  # noqa: F401 (the examples)
+from hgm_engine.model.payloads import Node
 from hgm_engine.model.nodeindex.entries import DEFAULT_FIELDS, Doc, SearchHit, TextFields, text_changes
 from hgm_engine.model.nodeindex.segment import Segment
 
