@@ -131,3 +131,19 @@ def test_the_memo_floor_filters_by_the_bucket_once_the_index_exists() -> None:
     for i in memo.by_type["action"]:
         memo.g[i]["status"] = "changed behind the index"
     assert before and memo.five_steps(anchors)[0] == before  # the bucket answered, not the attributes
+
+
+def test_the_memo_floors_typed_hops_are_the_ones_hgm_remembers() -> None:
+    # After every query has run once, the floor has filled a typed memo (edge type, node type,
+    # direction) exactly where hgm's graph has filled MemoryGraph.hop_memo, and no other.
+    doc, meta = generate.generate(SIZE, seed=0)
+    memory, memo = hgm_engine.Memory.from_document(doc), baselines.RxMemo(doc)
+    for name, (template, _) in baselines.QUERIES.items():
+        memory.query(template.format(**meta["anchors"]))
+        getattr(memo, name)(meta["anchors"])
+    graph = memory.graph
+    for edge_type in meta["edge_types"]:
+        for node_type in meta["node_types"]:
+            for direction in (1, -1):
+                filled_by_hgm = bool(graph.hop_memo(edge_type, node_type, direction > 0)[0])
+                assert filled_by_hgm == bool(memo._typed.get((edge_type, node_type, direction))), (edge_type, node_type, direction)
