@@ -36,6 +36,7 @@ __all__ = [
 
 _EMPTY = EMPTY_ATTRS
 _SEQ = operator.attrgetter("seq")
+_NO_NODES: Mapping[str, Node] = {}  # the per-type index of a type with no nodes (never changed)
 _MATERIALIZING = threading.Lock()  # one reader makes a graph's edge payloads from its columns
 
 
@@ -107,6 +108,10 @@ class MemoryGraph:
         # from a stored image answers queries without it: 165k 3-tuples cost 20 MB).
         self._edge_index: dict[tuple[str, str, str], int] | None = {}
         self._by_type: dict[str, dict[str, Node]] = {}  # type -> id -> payload, creation order
+        # A graph read from a stored image: each type's node positions in ``_stored_ids``, for
+        # the types whose ``_by_type`` entry is not built yet (built on first use, or all of
+        # them before the first change: the positions describe the nodes as they were read).
+        self._unbuilt_types: dict[str, Iterable[int]] | None = None
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
         self._roots: tuple[str, ...] | None = None
@@ -205,6 +210,7 @@ class MemoryGraph:
         edges: "EdgeColumns",
         values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None,
         roots: tuple[str, ...] | None = None,
+        last_seq: int | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
@@ -212,8 +218,9 @@ class MemoryGraph:
         ``values``: value indexes kept with them ((type, attribute) → string value → the
         positions, ascending, of the nodes of that type with that value), used by
         :meth:`nodes_with` until a node changes; ``roots``: the root goals in creation order,
-        when known (:meth:`roots` then needs no pass over the edges). Nothing is checked: the caller read them from
-        a store image whose checksum matched.
+        when known (:meth:`roots` then needs no pass over the edges); ``last_seq``: the highest
+        ``seq`` of ``nodes``, when known. Each type's index of nodes is built when first read.
+        Nothing is checked: the caller read them from a store image whose checksum matched.
 
         >>> from hgm_engine.model import lazy_edges, lazy_nodes
         >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2])
@@ -227,14 +234,13 @@ class MemoryGraph:
         ids = edges.ids
         graph._index = dict(zip(ids, range(len(ids))))
         graph._nodes = dict(zip(ids, nodes))
-        id_at, node_at = ids.__getitem__, nodes.__getitem__
-        graph._by_type = {name: dict(zip(map(id_at, where), map(node_at, where))) for name, where in groups.items()}
+        graph._unbuilt_types = dict(groups)
         graph._csr = edges
         graph._stored_values, graph._stored_ids = values, ids
         if roots is not None:
             graph._roots, graph._root_ids = roots, set(roots)
         graph._edge_index = None
-        graph._node_seq = max(map(_SEQ, nodes), default=0)
+        graph._node_seq = max(map(_SEQ, nodes), default=0) if last_seq is None else last_seq
         graph._edge_seq = edges.last_seq
         graph.version = 1
         return graph
@@ -289,16 +295,43 @@ class MemoryGraph:
     def node_ids(self) -> Iterable[str]:
         return self._nodes.keys()
 
+    def _of_type(self, node_type: str) -> dict[str, Node]:
+        """The per-type index of ``node_type`` (id → payload, creation order; empty when
+        there is none), built now if the graph was read from an image and it is not yet."""
+        found = self._by_type.get(node_type)
+        if found is None:
+            unbuilt = self._unbuilt_types
+            where = None if unbuilt is None else unbuilt.get(node_type)
+            if where is None:  # none of that type, or another reader has just built it
+                return self._by_type.get(node_type, _NO_NODES)
+            # Readers may build one at the same time: each builds the same index, and sets it
+            # before it forgets the positions.
+            nodes, ids = self._nodes, self._stored_ids
+            names = list(map(ids.__getitem__, where))
+            found = self._by_type[node_type] = dict(zip(names, map(nodes.__getitem__, names)))
+            unbuilt.pop(node_type, None)
+        return found
+
+    def _build_types(self) -> None:
+        """Build every per-type index not built yet (before a change to the nodes)."""
+        if self._unbuilt_types is not None:
+            for node_type in list(self._unbuilt_types):
+                self._of_type(node_type)
+            self._unbuilt_types = None
+
     def ids_of_type(self, node_type: str) -> Iterable[str]:
         """Ids of the nodes of one type, in creation order (the per-type index)."""
-        return self._by_type.get(node_type, {}).keys()
+        return self._of_type(node_type).keys()
 
     def nodes_of_type(self, node_type: str) -> Iterable[Node]:
         """Payloads of the nodes of one type, in creation order."""
-        return self._by_type.get(node_type, {}).values()
+        return self._of_type(node_type).values()
 
     def count_of_type(self, node_type: str) -> int:
-        return len(self._by_type.get(node_type, ()))
+        found = self._by_type.get(node_type)
+        if found is None and self._unbuilt_types is not None:
+            return len(self._unbuilt_types.get(node_type, ()))
+        return len(self._of_type(node_type)) if found is None else len(found)
 
     def nodes_with(self, node_type: str, attribute: str, value: str) -> Iterable[Node]:
         """Payloads of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
@@ -318,7 +351,7 @@ class MemoryGraph:
             }
         if buckets is None:
             buckets = self._values[key] = {}
-            for node in self._by_type.get(node_type, {}).values():
+            for node in self._of_type(node_type).values():
                 found = node.attrs.get(attribute)
                 if type(found) is str:
                     buckets.setdefault(found, {})[node.id] = node
@@ -474,6 +507,7 @@ class MemoryGraph:
         """Add a node; ``node_id`` must be new."""
         if node_id in self._nodes:
             raise KeyError(f"node {node_id!r} already exists")
+        self._build_types()
         self._node_seq += 1
         node = Node(node_id, node_type, freeze(attributes) if attributes else _EMPTY, self._node_seq)
         self._index[node_id] = self._rx.add_node(node)
@@ -489,6 +523,7 @@ class MemoryGraph:
         """Put back a node payload exactly as it was (its ``seq`` too); used by loaders."""
         if node.id in self._nodes:
             raise KeyError(f"node {node.id!r} already exists")
+        self._build_types()
         self._node_seq = max(self._node_seq, node.seq)
         self._index[node.id] = self._rx.add_node(node)
         self._nodes[node.id] = node
@@ -501,6 +536,7 @@ class MemoryGraph:
     def set_node_attrs(self, node_id: str, attributes: Mapping[str, Any]) -> Node:
         """Replace a node's attributes with a new immutable payload; returns it."""
         old = self._nodes[node_id]
+        self._build_types()
         node = Node(node_id, old.type, freeze(attributes) if attributes else _EMPTY, old.seq)
         self._rx[self._index[node_id]] = node
         self._nodes[node_id] = node
@@ -514,6 +550,7 @@ class MemoryGraph:
         old = self._nodes[node.id]
         if old.type != node.type:
             raise ValueError(f"node {node.id!r} cannot change type from {old.type!r} to {node.type!r}")
+        self._build_types()
         self._rx[self._index[node.id]] = node
         self._nodes[node.id] = node
         self._by_type[node.type][node.id] = node
@@ -523,6 +560,7 @@ class MemoryGraph:
     def remove_node(self, node_id: str) -> list[Edge]:
         """Remove a node and its edges; returns the removed edges in creation order."""
         node = self._nodes[node_id]
+        self._build_types()
         removed = self.edges_of(node_id)
         for edge in removed:
             self._forget_edge(edge)
