@@ -79,3 +79,27 @@ def test_the_last_creation_number_read_from_an_image_is_the_highest_node_seq():
 def test_an_edge_read_from_an_image_is_the_edge_written():
     read = _read(_built())
     assert read.edge("trip", "pay", "parent_of") == Edge("trip", "pay", "parent_of", freeze({"order": 0}), 2)
+
+
+def test_edge_columns_give_every_node_the_adjacency_its_payloads_give():
+    import random
+
+    from hgm_engine.model import Adjacency, EdgeColumns
+
+    rng = random.Random(7)
+    ids = [f"n{i}" for i in range(60)]
+    nodes = [("n%d" % i, rng.choice(["goal", "action", "fact"]), {}) for i in range(60)]
+    edges, seen = [], set()
+    while len(edges) < 400:
+        key = (rng.choice(ids), rng.choice(ids), rng.choice(["parent_of", "before", "related_to"]))
+        if key in seen:
+            continue
+        seen.add(key)
+        order = rng.choice([None, 0, 1, 2, 2, -1, 1.5, "x", True])
+        edges.append((*key, {} if order is None else {"order": order}))
+    graph = MemoryGraph.from_records(nodes, edges)
+    payloads = list(graph.nodes())
+    columns = EdgeColumns.of_edges(payloads, graph.edges())
+    for position, node_id in enumerate(ids):
+        for outgoing, found in ((True, graph.out_edges(node_id)), (False, graph.in_edges(node_id))):
+            assert columns.adjacency(position, outgoing).pairs == Adjacency(list(found), outgoing).pairs
