@@ -103,3 +103,28 @@ def test_edge_columns_give_every_node_the_adjacency_its_payloads_give():
     for position, node_id in enumerate(ids):
         for outgoing, found in ((True, graph.out_edges(node_id)), (False, graph.in_edges(node_id))):
             assert columns.adjacency(position, outgoing).pairs == Adjacency(list(found), outgoing).pairs
+
+
+def test_a_graph_read_from_its_image_finds_positions_without_an_id_index_until_a_node_changes():
+    read = _read(_built())
+    assert read._index is None
+    assert read.out_ids("trip", "parent_of") == ("pay", "book", "call")
+    assert [e.key for e in read.edges_of("lyon")] == [("hotel", "lyon", "related_to")]
+    assert read.out_edges("missing") == [] and read.in_adjacency("missing").pairs == ()
+    read.add_edge("book", "lyon", "related_to")  # an edge changes no node's position
+    assert read._index is None and read.in_ids("lyon", "related_to") == ("hotel", "book")
+    read.remove_node("pay")
+    assert read._index is not None and "pay" not in read._index
+    assert read.out_ids("trip", "parent_of") == ("book", "call")
+
+
+def test_a_graph_whose_seqs_do_not_ascend_reads_back_with_its_id_index():
+    payloads = [Node("b", "goal", freeze({}), 9), Node("a", "action", freeze({}), 4)]
+    read = _read(MemoryGraph.from_payloads(payloads, [Edge("b", "a", "parent_of", freeze({}), 1)]))
+    assert read._index == {"b": 0, "a": 1}
+    assert read.out_ids("b", "parent_of") == ("a",) and read.in_ids("a", "parent_of") == ("b",)
+
+
+def test_cycles_are_found_in_a_graph_read_from_its_image():
+    graph = MemoryGraph.from_records([("a", "goal", {}), ("b", "goal", {})], [("a", "b", "parent_of", {}), ("b", "a", "parent_of", {})])
+    assert sorted(_read(graph).find_cycles(["parent_of"])["parent_of"]) == ["a", "b"]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import operator
 import threading
+from bisect import bisect_left
+from itertools import islice
 from typing import Any, Iterable, Iterator, Mapping
 
 import rustworkx as rx
@@ -102,7 +104,11 @@ class MemoryGraph:
 
     def __init__(self) -> None:
         self._rx = rx.PyDiGraph(multigraph=True)
-        self._index: dict[str, int] = {}  # id -> rustworkx index, in creation order
+        self._index: dict[str, int] | None = {}  # id -> rustworkx index, in creation order
+        # A graph read from a stored image whose node seqs ascend by position: ``_index`` is None
+        # until something needs it whole (a change to the nodes, find_cycles), and a node's
+        # position is found from its seq in this list (positions are rustworkx indices there).
+        self._seqs: list[int] | None = None
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
         # (source, target, type) -> rustworkx edge index; None until first needed (a graph read
         # from a stored image answers queries without it: 165k 3-tuples cost 20 MB).
@@ -211,6 +217,7 @@ class MemoryGraph:
         values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None,
         roots: tuple[str, ...] | None = None,
         last_seq: int | None = None,
+        seqs: list[int] | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
@@ -219,7 +226,9 @@ class MemoryGraph:
         positions, ascending, of the nodes of that type with that value), used by
         :meth:`nodes_with` until a node changes; ``roots``: the root goals in creation order,
         when known (:meth:`roots` then needs no pass over the edges); ``last_seq``: the highest
-        ``seq`` of ``nodes``, when known. Each type's index of nodes is built when first read.
+        ``seq`` of ``nodes``, when known; ``seqs``: their seqs by position, when known (when
+        they ascend, no id → position index is built until one is needed). Each type's index of
+        nodes is built when first read.
         Nothing is checked: the caller read them from a store image whose checksum matched.
 
         >>> from hgm_engine.model import lazy_edges, lazy_nodes
@@ -232,8 +241,11 @@ class MemoryGraph:
         graph = cls()
         graph._rx.add_nodes_from(nodes)
         ids = edges.ids
-        graph._index = dict(zip(ids, range(len(ids))))
         graph._nodes = dict(zip(ids, nodes))
+        if seqs is not None and len(seqs) == len(ids) and all(map(operator.lt, seqs, islice(seqs, 1, None))):
+            graph._index, graph._seqs = None, seqs
+        else:
+            graph._index = dict(zip(ids, range(len(ids))))
         graph._unbuilt_types = dict(groups)
         graph._csr = edges
         graph._stored_values, graph._stored_ids = values, ids
@@ -278,6 +290,38 @@ class MemoryGraph:
         if index is None:
             rxg = self._edge_graph()
             index = self._edge_index = {edge.key: i for i, edge in zip(rxg.edge_indices(), rxg.edges())}
+        return index
+
+    def _ids(self) -> dict[str, int]:
+        """The id → rustworkx index map, built now if the graph was read from an image
+        (before any change to its nodes, so positions are the indices)."""
+        index = self._index
+        if index is None:
+            ids = self._stored_ids
+            index = self._index = dict(zip(ids, range(len(ids))))
+        return index
+
+    def _position(self, node_id: str) -> int | None:
+        """The rustworkx index of ``node_id``, or None when it is not a node."""
+        index = self._index
+        if index is not None:
+            return index.get(node_id)
+        node = self._nodes.get(node_id)
+        return None if node is None else bisect_left(self._seqs, node.seq)
+
+    def _at(self, node_id: str) -> int:
+        """The rustworkx index of the node ``node_id`` (KeyError when there is none)."""
+        found = self._position(node_id)
+        if found is None:
+            raise KeyError(node_id)
+        return found
+
+    def _changing_nodes(self) -> dict[str, int]:
+        """Before a change to the nodes: build what a graph read from an image keeps by
+        position (per-type indexes, the id → index map); returns the map."""
+        self._build_types()
+        index = self._ids()
+        self._seqs = None
         return index
 
     def node(self, node_id: str) -> Node | None:
@@ -410,7 +454,7 @@ class MemoryGraph:
 
     def edges_of(self, node_id: str) -> list[Edge]:
         """Every edge touching ``node_id`` (outgoing, then incoming), in creation order."""
-        index = self._index[node_id]
+        index = self._at(node_id)
         rxg = self._edge_graph()
         out = [e for _, _, e in rxg.out_edges(index)]
         inc = [e for _, _, e in rxg.in_edges(index) if e.source != node_id]
@@ -418,12 +462,12 @@ class MemoryGraph:
 
     def out_edges(self, node_id: str) -> list[Edge]:
         """Outgoing edge payloads of ``node_id`` (any order)."""
-        index = self._index.get(node_id)
+        index = self._position(node_id)
         return [] if index is None else [e for _, _, e in self._edge_graph().out_edges(index)]
 
     def in_edges(self, node_id: str) -> list[Edge]:
         """Incoming edge payloads of ``node_id`` (any order)."""
-        index = self._index.get(node_id)
+        index = self._position(node_id)
         return [] if index is None else [e for _, _, e in self._edge_graph().in_edges(index)]
 
     @property
@@ -440,7 +484,7 @@ class MemoryGraph:
         """Outgoing edges of ``node_id`` in edge order (cached until they change)."""
         adjacency = self._out.get(node_id)
         if adjacency is None:
-            index = self._index.get(node_id)
+            index = self._position(node_id)
             if index is None:
                 return NO_ADJACENCY
             csr = self._csr
@@ -455,7 +499,7 @@ class MemoryGraph:
         """Incoming edges of ``node_id`` in edge order (cached until they change)."""
         adjacency = self._in.get(node_id)
         if adjacency is None:
-            index = self._index.get(node_id)
+            index = self._position(node_id)
             if index is None:
                 return NO_ADJACENCY
             csr = self._csr
@@ -507,10 +551,10 @@ class MemoryGraph:
         """Add a node; ``node_id`` must be new."""
         if node_id in self._nodes:
             raise KeyError(f"node {node_id!r} already exists")
-        self._build_types()
+        index = self._changing_nodes()
         self._node_seq += 1
         node = Node(node_id, node_type, freeze(attributes) if attributes else _EMPTY, self._node_seq)
-        self._index[node_id] = self._rx.add_node(node)
+        index[node_id] = self._rx.add_node(node)
         self._nodes[node_id] = node
         self._by_type.setdefault(node_type, {})[node_id] = node
         self._index_values(None, node)
@@ -523,9 +567,9 @@ class MemoryGraph:
         """Put back a node payload exactly as it was (its ``seq`` too); used by loaders."""
         if node.id in self._nodes:
             raise KeyError(f"node {node.id!r} already exists")
-        self._build_types()
+        index = self._changing_nodes()
         self._node_seq = max(self._node_seq, node.seq)
-        self._index[node.id] = self._rx.add_node(node)
+        index[node.id] = self._rx.add_node(node)
         self._nodes[node.id] = node
         self._by_type.setdefault(node.type, {})[node.id] = node
         self._index_values(None, node)
@@ -536,9 +580,9 @@ class MemoryGraph:
     def set_node_attrs(self, node_id: str, attributes: Mapping[str, Any]) -> Node:
         """Replace a node's attributes with a new immutable payload; returns it."""
         old = self._nodes[node_id]
-        self._build_types()
+        index = self._changing_nodes()
         node = Node(node_id, old.type, freeze(attributes) if attributes else _EMPTY, old.seq)
-        self._rx[self._index[node_id]] = node
+        self._rx[index[node_id]] = node
         self._nodes[node_id] = node
         self._by_type[node.type][node_id] = node
         self._index_values(old, node)
@@ -550,8 +594,8 @@ class MemoryGraph:
         old = self._nodes[node.id]
         if old.type != node.type:
             raise ValueError(f"node {node.id!r} cannot change type from {old.type!r} to {node.type!r}")
-        self._build_types()
-        self._rx[self._index[node.id]] = node
+        index = self._changing_nodes()
+        self._rx[index[node.id]] = node
         self._nodes[node.id] = node
         self._by_type[node.type][node.id] = node
         self._index_values(old, node)
@@ -560,11 +604,11 @@ class MemoryGraph:
     def remove_node(self, node_id: str) -> list[Edge]:
         """Remove a node and its edges; returns the removed edges in creation order."""
         node = self._nodes[node_id]
-        self._build_types()
+        index = self._changing_nodes()
         removed = self.edges_of(node_id)
         for edge in removed:
             self._forget_edge(edge)
-        self._rx.remove_node(self._index.pop(node_id))
+        self._rx.remove_node(index.pop(node_id))
         del self._nodes[node_id]
         del self._by_type[node.type][node_id]
         self._index_values(node, None)
@@ -616,7 +660,7 @@ class MemoryGraph:
         return edge
 
     def _insert_edge(self, edge: Edge) -> None:
-        index = self._edge_graph().add_edge(self._index[edge.source], self._index[edge.target], edge)
+        index = self._edge_graph().add_edge(self._at(edge.source), self._at(edge.target), edge)
         self._keys()[edge.key] = index
         self._invalidate(edge.source, edge.target, edge.type)
         self.version += 1
@@ -641,7 +685,7 @@ class MemoryGraph:
     def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
         """For each edge type, the ids along one of its cycles, or None (one pass over edges)."""
         wanted = {edge_type: [] for edge_type in edge_types}
-        index = self._index
+        index = self._ids()
         for source, target, edge in self._edge_graph().weighted_edge_list():  # indices already: no id lookups
             pairs = wanted.get(edge.type)
             if pairs is not None:

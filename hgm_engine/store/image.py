@@ -157,7 +157,7 @@ def decode_image(data: bytes) -> Image:
         nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
         edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq)
         graph = MemoryGraph.from_columns(
-            nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0)
+            nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0), node_seqs
         )
     except ImageMismatch:
         raise
