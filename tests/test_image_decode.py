@@ -128,3 +128,13 @@ def test_a_graph_whose_seqs_do_not_ascend_reads_back_with_its_id_index():
 def test_cycles_are_found_in_a_graph_read_from_its_image():
     graph = MemoryGraph.from_records([("a", "goal", {}), ("b", "goal", {})], [("a", "b", "parent_of", {}), ("b", "a", "parent_of", {})])
     assert sorted(_read(graph).find_cycles(["parent_of"])["parent_of"]) == ["a", "b"]
+
+
+def test_a_query_that_looks_up_many_nodes_builds_the_id_index_once_and_answers_the_same():
+    nodes = [(f"g{i}", "goal", {}) for i in range(3000)]
+    edges = [(f"g{i}", f"g{i + 1}", "parent_of", {}) for i in range(2999)]
+    built = MemoryGraph.from_records(nodes, edges)
+    read = _read(built)
+    answers = [read.out_ids(f"g{i}", "parent_of") + read.in_ids(f"g{i}", "parent_of") for i in range(3000)]
+    assert read._index is not None  # built after the first thousand lookups by seq
+    assert answers == [built.out_ids(f"g{i}", "parent_of") + built.in_ids(f"g{i}", "parent_of") for i in range(3000)]

@@ -109,6 +109,7 @@ class MemoryGraph:
         # until something needs it whole (a change to the nodes, find_cycles), and a node's
         # position is found from its seq in this list (positions are rustworkx indices there).
         self._seqs: list[int] | None = None
+        self._bisects_left = 0  # lookups by seq before the id -> index map is built after all
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
         # (source, target, type) -> rustworkx edge index; None until first needed (a graph read
         # from a stored image answers queries without it: 165k 3-tuples cost 20 MB).
@@ -244,6 +245,9 @@ class MemoryGraph:
         graph._nodes = dict(zip(ids, nodes))
         if seqs is not None and len(seqs) == len(ids) and all(map(operator.lt, seqs, islice(seqs, 1, None))):
             graph._index, graph._seqs = None, seqs
+            # A bisection costs ~2 dict lookups: a query that looks up more than one node in 32
+            # pays for the map (built once, then kept) instead.
+            graph._bisects_left = max(1024, len(seqs) >> 5)
         else:
             graph._index = dict(zip(ids, range(len(ids))))
         graph._unbuilt_types = dict(groups)
@@ -307,7 +311,12 @@ class MemoryGraph:
         if index is not None:
             return index.get(node_id)
         node = self._nodes.get(node_id)
-        return None if node is None else bisect_left(self._seqs, node.seq)
+        if node is None:
+            return None
+        self._bisects_left -= 1
+        if self._bisects_left < 0:
+            return self._ids()[node_id]
+        return bisect_left(self._seqs, node.seq)
 
     def _at(self, node_id: str) -> int:
         """The rustworkx index of the node ``node_id`` (KeyError when there is none)."""
