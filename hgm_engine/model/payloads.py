@@ -331,9 +331,13 @@ class Adjacency:
 NO_ADJACENCY = Adjacency([], True)
 
 
-def _pairs_adjacency(pairs: tuple) -> Adjacency:
+def _adjacency(pairs: tuple, by_type: dict[str, tuple[str, ...]]) -> Adjacency:
     adjacency = Adjacency.__new__(Adjacency)
-    adjacency.pairs = pairs
+    adjacency.pairs, adjacency.by_type, adjacency.typed = pairs, by_type, {}
+    return adjacency
+
+
+def _pairs_adjacency(pairs: tuple) -> Adjacency:
     by_type: dict[str, list[str]] = {}
     for edge_type, other in pairs:
         group = by_type.get(edge_type)
@@ -341,9 +345,7 @@ def _pairs_adjacency(pairs: tuple) -> Adjacency:
             by_type[edge_type] = [other]
         else:
             group.append(other)
-    adjacency.by_type = {k: tuple(v) for k, v in by_type.items()}
-    adjacency.typed = {}
-    return adjacency
+    return _adjacency(pairs, {k: tuple(v) for k, v in by_type.items()})
 
 
 class EdgeColumns:
@@ -423,7 +425,17 @@ class EdgeColumns:
         if a == b:
             return NO_ADJACENCY
         others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
-        return _pairs_adjacency(tuple(zip(map(self.type_names.__getitem__, types[a:b]), map(self.ids.__getitem__, others[a:b]))))
+        names, ids = self.type_names, self.ids
+        if b - a == 1:  # most nodes have one edge each way: no grouping needed
+            edge_type, other = names[types[a]], ids[others[a]]
+            return _adjacency(((edge_type, other),), {edge_type: (other,)})
+        codes = types[a:b]
+        found = tuple(map(ids.__getitem__, others[a:b]))
+        first = codes[0]
+        if codes.count(first) == len(codes):  # one edge type (a goal's children, a hub's facts)
+            edge_type = names[first]
+            return _adjacency(tuple(zip(repeat(edge_type), found)), {edge_type: found})
+        return _pairs_adjacency(tuple(zip(map(names.__getitem__, codes), found)))
 
     def targets_of(self, edge_type: str) -> set[str]:
         """The ids at the end of an edge of ``edge_type``."""
