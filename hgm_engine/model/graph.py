@@ -382,9 +382,13 @@ class MemoryGraph:
 
     def count_of_type(self, node_type: str) -> int:
         found = self._by_type.get(node_type)
-        if found is None and self._unbuilt_types is not None:
-            return len(self._unbuilt_types.get(node_type, ()))
-        return len(self._of_type(node_type)) if found is None else len(found)
+        if found is None:
+            unbuilt = self._unbuilt_types
+            where = None if unbuilt is None else unbuilt.get(node_type)
+            if where is not None:  # counted from the image's positions, nothing built
+                return len(where)
+            found = self._by_type.get(node_type, _NO_NODES)  # none, or another reader has just built it
+        return len(found)
 
     def nodes_with(self, node_type: str, attribute: str, value: str) -> Iterable[Node]:
         """Payloads of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
