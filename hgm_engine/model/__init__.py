@@ -31,6 +31,7 @@ from hgm_engine.model.payloads import (
     EdgeColumns,
     packed_attrs,
     stored_value_indexes,
+    decode_payloads,
 )
 from hgm_engine.model.graph import (
     MemoryGraph,
@@ -118,6 +119,7 @@ __all__ = [
     "EdgeColumns",
     "packed_attrs",
     "stored_value_indexes",
+    "decode_payloads",
     "GraphOverlay",
     "Change",
     "apply_changes",

@@ -23,7 +23,7 @@ import operator
 import threading
 from bisect import bisect_left
 from itertools import islice
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import rustworkx as rx
 
@@ -95,6 +95,31 @@ def release_kept() -> None:
     gc.unfreeze()
 
 
+class _Positions:
+    """The ids whose position (``position(id)``) is in ``positions`` (ascending), as a container:
+    a value index kept in a stored image, tested without making a set of it. After as many
+    tests as making the set would cost, it is made and put in its place in ``found`` (the
+    lookups after that, and every later query's, are a set's)."""
+
+    __slots__ = ("position", "positions", "found", "node_type", "ids", "left")
+
+    def __init__(self, position: Callable[[str], int | None], positions, found: dict, node_type: str, ids: list[str]):
+        self.position, self.positions, self.found, self.node_type, self.ids = position, positions, found, node_type, ids
+        self.left = 32 + len(positions) // 16
+
+    def __contains__(self, node_id: str) -> bool:
+        self.left -= 1
+        if self.left < 0:
+            made = self.found[self.node_type] = frozenset(map(self.ids.__getitem__, self.positions))
+            return node_id in made
+        p = self.position(node_id)
+        if p is None:
+            return False
+        positions = self.positions
+        i = bisect_left(positions, p)
+        return i < len(positions) and positions[i] == p
+
+
 class MemoryGraph:
     """A typed multigraph with stable string ids, creation order and edge order.
 
@@ -121,6 +146,9 @@ class MemoryGraph:
         self._unbuilt_types: dict[str, Iterable[int]] | None = None
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
+        # edge type -> (node type or None, outgoing) -> (id -> the other ends, their finder):
+        # hop_memo; an entry goes whenever the node's adjacency does.
+        self._hops: dict[str, dict[tuple[str | None, bool], tuple[dict[str, tuple[str, ...]], Callable]]] = {}
         self._roots: tuple[str, ...] | None = None
         # The root goals as a set, kept up to date by every change once computed (None: not
         # yet); ``_roots`` is its creation-ordered tuple, rebuilt from the set when needed.
@@ -138,6 +166,11 @@ class MemoryGraph:
         # ``_stored_ids``; used until the first change to a node (then built by scanning).
         self._stored_values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None
         self._stored_ids: list[str] = []
+        # (type, attribute, value) -> the payloads of one of those buckets, made on first use
+        # (a query asks for one value: the others are not made); dropped with them.
+        self._stored_buckets: dict[tuple[str, str, str], tuple[Node, ...]] = {}
+        # (attribute, value) -> what value_members answered; dropped by every node change.
+        self._members: dict[tuple[str, str], dict[str, Any]] = {}
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -400,14 +433,21 @@ class MemoryGraph:
         """
         key = (node_type, attribute)
         buckets = self._values.get(key)
-        if buckets is None and self._stored_values is not None and key in self._stored_values:
-            # kept in the image the graph was read from: the nodes' positions, per value
-            nodes, at = self._nodes, self._stored_ids.__getitem__
-            buckets = self._values[key] = {
-                found: {node_id: nodes[node_id] for node_id in map(at, where)} for found, where in self._stored_values[key].items()
-            }
+        if buckets is None and self._stored_values is not None:
+            stored = self._stored_values.get(key)
+            if stored is not None:
+                # kept in the image the graph was read from, as the nodes' positions per
+                # value: only the bucket asked for is made (in creation order, as stored)
+                made = self._stored_buckets.get((node_type, attribute, value))
+                if made is None:
+                    nodes, at = self._nodes, self._stored_ids.__getitem__
+                    made = self._stored_buckets[(node_type, attribute, value)] = tuple(
+                        map(nodes.__getitem__, map(at, stored.get(value, ())))
+                    )
+                return made
         if buckets is None:
             buckets = self._values[key] = {}
+            self._members = {}  # value_members may answer for this type now
             for node in self._of_type(node_type).values():
                 found = node.attrs.get(attribute)
                 if type(found) is str:
@@ -421,13 +461,47 @@ class MemoryGraph:
             self._unsorted.discard((node_type, attribute, value))
         return bucket.values()
 
+    def value_members(self, attribute: str, value: str) -> Mapping[str, Any]:
+        """For each node type whose index of ``attribute`` is at hand (kept in the image the
+        graph was read from, or built by :meth:`nodes_with`), the ids of the nodes of that type
+        whose ``attribute`` is the string ``value``, as a container (``id in found[type]``);
+        types without one are absent. A filter tests a node against it without decoding the
+        node's attributes; nothing is built for it.
+
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "failed"})], [])
+        >>> g.value_members("status", "failed")
+        {}
+        >>> _ = g.nodes_with("action", "status", "x")
+        >>> found = g.value_members("status", "failed")
+        >>> "b" in found["action"], "a" in found["action"]
+        (True, False)
+        """
+        key = (attribute, value)
+        found = self._members.get(key)
+        if found is None:
+            found = {}
+            if self._stored_values is not None:
+                # positions: the graph's own lookup (an id index, or a node's seq in the image's
+                # seq column), valid while the image's value indexes are (until a node changes)
+                position, ids = self._position, self._stored_ids
+                for (node_type, name), buckets in self._stored_values.items():
+                    if name == attribute:
+                        found[node_type] = _Positions(position, buckets.get(value, ()), found, node_type, ids)
+            for (node_type, name), buckets in self._values.items():
+                if name == attribute and node_type not in found:
+                    found[node_type] = buckets.get(value, {})
+            self._members[key] = found
+        return found
+
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
+        self._members = {}
         if self._stored_values is not None:
             # The image's positions describe the nodes before this change: every index kept
             # there becomes a built one (the node just changed is in the bucket of its old
             # value, or not there at all), then follows the change as built ones do.
             stored, self._stored_values = self._stored_values, None
+            self._stored_buckets = {}
             nodes, at = self._nodes, self._stored_ids.__getitem__
             for key, buckets in stored.items():
                 if key not in self._values:
@@ -522,6 +596,43 @@ class MemoryGraph:
                 adjacency = Adjacency([e for _, _, e in self._rx.in_edges(index)], False)
             self._in[node_id] = adjacency
         return adjacency
+
+    def hop_memo(
+        self, edge_type: str, node_type: str | None, outgoing: bool
+    ) -> tuple[Mapping[str, tuple[str, ...]], Callable[[str], tuple[str, ...]]]:
+        """One hop's answers remembered by node id — the other ends over ``edge_type``
+        (outgoing or incoming), of ``node_type`` only unless it is None, in edge order — and
+        ``find(node_id)``, which works out a node's missing answer (from its adjacency) and
+        remembers it. A loop reads ``memo.get(i)`` and calls ``find(i)`` only on a miss: one
+        dictionary read per node, where the adjacency costs three. Forgotten for a node
+        whenever its adjacency is (any change to its edges of that type, its removal).
+
+        >>> g = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {}), ("s", "goal", {})],
+        ...                              [("g", "a", "parent_of", {}), ("g", "s", "parent_of", {})])
+        >>> memo, find = g.hop_memo("parent_of", "goal", True)
+        >>> memo.get("g"), find("g"), memo.get("g")
+        (None, ('s',), ('s',))
+        >>> _ = g.add_node("t", "goal", {}); _ = g.add_edge("g", "t", "parent_of")
+        >>> memo.get("g"), find("g")
+        (None, ('s', 't'))
+        """
+        kinds = self._hops.setdefault(edge_type, {})
+        known = kinds.get((node_type, outgoing))
+        if known is not None:
+            return known
+        memo: dict[str, tuple[str, ...]] = {}
+        adjacency = self.out_adjacency if outgoing else self.in_adjacency
+        nodes = self._nodes
+
+        def find(node_id: str) -> tuple[str, ...]:
+            found = adjacency(node_id)
+            others = found.by_type.get(edge_type, ()) if node_type is None else found.of_type(edge_type, node_type, nodes)
+            if node_id in nodes:  # an unknown id may be a node later: nothing remembered
+                memo[node_id] = others
+            return others
+
+        known = kinds[(node_type, outgoing)] = (memo, find)
+        return known
 
     def out_ids(self, node_id: str, edge_type: str) -> tuple[str, ...]:
         return self.out_adjacency(node_id).by_type.get(edge_type, ())
@@ -627,6 +738,9 @@ class MemoryGraph:
         self._index_values(node, None)
         self._out.pop(node_id, None)
         self._in.pop(node_id, None)
+        for kinds in self._hops.values():
+            for memo, _ in kinds.values():
+                memo.pop(node_id, None)
         if node.type == "goal":
             self._recheck_root(node_id)
         self.version += 1
@@ -686,6 +800,10 @@ class MemoryGraph:
     def _invalidate(self, source: str, target: str, edge_type: str) -> None:
         self._out.pop(source, None)
         self._in.pop(target, None)
+        kinds = self._hops.get(edge_type)
+        if kinds:
+            for (_, outgoing), (memo, _) in kinds.items():
+                memo.pop(source if outgoing else target, None)
         if edge_type == "parent_of":
             self._recheck_root(target)
 

@@ -22,7 +22,7 @@ import sys
 from collections import Counter, deque
 from itertools import accumulate, compress, repeat
 from operator import attrgetter
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import attrs
 import rustworkx as rx
@@ -41,6 +41,7 @@ __all__ = [
     "EdgeColumns",
     "packed_attrs",
     "stored_value_indexes",
+    "decode_payloads",
 ]
 
 _EMPTY = EMPTY_ATTRS
@@ -160,6 +161,32 @@ def _flat_or_list(value: Any) -> bool:
     if kind is tuple:
         return all(map(_flat_or_list, value))
     return kind is not FrozenDict and kind is not dict
+
+
+def decode_payloads(payloads: Iterable["Node"]) -> None:
+    """Decode at once the attributes of those ``payloads`` still kept as a stored image's
+    ``marshal`` bytes: what reading each one's ``attrs`` would do, without a Python call and a
+    caught ``AttributeError`` per payload (a scan about to read thousands of them calls it).
+    Payloads decoded already, or kept as JSON text, are left to be read as usual.
+
+    >>> node = Node("g", "goal", freeze({"status": "done"}), 1)
+    >>> lazy = lazy_nodes(["g"], ["goal"], [packed_attrs(node)], [1])
+    >>> decode_payloads(lazy)
+    >>> lazy[0]._raw is None, lazy[0].attrs
+    (True, {'status': 'done'})
+    """
+    raw_of = Node._raw.__get__
+    pending = [p for p in payloads if p.__class__ is Node and raw_of(p).__class__ is bytes]
+    if not pending:
+        return
+    try:
+        values = list(map(marshal.loads, map(raw_of, pending)))
+    except (TypeError, ValueError, EOFError, RecursionError):
+        return  # each is decoded (and a damaged one refused) when read
+    if not all(value.__class__ is dict for value in values):
+        return
+    deque(map(Node.attrs.__set__, pending, map(FrozenDict, values)), 0)  # attrs first, as __getattr__ does
+    deque(map(Node._raw.__set__, pending, repeat(None)), 0)
 
 
 class _LazyAttrs:

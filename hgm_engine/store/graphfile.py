@@ -357,6 +357,13 @@ def _payloads(
         raise _Malformed from None
     if wrong:
         raise _Malformed
+    # One string object per id and per type: an edge's ends are the node's own id (the key of
+    # the graph's node map, so a lookup from an adjacency compares by identity, not by
+    # content) and types are the schema's; the document's copies are dropped.
+    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
+    node_types = {t: t for t in schema.node_types}
+    edge_types = {t: t for t in schema.edge_types}
+    types, kinds = list(map(node_types.__getitem__, types)), list(map(edge_types.__getitem__, kinds))
     try:
         node_attributes = list(map(_node_attributes, raw_nodes))
         attributes = [EMPTY_ATTRS] * len(ends)
