@@ -196,3 +196,68 @@ def test_a_collection_in_another_thread_emptying_the_queue_first_is_no_error():
             return True
 
     assert generated._drop_queued(queued=EmptiedMeanwhile()) is None
+
+
+def test_an_evicted_memory_its_store_and_its_service_are_garbage(store_path):
+    # Nothing of a memory the registry closed is kept: no cache keyed by its name or id, no
+    # listener, no connection (after the registry's closing thread is done and a collection).
+    import gc
+    import weakref
+
+    registry = MemoryRegistry(store_path, max_open=1)
+    with registry.lease("a") as service:
+        service.transact(GOAL)
+        service.query("root")
+        kept = [weakref.ref(service), weakref.ref(service.memory), weakref.ref(service.memory.store), weakref.ref(service.memory.graph)]
+    del service
+    _touch(registry, "b")
+    registry.flush()
+    gc.collect()
+    assert [ref() is None for ref in kept] == [True] * len(kept)
+    registry.close()
+
+
+def test_open_evict_cycles_keep_at_most_max_open_memories_alive(store_path):
+    import gc
+
+    registry = MemoryRegistry(store_path, max_open=2)
+    for _ in range(5):
+        _touch(registry, "a", "b", "c", "d")
+    registry.flush()
+    gc.collect()
+    assert sum(1 for obj in gc.get_objects() if type(obj) is Memory) == 2
+    assert registry.opened == 20 and registry.evicted == 18
+    registry.close()
+
+
+def test_each_collection_of_the_registry_ends_with_malloc_trim(store_path, monkeypatch):
+    # Closed memories' pages stay in the C allocator's arenas (one per request thread) unless
+    # handed back: the server's resident set rose with every open (docs/deployment.md).
+    from hgm_engine.server import registry as module
+
+    calls = []
+    monkeypatch.setattr(module, "malloc_trim", lambda: calls.append(1) or True)
+    registry = MemoryRegistry(store_path, max_open=1, trim=True)  # one collection per close
+    _touch(registry, "a", "b", "c")
+    registry.flush()
+    assert registry.collections == 2 and len(calls) == 2 and registry.trimmed == 2
+    registry.close()
+
+
+def test_malloc_trim_is_off_when_asked(store_path, monkeypatch):
+    from hgm_engine.server import registry as module
+
+    calls = []
+    monkeypatch.setattr(module, "malloc_trim", lambda: calls.append(1) or True)
+    monkeypatch.setenv("HGM_MALLOC_TRIM", "0")
+    by_env = MemoryRegistry(store_path, max_open=1)
+    monkeypatch.delenv("HGM_MALLOC_TRIM")
+    by_argument = MemoryRegistry(store_path, max_open=1, trim=False)
+    for registry in (by_env, by_argument):
+        _touch(registry, "a", "b", "c")
+        registry.flush()
+        assert registry.trim is False and registry.collections == 2
+        registry.close()
+    assert calls == []
+    with MemoryRegistry(store_path) as registry:
+        assert registry.trim is True  # on by default
