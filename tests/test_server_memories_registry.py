@@ -261,3 +261,51 @@ def test_malloc_trim_is_off_when_asked(store_path, monkeypatch):
     assert calls == []
     with MemoryRegistry(store_path) as registry:
         assert registry.trim is True  # on by default
+
+
+def _memories_alive() -> int:
+    import gc
+
+    gc.collect()
+    return sum(1 for obj in gc.get_objects() if type(obj) is Memory)
+
+
+def test_hgm_serve_keeps_no_reference_to_the_memory_it_opened_at_start(store_path, monkeypatch):
+    # `hgm serve` opened its default memory with `with registry.lease(...) as default:` in the
+    # function that runs as long as the server: the `with` target stays bound after the block,
+    # so once evicted, that memory stayed in RAM for the server's whole life.
+    from hgm_engine.server.rest import command
+
+    seen = []
+
+    def serve(registry, sock, options):  # instead of uvicorn: evict the default memory
+        before = _memories_alive()
+        _touch(registry, "a")
+        registry.flush()
+        seen.append((before, registry.resident(), _memories_alive()))
+
+    monkeypatch.setattr(command, "serve", serve)
+    monkeypatch.setattr(command, "configure_logging", lambda level: None)
+    monkeypatch.setattr(command, "finish", lambda registry: (registry.close(), [])[1])
+    args = command.build_parser().parse_args(["--db", store_path, "--host", "127.0.0.1", "--port", "0", "--max-open", "1"])
+    assert command.run(args) == 0
+    [(before, resident, after)] = seen
+    assert resident == ["a"] and after == before
+
+
+def test_hgm_mcp_keeps_no_reference_to_the_memory_it_opened_at_start(store_path, monkeypatch):
+    from hgm_engine.server import mcp_server
+
+    seen = []
+
+    async def serve(registry, *, default_memory):
+        before = _memories_alive()
+        _touch(registry, "a")
+        registry.flush()
+        seen.append((before, registry.resident(), _memories_alive()))
+
+    monkeypatch.setattr(mcp_server, "serve", serve)
+    monkeypatch.setattr(mcp_server, "_configure_logging", lambda level: None)
+    assert mcp_server.main(["--db", store_path, "--max-open", "1"]) == 0
+    [(before, resident, after)] = seen
+    assert resident == ["a"] and after == before

@@ -259,6 +259,22 @@ class MemoryRegistry:
             self._entries.move_to_end(name)
         return Lease(self, entry)
 
+    def health(self, name: str = DEFAULT_MEMORY) -> dict[str, Any]:
+        """Open ``name`` now when it is not resident and give its service's health (``t``,
+        ``nodes``): what a server reads at its start, so that a store that cannot be read
+        says so at once. Unlike ``with registry.lease(name) as service`` in a function that
+        runs as long as the server, it leaves no variable holding the memory: an evicted
+        memory must be garbage, and a ``with`` target stays bound after its block.
+
+        >>> MemoryRegistry.of(Memory()).health()["t"]
+        0
+        """
+        lease = self.lease(name)
+        try:
+            return lease.service.health()
+        finally:
+            lease.release()
+
     def _take(self, name: str) -> _Entry | None:
         """The entry of ``name``, made when missing, with one more reference (under the lock);
         None when there is no such memory here (it is being dropped; a registry of one)."""
