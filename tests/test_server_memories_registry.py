@@ -309,3 +309,19 @@ def test_hgm_mcp_keeps_no_reference_to_the_memory_it_opened_at_start(store_path,
     assert mcp_server.main(["--db", store_path, "--max-open", "1"]) == 0
     [(before, resident, after)] = seen
     assert resident == ["a"] and after == before
+
+
+def test_a_bad_malloc_trim_setting_is_refused_naming_the_variable(store_path, monkeypatch):
+    monkeypatch.setenv("HGM_MALLOC_TRIM", "sometimes")
+    with pytest.raises(RequestError) as caught:
+        MemoryRegistry(store_path)
+    assert caught.value.category == "invalid-argument" and caught.value.problems[0].where == "HGM_MALLOC_TRIM"
+
+
+def test_the_application_factory_takes_malloc_trim_from_the_environment_it_is_given(store_path):
+    from hgm_engine.server.rest.factory import settings_from_environment
+
+    assert settings_from_environment({"HGM_DB": store_path})["trim"] is True
+    assert settings_from_environment({"HGM_DB": store_path, "HGM_MALLOC_TRIM": "off"})["trim"] is False
+    with pytest.raises(RequestError, match="HGM_MALLOC_TRIM is 0 or 1"):
+        settings_from_environment({"HGM_DB": store_path, "HGM_MALLOC_TRIM": "2"})
