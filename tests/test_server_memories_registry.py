@@ -325,3 +325,19 @@ def test_the_application_factory_takes_malloc_trim_from_the_environment_it_is_gi
     assert settings_from_environment({"HGM_DB": store_path, "HGM_MALLOC_TRIM": "off"})["trim"] is False
     with pytest.raises(RequestError, match="HGM_MALLOC_TRIM is 0 or 1"):
         settings_from_environment({"HGM_DB": store_path, "HGM_MALLOC_TRIM": "2"})
+
+
+def test_any_malloc_trim_setting_is_a_switch_or_a_named_refusal():
+    from hypothesis import given, settings, strategies as st
+
+    from hgm_engine.server.registry import malloc_trim_from_env
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=40))
+    def check(text):
+        try:
+            assert malloc_trim_from_env(environ=lambda key: text) in (True, False)
+        except RequestError as err:
+            assert err.category == "invalid-argument" and err.problems[0].where == "HGM_MALLOC_TRIM"
+
+    check()
