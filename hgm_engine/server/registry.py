@@ -402,7 +402,9 @@ class MemoryRegistry:
         What the collection frees goes back to Python's allocator and to the C allocator's
         arenas, which keep it: a server whose request threads each open memories in their own
         glibc arena holds some tens of MB more than it uses (docs/deployment.md, "Memory").
-        ``malloc_trim`` hands those free pages back; it costs about a millisecond here."""
+        ``malloc_trim`` hands those free pages back: about 2 ms wall each (4 request threads,
+        30 open memories of 1,000 nodes), some 0.3 ms per memory closed against about 37 ms of
+        server CPU to open one."""
         started = time.process_time()
         gc.collect()
         self.collections += 1
