@@ -41,7 +41,7 @@ from hgm_engine.query.pipeline import compile_uncached  # noqa: E402
 from bench import baselines, generate  # noqa: E402
 from bench.progress import tracked  # noqa: E402
 
-__all__ = ["TARGETS", "FIVE_STEP_QUERY", "run_size", "run", "markdown", "main"]
+__all__ = ["TARGETS", "FIVE_STEP_QUERY", "ratio_spread", "run_size", "run", "markdown", "main"]
 
 FIVE_STEP_QUERY = baselines.QUERIES["five_steps"][0]
 LARGE = 1_000  # a query "touches" >= this many nodes -> the ratio targets apply
@@ -119,9 +119,26 @@ def measure(fns: dict[str, Callable[[], Any]], repeat: int, min_batch: float) ->
             "cpu": statistics.median(c for c, _ in runs),
             "wall": statistics.median(w for _, w in runs),
             "calls_per_batch": numbers[name],
+            "cpu_rounds": [c for c, _ in runs],
         }
         for name, runs in samples.items()
     }
+
+
+def ratio_spread(numerator: list[float], denominator: list[float]) -> dict[str, float]:
+    """The per-round ratios of two interleaved series: min, quartiles, max (a busy moment
+    falls on both sides of one round alike, so the spread of the ratio is narrower than that
+    of either time).
+
+    >>> ratio_spread([2.0, 3.0, 4.0], [1.0, 1.0, 2.0])
+    {'min': 2.0, 'q1': 2.0, 'median': 2.0, 'q3': 2.5, 'max': 3.0}
+    """
+    ratios = sorted(n / max(d, 1e-12) for n, d in zip(numerator, denominator))
+    if len(ratios) == 1:
+        q1 = median = q3 = ratios[0]
+    else:
+        q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return {"min": ratios[0], "q1": q1, "median": median, "q3": q3, "max": ratios[-1]}
 
 
 # -- environment ------------------------------------------------------------------------------
@@ -296,6 +313,7 @@ def run_size(
             "hgm_over_floor": hgm_s / floor_s,
             "hgm_minus_floor_us": (hgm_s - floor_s) * 1e6,
             "hgm_over_memo": hgm_s / memo_s,
+            "hgm_over_memo_rounds": ratio_spread(timings["hgm"]["cpu_rounds"], timings["memo"]["cpu_rounds"]),
             "hgm_minus_memo_us": (hgm_s - memo_s) * 1e6,
             "networkx_over_hgm": nx_s / hgm_s,
         }
@@ -308,7 +326,8 @@ def run_size(
         results.append(row)
         log(
             f"[{nodes}] {name:16s} touches {touched:8d}  hgm {row['hgm_us']:10.1f}us  floor {row['floor_us']:10.1f}us"
-            f"  memo {row['memo_us']:10.1f}us  nx {row['networkx_us']:10.1f}us  hgm/memo {row['hgm_over_memo']:5.2f}  hgm/floor {row['hgm_over_floor']:5.2f}  nx/hgm {row['networkx_over_hgm']:5.2f}"
+            f"  memo {row['memo_us']:10.1f}us  nx {row['networkx_us']:10.1f}us  hgm/memo {row['hgm_over_memo']:5.2f}"
+            f" (rounds {row['hgm_over_memo_rounds']['q1']:.2f}-{row['hgm_over_memo_rounds']['q3']:.2f})  hgm/floor {row['hgm_over_floor']:5.2f}  nx/hgm {row['networkx_over_hgm']:5.2f}"
         )
 
     # compile: uncached five-step query, cached lookup through the memory's cache

@@ -13,10 +13,15 @@ On the generated graph (``generate.py``, seed 0; ``--nodes``, 100,000 by default
 2. **With vectors** — the same memory with a local, deterministic embedder set
    (:class:`HashEmbedder`: 384 numbers per text, the sum of seeded random unit vectors of its
    words — MiniLM's size; the bundled MiniLM extra needs torch, not installable offline
-   here): time to embed every node (``configure_search``), then the same queries. Beside
-   them, over a random matrix of the same size, interleaved: one BLAS matrix-vector product
-   (what the scan reads; its threads are numpy's OpenBLAS's, recorded in ``blas_threads``)
-   and the row-by-row ``vecdot`` scan the search used before.
+   here): time to embed every node (``configure_search``), then the same queries. After the
+   two searches of each query, in the same conditions, the bare step no exact search can do
+   without (``bare_blas_top_k``: the query's vector times a random float32 matrix of the same
+   size by one BLAS product, and the 50 best rows by ``argpartition``), and the searches'
+   ratios to it (``ratio_to_bare``: wall clock, the process's CPU time, the calling thread's
+   CPU time — BLAS's other threads left out of both sides). Then, over a random matrix of the
+   same size, interleaved: one BLAS matrix-vector product (what the scan reads; its threads
+   are numpy's OpenBLAS's, recorded in ``blas_threads``) and the row-by-row ``vecdot`` scan the
+   search used before.
 3. **Upkeep in a commit** — two SQLite memories loaded from the same graph, one keeping the
    node index (as every memory does) and one with its store hook removed
    (``memory.store_hooks = []``: nothing of the index written); ``--commits`` 10-op
@@ -31,6 +36,11 @@ On the generated graph (``generate.py``, seed 0; ``--nodes``, 100,000 by default
    file with its saved index dropped (what every reopen would cost if it rebuilt).
 
     python bench/search_bench.py --nodes 100000 --out bench/results/search/search.json
+    python bench/search_bench.py --nodes 100000 --parts vectors   # part 2 only (about a minute)
+
+``--parts`` (comma-separated, of ``lexical``, ``vectors``, ``upkeep``, ``reopen``; all by
+default) runs some of them; ``reopen`` reads the SQLite memory ``upkeep`` made, so it runs
+that too.
 
 Timing: ``time.perf_counter`` around each call, and the process's CPU time
 (``time.process_time``: on a shared machine the wall clock also counts other processes'
@@ -165,42 +175,101 @@ def queries_of(doc: dict[str, Any], count: int, seed: int = 0) -> list[str]:
     return out
 
 
-def time_queries(memory, queries: list[str], rounds: int) -> dict[str, Any]:
+def time_queries(memory, queries: list[str], rounds: int, bare=None) -> dict[str, Any]:
     """p50/p95 of ``memory.search`` and of the language's ``search($q).limit(10)`` (through
-    ``memory.query``: its compiled query cached after the first)."""
-    api, api_cpu, language, language_cpu, sizes = [], [], [], [], []
+    ``memory.query``: its compiled query cached after the first). With ``bare`` (a function of
+    the query text that returns what to time: see :func:`bare_scan`), that step is timed
+    right after the two searches of each query, in the same conditions, and the ratios of the
+    searches to it are reported (wall clock, the process's CPU time and the calling thread's:
+    ``time.thread_time`` leaves out BLAS's other threads, in the bare step as in the search)."""
+    clocks = {"wall": time.perf_counter, "cpu": time.process_time, "thread": time.thread_time}
+    samples: dict[str, dict[str, list[float]]] = {name: {c: [] for c in clocks} for name in ("api", "language", "bare")}
+    sizes = []
+
+    def timed(name, call):
+        starts = {c: clock() for c, clock in clocks.items()}
+        result = call()
+        for c, clock in clocks.items():
+            samples[name][c].append(clock() - starts[c])
+        return result
+
     for _ in range(rounds):
         gc.disable()
         try:
             for text in queries:
-                cpu, started = time.process_time(), time.perf_counter()
-                hits = memory.search(text, limit=10)
-                api.append(time.perf_counter() - started)
-                api_cpu.append(time.process_time() - cpu)
+                hits = timed("api", lambda: memory.search(text, limit=10))
                 sizes.append(len(hits))
-                cpu, started = time.process_time(), time.perf_counter()
-                memory.query("search($q).limit(10)", params={"q": text})
-                language.append(time.perf_counter() - started)
-                language_cpu.append(time.process_time() - cpu)
+                timed("language", lambda: memory.query("search($q).limit(10)", params={"q": text}))
+                if bare is not None:
+                    step = bare(text)  # made outside the clock: the query's vector
+                    timed("bare", step)
         finally:
             gc.enable()
-    return {"memory_search": _ms(api, api_cpu), "language": _ms(language, language_cpu),
-            "mean_hits": round(statistics.fmean(sizes), 2)}
+    out = {"memory_search": _ms(samples["api"]["wall"], samples["api"]["cpu"]),
+           "language": _ms(samples["language"]["wall"], samples["language"]["cpu"]),
+           "mean_hits": round(statistics.fmean(sizes), 2)}
+    for name in ("api", "language"):
+        key = "memory_search" if name == "api" else "language"
+        out[key]["thread_p50_ms"] = round(statistics.median(samples[name]["thread"]) * 1e3, 4)
+        out[key]["thread_p95_ms"] = round(_percentile(samples[name]["thread"], 0.95) * 1e3, 4)
+    if bare is not None:
+        out["bare_blas_top_k"] = _ms(samples["bare"]["wall"], samples["bare"]["cpu"])
+        out["bare_blas_top_k"]["thread_p50_ms"] = round(statistics.median(samples["bare"]["thread"]) * 1e3, 4)
+        out["bare_blas_top_k"]["thread_p95_ms"] = round(_percentile(samples["bare"]["thread"], 0.95) * 1e3, 4)
+        ratios = {}
+        for name in ("api", "language"):
+            key = "memory_search" if name == "api" else "language"
+            for c in clocks:
+                for q, label in ((0.5, "p50"), (0.95, "p95")):
+                    ratios[f"{key}_{c}_{label}"] = round(
+                        _percentile(samples[name][c], q) / _percentile(samples["bare"][c], q), 3)
+        out["ratio_to_bare"] = ratios
+    return out
 
 
-def run_search(doc: dict[str, Any], queries: list[str], rounds: int, dimensions: int) -> dict[str, Any]:
+def bare_scan(embedder: "HashEmbedder", rows: int, k: int = 50):
+    """The bare step a search with vectors cannot do without, for :func:`time_queries`: one
+    BLAS matrix-vector product of the query's unit vector (from ``embedder``, as the memory
+    makes it) with a float32 matrix of ``rows`` × the embedder's size (random: what matters
+    is how many numbers are read), and the ``k`` best rows by ``argpartition`` — no fusion,
+    no exact second pass, no ids, no lexical side.
+
+    >>> step = bare_scan(HashEmbedder(8), 100, k=5)("the hotel")
+    >>> len(step())
+    5
+    """
+    matrix = np.random.default_rng(1).standard_normal((rows, embedder.dimensions)).astype(np.float32)
+
+    def for_text(text: str):
+        query = embedder.embed_query(text).astype(np.float32)
+        query /= np.linalg.norm(query)
+
+        def step():
+            approx = matrix @ query
+            return np.argpartition(approx, len(approx) - k)[len(approx) - k:]
+
+        return step
+
+    return for_text
+
+
+def run_search(doc: dict[str, Any], queries: list[str], rounds: int, dimensions: int,
+               parts: tuple[str, ...] = ("lexical", "vectors")) -> dict[str, Any]:
     memory = hgm_engine.Memory.from_document(doc)
     started = time.perf_counter()
     memory.search(queries[0], limit=10)
     first = time.perf_counter() - started
     out: dict[str, Any] = {"nodes": len(memory), "first_search_builds_index_seconds": round(first, 4)}
-    out["lexical"] = time_queries(memory, queries, rounds)
+    if "lexical" in parts:
+        out["lexical"] = time_queries(memory, queries, rounds)
+    if "vectors" not in parts:
+        return out
     embedder = HashEmbedder(dimensions)
     started = time.perf_counter()
     status = memory.configure_search(embedder=embedder, min_similarity=0.35)
     out["vectors"] = {"embedder": embedder.name, "dimensions": dimensions, "vectors": status["embedder"]["vectors"],
                       "embed_every_node_seconds": round(time.perf_counter() - started, 3)}
-    out["vectors"].update(time_queries(memory, queries, rounds))
+    out["vectors"].update(time_queries(memory, queries, rounds, bare=bare_scan(HashEmbedder(dimensions), len(memory))))
     # The floor under any exact search: one float32 matrix-vector product over every vector
     # (BLAS, what the scan does); and the row-by-row scan the search used before (numpy's
     # vecdot), interleaved with it over the same matrix.
@@ -333,50 +402,66 @@ def run_reopen(path: pathlib.Path, runs: int, text: str) -> dict[str, Any]:
     return out
 
 
+PARTS = ("lexical", "vectors", "upkeep", "reopen")
+
+
 def run(nodes: int, *, queries: int, rounds: int, commits: int, block: int, reopen_runs: int, dimensions: int,
-        graph_dir: pathlib.Path, work_dir: pathlib.Path | None) -> dict[str, Any]:
-    graph_path, meta, _ = generate.ensure_graph(graph_dir, nodes, 0)
-    doc = json.loads(graph_path.read_text(encoding="utf-8"))
+        graph_dir: pathlib.Path | None, work_dir: pathlib.Path | None, parts: tuple[str, ...] = PARTS,
+        doc: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The benchmark's report: ``parts`` of :data:`PARTS` on the generated graph of ``nodes``
+    (from ``graph_dir``, made there once), or on ``doc`` when given."""
+    if doc is None:
+        graph_path, meta, _ = generate.ensure_graph(graph_dir, nodes, 0)
+        doc = json.loads(graph_path.read_text(encoding="utf-8"))
     texts = queries_of(doc, queries)
     report: dict[str, Any] = {"benchmark": "search", "environment": query_bench.environment(),
                               "config": {"nodes": nodes, "seed": 0, "queries": queries, "rounds": rounds, "commits": commits,
                                          "block": block, "reopen_runs": reopen_runs, "dimensions": dimensions,
-                                         "query_examples": texts[:8]},
+                                         "query_examples": texts[:8], "parts": list(parts)},
                               "targets": TARGETS}
     started = time.time()
-    report["search"] = run_search(doc, texts, rounds, dimensions)
-    directory = pathlib.Path(tempfile.mkdtemp(prefix="search-bench-", dir=work_dir))
-    try:
-        report["upkeep"] = run_upkeep(doc, directory, commits, block)
-        kept = directory / "with_index.db"
-        report["reopen"] = {"kept_index": run_reopen(kept, reopen_runs, texts[0])}
-        dropped = directory / "dropped.db"
-        shutil.copy(kept, dropped)
-        db = sqlite3.connect(dropped)
-        db.execute("DELETE FROM node_index")
-        db.execute("DELETE FROM node_index_changes")
-        db.commit()
-        db.close()
-        report["reopen"]["index_dropped_rebuilt"] = run_reopen(dropped, reopen_runs, texts[0])
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    report["search"] = run_search(doc, texts, rounds, dimensions, parts) if {"lexical", "vectors"} & set(parts) else {}
+    if "upkeep" in parts or "reopen" in parts:
+        directory = pathlib.Path(tempfile.mkdtemp(prefix="search-bench-", dir=work_dir))
+        try:
+            report["upkeep"] = run_upkeep(doc, directory, commits, block)  # reopen reads its SQLite memory
+            if "reopen" in parts:
+                kept = directory / "with_index.db"
+                report["reopen"] = {"kept_index": run_reopen(kept, reopen_runs, texts[0])}
+                dropped = directory / "dropped.db"
+                shutil.copy(kept, dropped)
+                db = sqlite3.connect(dropped)
+                db.execute("DELETE FROM node_index")
+                db.execute("DELETE FROM node_index_changes")
+                db.commit()
+                db.close()
+                report["reopen"]["index_dropped_rebuilt"] = run_reopen(dropped, reopen_runs, texts[0])
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
     report["seconds"] = round(time.time() - started, 1)
     report["load_average_at_end"] = list(os.getloadavg())
-    search, upkeep, reopen = report["search"], report["upkeep"], report["reopen"]["kept_index"]
-    report["target_checks_cpu"] = {
-        "lexical_p95_ms": search["lexical"]["memory_search"]["cpu_p95_ms"],
-        "vectors_p95_ms": search["vectors"]["memory_search"]["cpu_p95_ms"],
-        "upkeep_fraction_sqlite": upkeep["sqlite"]["upkeep_fraction_cpu"],
-        "upkeep_fraction_in_process": upkeep["in_process"]["upkeep_fraction_cpu"],
-        "reopen_index_seconds": reopen["index_added_cpu_seconds"],
-    }
-    report["target_checks"] = {
-        "lexical_p95_ms": [search["lexical"]["memory_search"]["p95_ms"], search["lexical"]["memory_search"]["p95_ms"] <= TARGETS["lexical_p95_ms"]],
-        "vectors_p95_ms": [search["vectors"]["memory_search"]["p95_ms"], search["vectors"]["memory_search"]["p95_ms"] <= TARGETS["vectors_p95_ms"]],
-        "upkeep_fraction_sqlite": [upkeep["sqlite"]["upkeep_fraction"], upkeep["sqlite"]["upkeep_fraction"] <= TARGETS["upkeep_fraction"]],
-        "upkeep_fraction_in_process": [upkeep["in_process"]["upkeep_fraction"], upkeep["in_process"]["upkeep_fraction"] <= TARGETS["upkeep_fraction"]],
-        "reopen_index_seconds": [reopen["index_read_seconds"], reopen["index_read_seconds"] <= TARGETS["reopen_index_seconds"]],
-    }
+    search, upkeep, reopen = report["search"], report.get("upkeep"), report.get("reopen", {}).get("kept_index")
+    cpu_checks: dict[str, Any] = {}
+    checks: dict[str, Any] = {}
+    for part, target in (("lexical", "lexical_p95_ms"), ("vectors", "vectors_p95_ms")):
+        if part in search:
+            figures = search[part]["memory_search"]
+            cpu_checks[target] = figures["cpu_p95_ms"]
+            checks[target] = [figures["p95_ms"], figures["p95_ms"] <= TARGETS[target]]
+    if "vectors" in search:
+        ratios = search["vectors"]["ratio_to_bare"]
+        cpu_checks["vectors_p95_ratio_to_bare_blas_top_k"] = ratios["memory_search_cpu_p95"]
+        checks["vectors_p95_ratio_to_bare_blas_top_k"] = ratios["memory_search_wall_p95"]
+    if upkeep is not None:
+        for where in ("sqlite", "in_process"):
+            cpu_checks[f"upkeep_fraction_{where}"] = upkeep[where]["upkeep_fraction_cpu"]
+            checks[f"upkeep_fraction_{where}"] = [upkeep[where]["upkeep_fraction"],
+                                                  upkeep[where]["upkeep_fraction"] <= TARGETS["upkeep_fraction"]]
+    if reopen is not None:
+        cpu_checks["reopen_index_seconds"] = reopen["index_added_cpu_seconds"]
+        checks["reopen_index_seconds"] = [reopen["index_read_seconds"], reopen["index_read_seconds"] <= TARGETS["reopen_index_seconds"]]
+    report["target_checks_cpu"] = cpu_checks
+    report["target_checks"] = checks
     report["command"] = "python bench/search_bench.py " + " ".join(sys.argv[1:])
     return report
 
@@ -393,9 +478,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graph-dir", type=pathlib.Path, default=ROOT / "bench" / "results" / "tmp")
     parser.add_argument("--work-dir", type=pathlib.Path, default=None, help="where the SQLite files go (a temporary directory in it)")
     parser.add_argument("--out", type=pathlib.Path, default=None)
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"which parts to run, comma-separated, of {','.join(PARTS)} (default: all); "
+                             "'vectors' alone times the search with vectors and the bare BLAS step beside it")
     args = parser.parse_args(argv)
+    parts = tuple(part.strip() for part in args.parts.split(",") if part.strip())
+    unknown = [part for part in parts if part not in PARTS]
+    if unknown or not parts:
+        parser.error(f"--parts: unknown {', '.join(unknown) or '(none given)'}; choose among {', '.join(PARTS)}")
     report = run(args.nodes, queries=args.queries, rounds=args.rounds, commits=args.commits, block=args.block,
-                 reopen_runs=args.reopen_runs, dimensions=args.dimensions, graph_dir=args.graph_dir, work_dir=args.work_dir)
+                 reopen_runs=args.reopen_runs, dimensions=args.dimensions, graph_dir=args.graph_dir, work_dir=args.work_dir,
+                 parts=parts)
     text = json.dumps(report, indent=2)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

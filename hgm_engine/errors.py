@@ -133,6 +133,20 @@ class Problem:
     column: int | None = None
     where: str | None = None  # a node id, op index or file location when not a text position
 
+    @property
+    def place(self) -> str:
+        """Where the problem is, as messages say it: `` at line L, column C``, `` at WHERE``
+        or nothing.
+
+        >>> Problem("x", "m", 1, 6).place, Problem("x", "m", where="ops[0]").place, Problem("x", "m").place
+        (' at line 1, column 6', ' at ops[0]', '')
+        """
+        if self.line is not None:
+            return f" at line {self.line}, column {self.column}"
+        if self.where is not None:
+            return f" at {self.where}"
+        return ""
+
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "category": self.category,
@@ -204,12 +218,7 @@ class HGMError(Exception):
         """Every problem as people read it: category, position, message, caret."""
         parts = []
         for problem in self.problems:
-            where = ""
-            if problem.line is not None:
-                where = f" at line {problem.line}, column {problem.column}"
-            elif problem.where is not None:
-                where = f" at {problem.where}"
-            text = f"{problem.category}{where}: {problem.message}"
+            text = f"{problem.category}{problem.place}: {problem.message}"
             if self.source is not None and problem.line is not None:
                 caret = caret_excerpt(self.source, problem.line, problem.column)
                 if caret:

@@ -27,17 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.errors import GraphFileError, Problem
-from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, GraphView, MemoryGraph, Node, Schema, bulk_allocation, release_kept
-from hgm_engine.query import DEFAULT_LIMITS, CompiledQuery, Limits, QueryCache, QueryResult
-from hgm_engine.query.plan import uses_search
-from hgm_engine.retrieval import SearchVerbs
+from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, MemoryGraph, Schema, release_kept
+from hgm_engine.query import DEFAULT_LIMITS, Limits
+from hgm_engine.retrieval import ReadVerbs, SearchVerbs
 from hgm_engine.rules import MAX_ROUNDS, PlannerViews, RuleRegistry, SchemaKeeper
-from hgm_engine.store import InMemoryStore, Store, open_store, parse_graph_text
-from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, open_catalog
+from hgm_engine.store import InMemoryStore, Store, load_graph_file, open_memory_store
 from hgm_engine.txn import (
     MAX_OPS,
     CommitPipeline,
@@ -93,12 +90,12 @@ class Memory:
         self._state = MemoryState(self._store, sync_meta=self._sync_meta)
         self._rules.sync()
         self._history = MemoryHistory(self._state)
-        self._cache = QueryCache(self.schema)
+        # The node index (search, rank): kept by every commit in its store transaction.
+        self._search = SearchVerbs(self)
+        self._reads = ReadVerbs(self, self._search, self.schema)  # and the compiled queries
         self._pipeline = CommitPipeline(self, self._state, self._rules.checker)
         # Hooks run inside every commit, before constraints, on the transaction's overlay.
         self.commit_hooks: list[Callable] = [self._rules.engine]
-        # The node index (search, rank): kept by every commit in its store transaction.
-        self._search = SearchVerbs(self)
         self.store_hooks: list[Callable] = [self._search.store_hook]
         self._levels = LevelVerbs(self)
         self._forget = ForgetVerbs(self, derived_meta=(PATH_INDEX_META,), on_purged=self._purged)
@@ -136,13 +133,7 @@ class Memory:
         ...
         hgm_engine.errors.RequestError: unknown-memory at acme/alice: no memory 'acme/alice' in ...
         """
-        if memory is None or memory == DEFAULT_MEMORY:
-            if memory is not None:
-                check_memory_name(memory)
-            store = open_store(str(location))
-        else:
-            with open_catalog(str(location)) as catalog:
-                store = catalog.open(check_memory_name(memory))
+        store = open_memory_store(location, memory)
         try:
             return cls(schema, store=store, **kwargs)
         except BaseException:
@@ -173,29 +164,32 @@ class Memory:
         self.schema = schema
         self._rules = RuleRegistry(self, max_rounds=rounds)
         self._rules.sync()
-        self._cache = QueryCache(schema)
+        self._reads.use_schema(schema)
         self._pipeline = CommitPipeline(self, self._state, self._rules.checker)
         self.commit_hooks = [self._rules.engine if hook is old_engine else hook for hook in self.commit_hooks]
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA) -> "Memory":
-        """An in-process memory loaded from a graph file (all or nothing, as one transaction)."""
-        path = pathlib.Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
+        """An in-process memory loaded from a graph file (all or nothing, as one transaction).
+
+        >>> import json, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "graph.json")
+        >>> with open(path, "w") as f:
+        ...     json.dump({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}, f)
+        >>> Memory.from_file(path).commits()[0].reason
+        'load graph.json'
+        """
         memory = cls(schema)
-        with bulk_allocation() as bulk:  # parsing and building allocate millions of objects that stay
-            doc = parse_graph_text(text, str(path))
-            memory.load(doc, reason=f"load {path.name}")
-            del doc, text
-            bulk.keep()
+        load_graph_file(path, memory.load)
         return memory
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], schema: Schema = DEFAULT_SCHEMA) -> "Memory":
-        """An in-process memory built from a graph document already parsed from JSON."""
+        """An in-process memory built from a graph document already parsed from JSON.
+
+        >>> Memory.from_document({"format": "hgm-graph/1", "nodes": [{"id": "g", "type": "goal"}], "edges": []}).t
+        1
+        """
         memory = cls(schema)
         memory.load(doc)
         return memory
@@ -280,98 +274,20 @@ class Memory:
         """
         return self._pipeline.commit(build, author=author, reason=reason, base_t=base_t, dry_run=dry_run, kind=kind)
 
-    def compile(self, expr: str) -> CompiledQuery:
-        """The compiled form of ``expr`` for this memory's schema (cached by text)."""
-        return self._cache.get(expr, self.limits)
+    # -- reading (hgm_engine.retrieval.ReadVerbs) ------------------------------------------------
 
-    @contextlib.contextmanager
-    def view(self, as_of: int | str | None = None) -> Iterator[GraphView]:
-        """The graph now, or ``as_of`` an earlier ``t``, snapshot name or ISO 8601 time, held
-        still while inside (no commit is applied meanwhile); read it, never change it.
-
-        >>> m = Memory()
-        >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
-        >>> with m.view(as_of=0) as before, m.view() as now:
-        ...     before.node("g"), now.node("g").type
-        (None, 'goal')
-        """
-        with self._state.lock.reading():
-            yield self._state.graph if as_of is None else self._state.view_at(self._history.resolve_t(as_of))
-
-    @contextlib.contextmanager
-    def _view_at(self, t: int) -> Iterator[GraphView]:
-        """The state at ``t`` (a ``t`` of the history), held still while inside."""
-        with self._state.lock.reading():
-            yield self._state.view_at(t)
-
-    def query(
-        self,
-        expr: str,
-        *,
-        focus: str | None = None,
-        params: Mapping[str, Any] | None = None,
-        as_of: int | str | None = None,
-    ) -> QueryResult:
-        """Evaluate a path expression on the current state, or ``as_of`` an earlier ``t`` or a
-        snapshot name. Errors are raised before anything runs.
-
-        >>> Memory().query("nodes.count()").value
-        0
-        """
-        compiled = self._cache.get(expr, self.limits)
-        with self._state.lock.reading():
-            self._search.index.ensure()
-            t = self._state.t if as_of is None else self._history.resolve_t(as_of)
-            view = self._state.view_at(t)
-            return compiled.run(
-                view, focus=focus, params=params, limits=self.limits, payloads=lambda ids: self._payloads(ids, t)
-            )
-
-    def _payloads(self, ids: list[str], t: int) -> tuple[Node, ...]:
-        """Node payloads as they were at ``t`` (for results read after later commits)."""
-        with self._view_at(t) as view:
-            nodes = view.node_map()
-            return tuple(nodes[i] for i in ids)
-
-    def explain(self, expr: str, *, physical: bool = False) -> str:
-        """The optimized plan of ``expr`` as text; ``physical`` adds how each step runs.
-
-        >>> print(Memory().explain("#x.children").splitlines()[1])
-        rules applied: id_lookup
-        >>> print(Memory().explain("#x.children", physical=True).splitlines()[-1].strip())
-        physical: one-type hop: one loop over out(parent_of) of all sources
-        """
-        compiled = self._cache.get(expr, self.limits)
-        text = compiled.explain(physical=physical)
-        if uses_search(compiled.optimized_plan):
-            text += f"\nindex: {self._search.index.describe()}"
-        return text
+    compile = forward("_reads", ReadVerbs.compile)
+    view = forward("_reads", ReadVerbs.view)
+    query = forward("_reads", ReadVerbs.query)
+    explain = forward("_reads", ReadVerbs.explain)
+    node = forward("_reads", ReadVerbs.node)
+    export = forward("_reads", ReadVerbs.export)
 
     # -- search (hgm_engine.retrieval.SearchVerbs; docs/language.md §8) -------------------------
 
     search = forward("_search", SearchVerbs.search)
     configure_search = forward("_search", SearchVerbs.configure_search)
     search_status = forward("_search", SearchVerbs.search_status)
-
-    # -- reading, continued ---------------------------------------------------------------------
-
-    def node(self, node_id: str, *, as_of: int | str | None = None) -> dict[str, Any] | None:
-        """One node as a JSON object, or None."""
-        with self.view(as_of) as view:
-            node = view.node(node_id)
-            return None if node is None else node.to_json()
-
-    def export(self, *, as_of: int | str | None = None) -> dict[str, Any]:
-        """The whole memory as a graph document (formats.md), now or at an earlier state."""
-        with self.view(as_of) as view:
-            nodes = [view.node_map()[n] for n in view.node_map()]
-            edges = [edge for node in nodes for edge in view.out_edges(node.id)]
-            edges.sort(key=lambda e: e.seq)
-            return {
-                "format": "hgm-graph/1",
-                "nodes": [n.to_json() for n in nodes],
-                "edges": [e.to_json() for e in edges],
-            }
 
     # -- valid time and levels (hgm_engine.txn.LevelVerbs; docs/time.md) ------------------------
 

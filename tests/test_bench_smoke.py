@@ -90,3 +90,14 @@ def test_the_memo_floor_gives_the_naive_floors_answers() -> None:
     for name in baselines.QUERIES:
         first = getattr(memo, name)(meta["anchors"])[0]
         assert first == getattr(naive, name)(meta["anchors"])[0] == getattr(memo, name)(meta["anchors"])[0], name
+
+
+def test_the_memo_floor_remembers_no_more_than_hgm_does() -> None:
+    # hgm remembers a node's typed neighbours per direction (Adjacency.of_type) and nothing
+    # for a `both` hop: the fair floor keeps the same, so related_facts joins out and in.
+    doc, meta = generate.generate(SIZE, seed=0)
+    memo = baselines.RxMemo(doc)
+    for name in baselines.QUERIES:
+        getattr(memo, name)(meta["anchors"])
+    assert memo._typed and {key[-1] for key in memo._typed} <= {1, -1}
+    assert ("related_to", "fact", 1) in memo._typed and ("related_to", "fact", -1) in memo._typed

@@ -937,7 +937,7 @@ def test_any_rest_request_is_a_document_or_a_4xx_error_and_a_refusal_changes_not
 @boundary(60)
 @given(data=st.data())
 def test_any_mcp_tool_call_is_a_result_or_an_error_with_a_category_and_a_refusal_changes_nothing(served, data):
-    from hgm_engine.server.mcp_server import TOOLS, call_tool
+    from hgm_engine.server.mcp import TOOLS, call_tool
     from hgm_engine.server.service import MemoryService
 
     memory, db, _ = served
@@ -975,7 +975,7 @@ def mcp_line(data: st.DataObject) -> str:
 def test_any_mcp_line_is_a_message_for_the_sdk_or_is_answered_with_a_json_rpc_error(data):
     import mcp_types
 
-    from hgm_engine.server.mcp_server import INVALID_REQUEST, PARSE_ERROR, line_error
+    from hgm_engine.server.mcp import INVALID_REQUEST, PARSE_ERROR, line_error
 
     line = mcp_line(data).replace("\n", " ")
     error = timed(line_error, line)
@@ -1001,7 +1001,7 @@ RESOURCE_URI = st.sampled_from(["hgm://health", "hgm://stale", "hgm://export", "
 @boundary(40)
 @given(data=st.data())
 def test_any_mcp_resource_or_prompt_read_is_a_document_or_an_error_and_changes_nothing(served, data):
-    from hgm_engine.server.mcp_server import PROMPTS, get_prompt, read_resource
+    from hgm_engine.server.mcp import PROMPTS, get_prompt, read_resource
     from hgm_engine.server.service import MemoryService
 
     memory, db, _ = served
@@ -1070,7 +1070,7 @@ def test_query_parameters_over_rest_and_mcp_follow_the_value_rules():
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.rest import create_app
     from hgm_engine.server.service import MemoryService
 
@@ -1213,7 +1213,7 @@ def test_a_postgresql_memory_from_before_the_complete_row_still_opens(postgres_u
 
 def test_an_mcp_tool_argument_with_an_integer_of_4301_digits_is_an_invalid_argument():
     # jsonschema's message for the wrong type printed the integer, which Python refuses.
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.service import MemoryService
 
     doc, failed = call_tool(MemoryService(Memory()), "query", {"expr": "root", "as_of": [10**4301]})
@@ -1439,7 +1439,7 @@ def test_a_model_answer_python_cannot_read_is_an_answer_problem_not_an_exception
 
 def test_an_mcp_notification_the_sdk_cannot_read_is_answered_with_invalid_request():
     pytest.importorskip("mcp_types")
-    from hgm_engine.server.mcp_server import INVALID_REQUEST, line_error
+    from hgm_engine.server.mcp import INVALID_REQUEST, line_error
 
     line = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]})
     assert line_error(line)[::2] == (INVALID_REQUEST, None)

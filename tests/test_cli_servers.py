@@ -53,3 +53,15 @@ def test_a_server_without_the_server_extra_says_how_to_install_it(tmp_path, comm
     assert "Traceback" not in result.stderr
     assert f"hgm {command}: needs the {EXTRA[command]} extra: pip install 'hgm-engine[{EXTRA[command]}]'" in result.stderr
     assert not (tmp_path / "m.db").exists()  # nothing opened or created
+
+
+@pytest.mark.parametrize("module", ["hgm_engine.server.mcp", "hgm_engine.server.mcp_server"])
+def test_the_mcp_server_runs_as_a_module_under_its_name_and_its_old_name(tmp_path, module):
+    # `python -m hgm_engine.server.mcp` is the documented command; `...mcp_server` is the name
+    # MCP hosts were configured with before the server became a package, and keeps working.
+    result = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120, cwd=str(tmp_path),
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: hgm mcp") and "--transport" in result.stdout

@@ -133,7 +133,7 @@ def test_every_command_and_every_option_has_its_place_on_the_page(command, sub):
 
 
 def test_the_servers_options_are_on_the_page():
-    from hgm_engine.server.mcp_server import build_parser as mcp_parser
+    from hgm_engine.server.mcp import build_parser as mcp_parser
     from hgm_engine.server.rest.command import build_parser as rest_parser
 
     servers = sections()["## Servers"]

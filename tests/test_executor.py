@@ -53,9 +53,11 @@ def _frames(error: BaseException) -> str:
 @pytest.mark.parametrize(
     ("query", "kind", "line"),
     [
-        ("nodes.where(status = 'done')", "scan", "return [n.id for n in payloads if (a := n.attrs) is not None and"),
-        ("root.actions.where(status = 'done')", "filter", "return [i for i in ids if (a := (n := nodes[i]).attrs)"),
-        ("root.actions.where(status = 'done')[0]", "step", "if (a := (n := nodes[t]).attrs) is not None and"),
+        # a string equality reads the value index where the view has one, else the attributes
+        ("nodes.where(status = 'done')", "scan", "return [n.id for n in payloads if (n.id in _m1[_v1] if (_v1 := n.type) in _m1 else n.attrs.get(_k1) == _k2)]"),
+        ("root.actions.where(status = 'done')", "filter", "return [i for i in ids if ((n := nodes[i]) is not None) and (n.id in _m1"),
+        ("root.actions.where(status = 'done')[0]", "step", "if ((n := nodes[t]) is not None) and (n.id in _m1"),
+        ("root.actions.where(priority >= 2)", "filter", "return [i for i in ids if (a := (n := nodes[i]).attrs)"),
     ],
 )
 def test_a_traceback_through_a_generated_query_function_shows_the_generated_line(query, kind, line):
@@ -176,3 +178,40 @@ def test_explain_physical_only_adds_lines_to_the_plain_explain():
 
 def test_memory_explain_is_unchanged():
     assert Memory().explain("root.subgoals") == compile("root.subgoals").explain()
+
+
+def test_inline_adjacency_lookups_see_a_transactions_own_edges():
+    # A graph hands the executor its remembered hop answers (hop_memo); a transaction's
+    # view keeps none of its own, so the hops, the per-source step and the repetition ask it
+    # for every node, and see the edges it added, not the graph's remembered ones.
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "s", "type": "goal"},
+                          {"op": "add_edge", "from": "g", "to": "s", "type": "parent_of"}]})
+    queries = ("#g.descendants", "#g.children{1,2}", "root.subgoals[0].subgoals", "root.subgoals.subgoals", "#s.children",
+               "nodes.where(type = 'goal').children.where(type = 'goal')")
+    before = {q: memory.query(q).ids for q in queries}  # fills the graph's adjacency memos
+    assert before == dict(zip(queries, (["s"], ["s"], [], [], [], ["s"])))
+    with memory.transaction() as tx:
+        tx.add_node("goal", id="t", parent="s")
+        inside = {q: tx.query(q).ids for q in queries}
+        assert tx.query("#t.ancestors").ids == ["s", "g"]
+    assert inside == dict(zip(queries, (["s", "t"], ["s", "t"], ["t"], ["t"], ["t"], ["s", "t"])))
+    assert {q: memory.query(q).ids for q in queries} == inside
+
+
+def test_a_filter_that_starts_with_a_type_test_reads_no_attributes_of_the_nodes_it_rejects():
+    # type = 'action' comes first: a goal is rejected on its type and its attributes are never
+    # read (for a node read from an image: never decoded). Here a goal's stored attributes
+    # cannot be decoded, so reading them fails the query.
+    from hgm_engine.model import lazy_nodes
+
+    graph = _trip()
+    view = _UnreadableAttributes(graph)
+    view._nodes = {
+        i: (n if n.type != "goal" else lazy_nodes([n.id], [n.type], ["{not json"], [n.seq])[0]) for i, n in graph.node_map().items()
+    }
+    for query in ("#g.children.where(type = 'action', status = 'pending')",  # filter after a hop
+                  "#g.descendants.where(type = 'action' and status = 'pending')",  # per source
+                  "#g.children.where(type = 'action', status = 'pending')[0]",  # generated per source
+                  "nodes.where(type = 'action' or id = 'x', status = 'pending')"):  # payload scan
+        assert compile_uncached(query).program.run(view) in (["a", "b"], ["a"]), query

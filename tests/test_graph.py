@@ -178,3 +178,47 @@ def test_checking_a_whole_overlay_reports_its_cycles():
     overlay = GraphOverlay(g)
     overlay.add_edge("b", "a", "before")
     assert [(v.constraint, v.node) for v in check_full(overlay)] == [("before_acyclic", "a")]
+
+
+def test_a_hops_remembered_answers_follow_every_change_to_the_edges():
+    g = MemoryGraph.from_records(
+        [("g", "goal", {}), ("s", "goal", {}), ("a", "action", {}), ("f", "fact", {})],
+        [("g", "s", "parent_of", {}), ("g", "a", "parent_of", {}), ("f", "a", "related_to", {})],
+    )
+    hops = {
+        (edge_type, node_type, outgoing): g.hop_memo(edge_type, node_type, outgoing)
+        for edge_type in ("parent_of", "related_to") for node_type in (None, "goal", "action") for outgoing in (True, False)
+    }
+
+    def answers():  # every hop of every node, read through the memo as the executor does
+        out = {}
+        for key, (memo, find) in hops.items():
+            for node_id in g.node_ids():
+                found = memo.get(node_id)
+                out[key + (node_id,)] = found if found is not None else find(node_id)
+        return out
+
+    def fresh():  # the same from the adjacencies, nothing remembered
+        return {
+            (edge_type, node_type, outgoing, node_id): tuple(
+                other for other in (g.out_adjacency if outgoing else g.in_adjacency)(node_id).by_type.get(edge_type, ())
+                if node_type is None or g.node_map()[other].type == node_type
+            )
+            for (edge_type, node_type, outgoing) in hops for node_id in g.node_ids()
+        }
+
+    assert answers() == fresh()
+    assert hops[("parent_of", "goal", True)][0]["g"] == ("s",)
+    g.add_node("t", "goal", {})
+    g.add_edge("g", "t", "parent_of", {"order": 0})  # ordered first
+    assert answers() == fresh() and hops[("parent_of", None, True)][0]["g"] == ("t", "s", "a")
+    g.remove_edge("g", "s", "parent_of")
+    assert answers() == fresh() and hops[("parent_of", None, False)][0]["s"] == ()
+    g.set_edge_attrs("g", "a", "parent_of", {"order": -1})
+    assert answers() == fresh() and hops[("parent_of", None, True)][0]["g"] == ("a", "t")
+    g.remove_node("a")
+    assert "a" not in hops[("parent_of", None, True)][0] and answers() == fresh()
+    assert hops[("related_to", "action", True)][0]["f"] == ()
+    g.add_node("a", "goal", {})  # the same id again, another type
+    g.add_edge("f", "a", "related_to")
+    assert answers() == fresh() and hops[("related_to", "goal", True)][0]["f"] == ("a",)

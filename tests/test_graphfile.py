@@ -179,3 +179,19 @@ def test_nested_attribute_values_load_frozen_and_export_as_they_were():
         attrs["source"]["url"] = "v"
     assert graph.to_document() == doc
     assert node["tags"] == ["a", "b"] and "id" in node  # the caller's document is untouched
+
+
+def test_a_loaded_graphs_edge_ends_are_its_own_id_strings_and_types_the_schemas():
+    # The document holds its own copy of every id at each end of an edge; the graph keeps one
+    # string per id (an adjacency's lookup into the node map then compares by identity).
+    import sys
+
+    text = json.dumps({"format": "hgm-graph/1", "nodes": [{"id": "goal-1", "type": "goal"}, {"id": "act-1", "type": "action"}],
+                       "edges": [{"from": "goal-1", "to": "act-1", "type": "parent_of"}]})
+    graph = Memory.from_document(json.loads(text)).graph
+    keys = {key: key for key in graph.node_map()}
+    (target,) = graph.out_adjacency("goal-1").by_type["parent_of"]
+    (source,) = graph.in_adjacency("act-1").by_type["parent_of"]
+    assert target is keys["act-1"] and source is keys["goal-1"]
+    assert graph.node_map()["act-1"].type is sys.intern("action")
+    assert next(iter(graph.out_adjacency("goal-1").by_type)) is sys.intern("parent_of")

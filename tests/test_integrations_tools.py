@@ -12,7 +12,7 @@ import pytest
 
 from hgm_engine import Memory, RequestError
 from hgm_engine.integrations import memory_tools, tool_names
-from hgm_engine.server.mcp_server import TOOLS
+from hgm_engine.server.mcp import TOOLS
 
 PLAN_OPS = [
     {"op": "add_node", "id": "trip", "type": "goal", "title": "Trip to Beijing"},

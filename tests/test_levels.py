@@ -181,7 +181,7 @@ def test_rest_and_mcp_summarize(shop):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.rest import create_app
     from hgm_engine.server.service import MemoryService
 
@@ -247,7 +247,7 @@ def test_cli_rest_mcp_coarse_locate(two_scenarios, tmp_path, capsys):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.rest import create_app
     from hgm_engine.server.service import MemoryService
 

@@ -133,7 +133,7 @@ def test_rest_and_mcp_coarse_search(summarized):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.rest import create_app
     from hgm_engine.server.service import MemoryService
 

@@ -266,14 +266,14 @@ def test_switching_a_component_off_gives_it_no_weight():
 
 
 def test_without_numpy_the_index_locates_exactly_the_same(monkeypatch):
-    import hgm_engine.paths.localize.index as index_module
+    import hgm_engine.paths.localize.postings as postings_module
 
     records = order_paths() + [PathRecord.create("x", "tell me the weather", ["weather"])]
     query = ("status of order C3, tell me", ["order"])
     with_numpy = PathIndex.from_records(records).locate(*query, k=5).to_json()
-    monkeypatch.setattr(index_module, "_numpy", lambda: None)
+    monkeypatch.setattr(postings_module, "numpy_module", lambda: None)
     plain_index = PathIndex.from_records(records)
-    assert plain_index._text.np is None
+    assert plain_index.contents.text.np is None and plain_index.contents.steps.np is None
     plain_index.add(plain_index.remove("order-1"))
     assert plain_index.locate(*query, k=5).paths == [m["path"] for m in with_numpy["matches"]]
     scores = [m.score for m in plain_index.locate(*query, k=5).matches]

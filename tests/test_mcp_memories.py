@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hgm_engine import Memory, open_store
-from hgm_engine.server.mcp_server import (
+from hgm_engine.server.mcp import (
     STORE_TOOLS,
     TOOLS,
     Access,
@@ -383,7 +383,7 @@ def asgi_call(app, headers):
 
 
 def test_the_token_check_refuses_a_request_without_a_token_with_401_and_a_json_rpc_error():
-    from hgm_engine.server.mcp_server import TokenCheck
+    from hgm_engine.server.mcp import TokenCheck
 
     sent, reached = asgi_call(lambda inner: TokenCheck(inner, SCOPES), [])
     assert reached is None and sent[0]["status"] == 401
@@ -394,7 +394,7 @@ def test_the_token_check_refuses_a_request_without_a_token_with_401_and_a_json_r
 
 
 def test_the_token_check_passes_a_known_token_on_with_its_grant_and_owner():
-    from hgm_engine.server.mcp_server import GRANT_SCOPE_KEY, TokenCheck
+    from hgm_engine.server.mcp import GRANT_SCOPE_KEY, TokenCheck
 
     sent, reached = asgi_call(lambda inner: TokenCheck(inner, SCOPES), [(b"authorization", f"Bearer {READER}".encode())])
     assert sent[0]["status"] == 200 and reached[GRANT_SCOPE_KEY] == ALICE_READER
@@ -402,7 +402,7 @@ def test_the_token_check_passes_a_known_token_on_with_its_grant_and_owner():
 
 
 def test_one_token_of_hgm_mcp_token_reaches_every_memory():
-    from hgm_engine.server.mcp_server import GRANT_SCOPE_KEY, TokenCheck
+    from hgm_engine.server.mcp import GRANT_SCOPE_KEY, TokenCheck
 
     single = TokenScopes.single(WRITER)
     _, reached = asgi_call(lambda inner: TokenCheck(inner, single), [(b"authorization", f"Bearer {WRITER}".encode())])

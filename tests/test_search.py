@@ -263,7 +263,7 @@ def test_a_reopened_memory_reads_its_index_without_analysing_text(tmp_path, monk
     def no_analysis(text):
         raise AssertionError(f"text analysed on reopen: {text!r}")
 
-    monkeypatch.setattr(nodeindex, "_terms_of", no_analysis)
+    monkeypatch.setattr(nodeindex.entries, "_terms_of", no_analysis)  # where entries are analysed
     reopened = Memory.open(tmp_path / "m.db")
     assert reopened.query("search('Beijing hotel night')").ids == expected
     status = reopened.search_status()

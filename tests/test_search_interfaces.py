@@ -214,7 +214,7 @@ def test_rest_search_is_documented_with_typed_hits(client):
 
 
 def test_mcp_search_tool_tells_when_to_search_and_when_to_write_a_path():
-    from hgm_engine.server.mcp_server import TOOLS
+    from hgm_engine.server.mcp import TOOLS
 
     tool = next(t for t in TOOLS if t.name == "search")
     assert "ABOUT" in tool.description and "Write a path expression" in tool.description
@@ -224,7 +224,7 @@ def test_mcp_search_tool_tells_when_to_search_and_when_to_write_a_path():
 
 
 def test_mcp_search_tool_answers_hits_and_refuses_bad_text(memory):
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.service import MemoryService
 
     service = MemoryService(memory)
@@ -237,7 +237,7 @@ def test_mcp_search_tool_answers_hits_and_refuses_bad_text(memory):
 
 
 def test_mcp_set_embedder_and_index_status(memory, openai_stub):
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.service import MemoryService
 
     service = MemoryService(memory)

@@ -42,3 +42,20 @@ def test_ranks_of_are_the_positions_in_the_whole_ranking():
                 assert view.ranks_of(terms, ids, node_type=node_type) == expected, (seed, terms, node_type)
                 some = random.Random(seed).sample(ids, 50)
                 assert view.ranks_of(terms, some, node_type=node_type) == {i: expected[i] for i in some if i in expected}
+
+
+def test_ranks_of_after_hits_charges_the_postings_as_a_fresh_view_does():
+    # hits() and ranks_of() of the same terms share one scoring of the postings; the work
+    # budget is charged at each call as if it read them again (as before they shared it)
+    for seed in range(2):
+        terms, ids = ("hotel", "night", "river"), [f"n{i}" for i in range(0, 640, 3)]
+        fresh: list[int] = []
+        _view(seed).ranks_of(terms, ids, charge=fresh.append)
+        view, after_hits = _view(seed), []
+        view.hits(terms, top=10)
+        view.ranks_of(terms, ids, charge=after_hits.append)
+        assert after_hits == fresh and sum(fresh) > 0
+        other, other_fresh = [], []
+        assert view.ranks_of(("museum",), ids, charge=other.append) == _view(seed).ranks_of(
+            ("museum",), ids, charge=other_fresh.append)  # other terms: scored anew, the same
+        assert other == other_fresh

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from hgm_engine import Memory  # noqa: E402
 from hgm_engine.llm import ScriptedClient  # noqa: E402
 from hgm_engine.server import create_app  # noqa: E402
-from hgm_engine.server.mcp_server import PROMPTS, RESOURCES, TOOLS, call_tool, get_prompt, read_resource  # noqa: E402
+from hgm_engine.server.mcp import PROMPTS, RESOURCES, TOOLS, call_tool, get_prompt, read_resource  # noqa: E402
 from hgm_engine.server.service import LLMEndpoint, MemoryService  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -260,8 +260,9 @@ def test_the_planner_step_over_rest_reaches_the_planner_through_its_entry_point(
 
 
 def test_the_engine_finds_the_planner_by_entry_point_not_by_import():
-    source = (REPO / "hgm_engine" / "server" / "service.py").read_text(encoding="utf-8")
-    assert "import planners" not in source and "from planners" not in source
+    for path in (REPO / "hgm_engine" / "server" / "service").rglob("*.py"):  # the service is a package
+        source = path.read_text(encoding="utf-8")
+        assert "import planners" not in source and "from planners" not in source, path
     from importlib.metadata import entry_points
 
     assert [e.value for e in entry_points(group="hgm.planners")] == ["planners.remote"]

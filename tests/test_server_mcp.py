@@ -17,7 +17,7 @@ mcp = pytest.importorskip("mcp")
 import anyio  # noqa: E402
 
 from hgm_engine import Memory  # noqa: E402
-from hgm_engine.server.mcp_server import TOOLS, call_tool  # noqa: E402
+from hgm_engine.server.mcp import TOOLS, call_tool  # noqa: E402
 from hgm_engine.server.service import MemoryService  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

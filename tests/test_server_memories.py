@@ -226,6 +226,41 @@ def test_a_read_token_reads_but_cannot_change_the_memory(scoped):
     assert scoped.post(f"{alice}/query", json={"expr": "nodes"}, headers=auth(WRITER)).json()["t"] == 1  # nothing changed
 
 
+
+def _wait_for_the_token_file_check() -> None:
+    import time
+
+    time.sleep(1.1)  # a TokenFile looks at its file at most once a second (tokens.TokenFile.check_every)
+
+
+@pytest.mark.parametrize("configured", ["hgm serve", "environment"])
+def test_the_rest_server_reloads_its_token_file_when_it_changes(store_path, tmp_path, configured):
+    # hgm serve --token-file (and HGM_TOKEN_FILE of the app factory) read the file once; the MCP
+    # server reloads it through TokenFile: a token added works, a token removed is refused, no restart.
+    from hgm_engine.server.rest.command import build_parser, resolve_tokens
+    from hgm_engine.server.rest.factory import settings_from_environment
+
+    token_file = tmp_path / "tokens.txt"
+    token_file.write_text(f"{READER} acme/alice read\n")
+    if configured == "hgm serve":
+        tokens = resolve_tokens(build_parser().parse_args(["--db", store_path, "--token-file", str(token_file)]))
+    else:
+        tokens = settings_from_environment({"HGM_DB": store_path, "HGM_TOKEN_FILE": str(token_file)})["tokens"]
+    registry = MemoryRegistry(store_path, max_open=2)
+    query = lambda token: client.post(f"{memory_url('acme/alice')}/query", json={"expr": "root"}, headers=auth(token))  # noqa: E731
+    with TestClient(create_app(registry, tokens=tokens)) as client:
+        assert query(READER).status_code == 200 and query(WRITER).status_code == 401
+        token_file.write_text(f"{WRITER} acme/ write\n")  # the reader revoked, a writer added
+        _wait_for_the_token_file_check()
+        assert query(WRITER).status_code == 200
+        revoked = query(READER)
+        assert revoked.status_code == 401 and revoked.json()["error"]["category"] == "unauthorized"
+        token_file.write_text("short acme/ write\n")  # a version with errors is not taken
+        _wait_for_the_token_file_check()
+        assert query(WRITER).status_code == 200
+    registry.close()
+
+
 # -- hostile names and paths -------------------------------------------------------------------------
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

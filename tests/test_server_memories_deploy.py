@@ -146,3 +146,27 @@ def test_hgm_serve_workers_serve_every_memory_with_scoped_tokens(store, tmp_path
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_hgm_serve_workers_take_a_changed_token_file_without_a_restart(store, tmp_path):
+    db, _ = store
+    tokens = tmp_path / "changing-tokens.txt"
+    tokens.write_text(f"{READER} acme/alice read\n")
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hgm_engine.server.rest", "--db", db, "--port", "0", "--workers", "2", "--token-file", str(tokens)],
+            stdout=out, stderr=subprocess.STDOUT, env=_environment(), cwd=str(tmp_path),
+        )
+    try:
+        port = _wait_for_port(process, log, "listening on ")
+        query = lambda token: _call(port, "POST", f"{memory_url('acme/alice')}/query", {"expr": "root"}, token)[0]  # noqa: E731
+        assert query(READER) == 200 and query(WRITER) == 401
+        tokens.write_text(f"{WRITER} acme/ write\n")  # the reader revoked, a writer added
+        time.sleep(1.1)  # each worker looks at the file at most once a second
+        for _ in range(4):  # whichever worker answers
+            assert query(WRITER) == 200 and query(READER) == 401
+        assert _stop(process) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -294,7 +294,7 @@ def test_hgm_serve_keeps_no_reference_to_the_memory_it_opened_at_start(store_pat
 
 
 def test_hgm_mcp_keeps_no_reference_to_the_memory_it_opened_at_start(store_path, monkeypatch):
-    from hgm_engine.server import mcp_server
+    from hgm_engine.server.mcp import command as mcp_server
 
     seen = []
 

@@ -651,7 +651,7 @@ def test_any_query_string_is_answered_with_a_document_or_an_error(fuzz_client, d
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_any_mcp_tool_call_is_a_result_or_an_error_with_a_category(fuzz_memory, data):
-    from hgm_engine.server.mcp_server import TOOLS, call_tool
+    from hgm_engine.server.mcp import TOOLS, call_tool
     from hgm_engine.server.service import MemoryService
 
     tool = data.draw(st.sampled_from(TOOLS))
@@ -669,7 +669,7 @@ def test_any_mcp_tool_call_is_a_result_or_an_error_with_a_category(fuzz_memory, 
 @settings(max_examples=150, deadline=None)
 @given(line=st.text(max_size=60) | st.builds(_json_text, VALUES))
 def test_any_mcp_line_is_a_message_or_has_a_json_rpc_error(line):
-    from hgm_engine.server.mcp_server import INVALID_REQUEST, PARSE_ERROR, line_error
+    from hgm_engine.server.mcp import INVALID_REQUEST, PARSE_ERROR, line_error
 
     error = line_error(line)
     assert error is None or error[0] in (PARSE_ERROR, INVALID_REQUEST)

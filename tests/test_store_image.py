@@ -290,3 +290,36 @@ def test_an_image_whose_columns_have_another_shape_falls_back_to_the_rows(stored
             assert memory._store.last_load == "rows"
             assert _answers(memory, anchors) == expected
     assert any("columns cannot be read" in r.getMessage() for r in caplog.records)
+
+
+# string equalities in filters; failed_urgent's priority >= 4 reads its payloads, decoded in bulk
+_FILTERS = {name: QUERIES[name][0] for name in ("card", "project_pending", "five_steps", "failed_urgent")}
+
+
+def test_string_filters_on_a_memory_read_from_its_image_decode_no_attributes(stored, monkeypatch):
+    from hgm_engine.model import payloads
+
+    path, anchors = stored
+    with _open(path, image=False) as memory:
+        expected = {name: memory.query(text.format(**anchors)).ids for name, text in _FILTERS.items()}
+    decoded = []
+    real = payloads._decoded_attrs
+    monkeypatch.setattr(payloads, "_decoded_attrs", lambda raw, owner: decoded.append(owner) or real(raw, owner))
+    with _open(path) as memory:
+        got = {name: memory.query(text.format(**anchors)).ids for name, text in _FILTERS.items()}
+    assert got == expected
+    assert decoded == []  # the image's value indexes answered status = '...'; type is no attribute; no payload one by one
+
+
+def test_string_filters_follow_changes_after_the_image(stored):
+    path, anchors = stored
+    text = _FILTERS["project_pending"].format(**anchors)
+    with _open(path) as memory:
+        pending = memory.query(text).ids
+        memory.apply({"ops": [{"op": "update_node", "id": pending[0], "set": {"status": "done"}}]})
+        after_update = memory.query(text).ids
+        memory.apply({"ops": [{"op": "update_node", "id": pending[0], "set": {"status": "pending"}}]})
+        after_undo = memory.query(text).ids
+    assert after_update == pending[1:] and after_undo == pending
+    with _open(path, image=False) as memory:
+        assert memory.query(text).ids == pending

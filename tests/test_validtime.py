@@ -371,7 +371,7 @@ def test_rest_and_mcp_accept_an_iso_time(monkeypatch):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.rest import create_app
     from hgm_engine.server.service import MemoryService
 
@@ -390,7 +390,7 @@ def test_rest_and_mcp_facts_and_invalidate():
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from hgm_engine.server.mcp_server import call_tool
+    from hgm_engine.server.mcp import call_tool
     from hgm_engine.server.rest import create_app
     from hgm_engine.server.service import MemoryService
 

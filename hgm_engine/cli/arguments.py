@@ -36,6 +36,7 @@ __all__ = [
     "examples",
     "add_command",
     "add_json_flag",
+    "integer_in",
     "non_negative",
     "commit_number",
     "state",
@@ -124,6 +125,38 @@ def add_json_flag(sub: argparse.ArgumentParser, what: str) -> None:
     sub.add_argument("--json", action="store_true", help=what)
 
 
+def integer_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer from ``low``, up to ``high`` when given.
+
+    >>> attempts = integer_in(1, 10)
+    >>> attempts("3")
+    3
+    >>> attempts("11")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be from 1 to 10, not 11
+    >>> integer_in(1)("x")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: not an integer: 'x'
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"{low} or more" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {value}")
+        return value
+
+    return parse
+
+
+_non_negative = integer_in(0)
+
+
 def non_negative(text: str) -> int:
     """An integer argument that is 0 or more (``--depth``, ``--since``, ``--last``).
 
@@ -134,13 +167,7 @@ def non_negative(text: str) -> int:
     ...
     argparse.ArgumentTypeError: must be 0 or more, not -1
     """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
+    return _non_negative(text)
 
 
 def commit_number(text: str) -> int:

@@ -163,13 +163,8 @@ def render_error(err: HGMError, label: str | None = None) -> list[str]:
     if label is not None:
         lines.append(terminal_safe(label))
     for problem in err.problems:
-        place = ""
-        if problem.line is not None:
-            place = f" at line {problem.line}, column {problem.column}"
-        elif problem.where is not None:
-            place = f" at {problem.where}"
         prefix = "  " if label is not None else "error: "
-        lines.append(terminal_safe(f"{prefix}{problem.category}{place}: {problem.message}"))
+        lines.append(terminal_safe(f"{prefix}{problem.category}{problem.place}: {problem.message}"))
         excerpt = "" if err.source is None else caret_excerpt(err.source, problem.line, problem.column, width=EXCERPT_WIDTH)
         if excerpt:
             indent = "      " if label is not None else "    "

@@ -25,7 +25,7 @@ import argparse
 import json
 from typing import Any
 
-from hgm_engine.cli.arguments import DB_HELP, Commands, add_command, add_json_flag, examples
+from hgm_engine.cli.arguments import DB_HELP, Commands, add_command, add_json_flag, examples, integer_in
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, Output, on_db
 from hgm_engine.errors import HGMError, RewriteProposalError, TransactionRefused
 from hgm_engine.memory import Memory
@@ -167,24 +167,8 @@ def _rewrite(args: argparse.Namespace, out: Output) -> int:
     return on_db(args.db, out, run)
 
 
-def _attempts(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= value <= 10:
-        raise argparse.ArgumentTypeError(f"must be from 1 to 10, not {value}")
-    return value
-
-
-def _retries(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= value <= MAX_RETRIES:
-        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_RETRIES}, not {value}")
-    return value
+_attempts = integer_in(1, 10)
+_retries = integer_in(0, MAX_RETRIES)
 
 
 def _seconds(text: str) -> float:

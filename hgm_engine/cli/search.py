@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples, non_negative
+from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, add_json_flag, examples, integer_in, non_negative
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, Output, on_db, on_graph_or_db, resolve_t
 from hgm_engine.errors import HGMError, SearchError
 from hgm_engine.memory import Memory
@@ -158,14 +158,7 @@ def _index_config(args: argparse.Namespace, out: Output) -> int:
     return on_db(args.db, out, run)
 
 
-def _summaries(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"must be from 1 to 1000, not {value}")
-    return value
+_summaries = integer_in(1, 1000)
 
 
 def _similarity(text: str) -> float:

@@ -23,7 +23,7 @@ SERVER_COMMANDS = {
     "mcp": "serve memories as Model Context Protocol tools on stdio or streamable HTTP (hgm mcp --db PATH)",
 }
 # The module whose main(argv) runs each server.
-_SERVER_MODULES = {"serve": "hgm_engine.server.rest", "mcp": "hgm_engine.server.mcp_server"}
+_SERVER_MODULES = {"serve": "hgm_engine.server.rest", "mcp": "hgm_engine.server.mcp"}
 # The extra of the hgm-engine distribution each server needs (pyproject.toml).
 _EXTRAS = {"serve": "server", "mcp": "mcp"}
 # The servers that serve many memories and read --memory / HGM_MEMORY for their default one.

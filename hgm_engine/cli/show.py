@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, examples, non_negative, state
+from hgm_engine.cli.arguments import DB_HELP, T_HELP, Commands, add_command, examples, integer_in, non_negative, state
 from hgm_engine.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_QUERY_ERROR, Output, on_graph_or_db, shown
 from hgm_engine.errors import HGMError, RequestError
 from hgm_engine.memory import Memory
@@ -147,12 +147,4 @@ def register(commands: Commands) -> None:
     )
 
 
-def _positive(text: str) -> int:
-    """A count of 1 or more (``--max-nodes``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
+_positive = integer_in(1)  # a count of 1 or more (--max-nodes)

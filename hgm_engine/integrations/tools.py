@@ -1,6 +1,6 @@
 """The memory's tools, once, for every agent framework: the MCP server's tool table.
 
-:data:`hgm_engine.server.mcp_server.TOOLS` is the one definition of each tool — its name, the
+:data:`hgm_engine.server.mcp.TOOLS` is the one definition of each tool — its name, the
 description written for a model, the JSON Schema of its input, whether it only reads, and the
 :class:`~hgm_engine.server.service.MemoryService` operation it runs. :func:`memory_tools` binds
 that table to a memory; the LangChain and OpenAI Agents SDK adapters
@@ -32,7 +32,7 @@ import attrs
 
 from hgm_engine.errors import Problem, RequestError
 from hgm_engine.memory import Memory
-from hgm_engine.server.mcp_server import TOOLS, call_tool
+from hgm_engine.server.mcp import TOOLS, call_tool
 from hgm_engine.server.registry import MemoryRegistry
 from hgm_engine.server.service import MemoryService, ServerLimits
 
@@ -50,7 +50,7 @@ def tool_names(*, read_only: bool = False) -> list[str]:
 
 @attrs.frozen
 class MemoryTool:
-    """One tool of :data:`~hgm_engine.server.mcp_server.TOOLS` bound to a memory's service."""
+    """One tool of :data:`~hgm_engine.server.mcp.TOOLS` bound to a memory's service."""
 
     name: str
     title: str

@@ -5,19 +5,12 @@ This layer imports nothing above it (no queries, transactions, rules or stores).
 
 from __future__ import annotations
 
-from hgm_engine.model.graph import (
+from hgm_engine.model.values import (
     FrozenDict,
-    Node,
-    Edge,
-    Adjacency,
-    MemoryGraph,
     freeze,
     same_json,
     thaw,
-    edge_order_key,
     EMPTY_ATTRS,
-    bulk_allocation,
-    release_kept,
     MAX_VALUE_DEPTH,
     MAX_INT_DIGITS,
     text_problem,
@@ -27,11 +20,23 @@ from hgm_engine.model.graph import (
     values_ok,
     strings_ok,
     parse_json,
+)
+from hgm_engine.model.payloads import (
+    Node,
+    Edge,
+    Adjacency,
+    edge_order_key,
     lazy_nodes,
     lazy_edges,
     EdgeColumns,
     packed_attrs,
     stored_value_indexes,
+    decode_payloads,
+)
+from hgm_engine.model.graph import (
+    MemoryGraph,
+    bulk_allocation,
+    release_kept,
 )
 from hgm_engine.model.overlay import (
     GraphOverlay,
@@ -114,6 +119,7 @@ __all__ = [
     "EdgeColumns",
     "packed_attrs",
     "stored_value_indexes",
+    "decode_payloads",
     "GraphOverlay",
     "Change",
     "apply_changes",

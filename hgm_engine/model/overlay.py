@@ -28,7 +28,9 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
 
-from hgm_engine.model.graph import EMPTY_ATTRS, Adjacency, Edge, MemoryGraph, Node, freeze, same_json
+from hgm_engine.model.graph import MemoryGraph
+from hgm_engine.model.payloads import Adjacency, Edge, Node
+from hgm_engine.model.values import EMPTY_ATTRS, freeze, same_json
 
 __all__ = ["GraphOverlay", "Change", "apply_changes"]
 

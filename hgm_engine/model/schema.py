@@ -262,18 +262,6 @@ class Schema:
     def closest_node_type(self, name: str) -> str | None:
         return closest(name, self.node_types)
 
-    def closest_edge_type(self, name: str) -> str | None:
-        return closest(name, self.edge_types)
-
-    @property
-    def fingerprint(self) -> tuple:
-        """A hashable identity, used to key compiled-query caches."""
-        return (
-            self.node_types,
-            self.edge_types,
-            tuple(sorted((k, repr(v)) for k, v in self.relations.items())),
-        )
-
     def to_document(self) -> dict[str, Any]:
         """The whole schema as an ``hgm-schema/1`` document (docs/formats.md): every node
         type, edge type, relation, attribute JSON Schema, edge rule and acyclic edge type,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
-from hgm_engine.model.graph import Adjacency, Edge, Node
+from hgm_engine.model.payloads import Adjacency, Edge, Node
 
 __all__ = ["GraphView"]
 

@@ -22,15 +22,13 @@ import math
 import pathlib
 from typing import Any
 
-from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
-from lark.lexer import PatternStr
 
 from hgm_engine.query import syntax as S
+from hgm_engine.query.fastparse import decode_string, parse_query
 from hgm_engine.errors import HGMError, Problem, QuerySyntaxError, line_column
 from hgm_engine.query.limits import DEFAULT_LIMITS, MAX_INTEGER_DIGITS, Limits, limit_exceeded
 
-__all__ = ["parse", "parse_constraint", "parse_rule_file", "grammar_text", "grammar_path", "decode_string"]
+__all__ = ["parse", "parse_with_lark", "parse_constraint", "parse_rule_file", "grammar_text", "grammar_path", "decode_string"]
 
 # How regex-defined terminals are described in "expected ..." lists.
 _TERMINAL_WORDS = {
@@ -74,10 +72,24 @@ def grammar_text() -> str:
     return grammar_path().read_text(encoding="utf-8")
 
 
+def _load_lark() -> None:
+    """Import Lark into this module's names, the first time a text needs it (most queries are
+    read without it: importing it costs a one-shot ``hgm query`` ~0.1 s)."""
+    global Lark, Token, Transformer_NonRecursive, Tree, v_args
+    global UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError, PatternStr
+    if "Lark" in globals():
+        return
+    from lark import Token, Transformer_NonRecursive, Tree, v_args
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+    from lark.lexer import PatternStr
+    from lark import Lark  # last: its name says the others are bound
+
+
 @functools.lru_cache(maxsize=None)
 def _parser(start: str = "start") -> Lark:
     # One parser per start symbol: sharing LALR tables between starts would merge lookaheads
     # and make "expected ..." lists less precise.
+    _load_lark()
     return Lark(
         grammar_text(),
         parser="lalr",
@@ -112,6 +124,18 @@ def parse(text: str, limits: Limits = DEFAULT_LIMITS) -> S.Query:
     if not isinstance(text, str):
         raise TypeError(f"a query is a string, not {type(text).__name__}")
     return _build(text, "start", "query", limits.max_length, limits)
+
+
+def parse_with_lark(text: str, limits: Limits = DEFAULT_LIMITS) -> S.Query:
+    """:func:`parse` by the grammar's own parser alone, without the hand-written reader of
+    ``fastparse.py`` (what that reader is held equal to; its errors are :func:`parse`'s).
+
+    >>> parse_with_lark("root.subgoals[0]") == parse("root.subgoals[0]")
+    True
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a query is a string, not {type(text).__name__}")
+    return _build(text, "lark", "query", limits.max_length, limits)
 
 
 def parse_constraint(text: str, limits: Limits = DEFAULT_LIMITS) -> S.ConstraintDef:
@@ -157,10 +181,19 @@ def _build(text: str, start: str, what: str, max_length: int, limits: Limits):
             max_length,
             excerpt=False,
         )
+    if start == "start":
+        # Most queries are read without Lark (fastparse.py: the same AST, held equal to
+        # Lark's by tests/test_fastparse.py); what it is not certain of, errors included, is
+        # Lark's to read.
+        query = parse_query(text, limits.max_depth)
+        if query is not None:
+            return query
+    if start == "lark":
+        start = "start"
     tree = _tree(text, start)
     _check_depth(tree, text, what, limits.max_depth)
     try:
-        return _ToAst(text).transform(tree)
+        return _to_ast()(text).transform(tree)
     except VisitError as exc:  # lark wraps what a callback raises
         if isinstance(exc.orig_exc, HGMError):
             raise exc.orig_exc from None
@@ -260,43 +293,6 @@ def _syntax_error(text: str, exc: UnexpectedInput, parser: Lark) -> QuerySyntaxE
 # -- tree to AST ------------------------------------------------------------------------
 
 
-def decode_string(token_text: str) -> str:
-    r"""The value of a quoted string literal: JSON/Python escapes, unknown escapes kept.
-
-    Unknown escapes such as ``\d`` keep their backslash so regular expressions read naturally.
-
-    >>> decode_string(r"'it\'s'")
-    "it's"
-    >>> decode_string(r"'\d+'")
-    '\\d+'
-    """
-    body = token_text[1:-1]
-    out = []
-    i = 0
-    simple = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "/": "/"}
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\" or i + 1 >= len(body):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        if nxt in simple:
-            out.append(simple[nxt])
-            i += 2
-        elif nxt == "u" and i + 6 <= len(body):
-            try:
-                out.append(chr(int(body[i + 2 : i + 6], 16)))
-                i += 6
-            except ValueError:
-                out.append("\\u")
-                i += 2
-        else:
-            out.append("\\" + nxt)
-            i += 2
-    return "".join(out)
-
-
 def _span(meta: Any) -> S.Span:
     return S.Span(meta.start_pos, meta.end_pos)
 
@@ -326,225 +322,232 @@ def _optional_integer(token: Token | None, text: str) -> int | None:
     return None if token is None else _integer(token, text)
 
 
-@v_args(meta=True)
-class _ToAst(Transformer_NonRecursive):
-    def __init__(self, text: str):
-        super().__init__()
-        self.text = text
+@functools.lru_cache(maxsize=None)
+def _to_ast() -> type:
+    """The transformer from Lark's tree to the AST (a class made once Lark is imported)."""
+    _load_lark()
 
-    # queries and paths
-    def query(self, meta, paths):
-        return S.Query(tuple(paths), _span(meta), self.text)
+    @v_args(meta=True)
+    class _ToAst(Transformer_NonRecursive):
+        def __init__(self, text: str):
+            super().__init__()
+            self.text = text
 
-    def path(self, meta, children):
-        start, *steps = children
-        return S.Path(start, tuple(steps), _span(meta))
+        # queries and paths
+        def query(self, meta, paths):
+            return S.Query(tuple(paths), _span(meta), self.text)
 
-    def rel_path(self, meta, children):
-        return S.Path(None, tuple(children), _span(meta))
+        def path(self, meta, children):
+            start, *steps = children
+            return S.Path(start, tuple(steps), _span(meta))
 
-    def constraint_def(self, meta, children):
-        _each, node_type, _where, where, _must, must = children
-        return S.ConstraintDef(str(node_type), _tspan(node_type), where, must, _span(meta), self.text)
+        def rel_path(self, meta, children):
+            return S.Path(None, tuple(children), _span(meta))
 
-    # rule files
-    def rule_file(self, meta, statements):
-        # an empty file has no position of its own; the file's span is its whole text
-        return S.RuleFile(tuple(statements), S.Span(0, len(self.text)), self.text)
+        def constraint_def(self, meta, children):
+            _each, node_type, _where, where, _must, must = children
+            return S.ConstraintDef(str(node_type), _tspan(node_type), where, must, _span(meta), self.text)
 
-    def constraint_stmt(self, meta, children):
-        _constraint, name, definition = children
-        return S.ConstraintStatement(str(name), _tspan(name), definition, _span(meta))
+        # rule files
+        def rule_file(self, meta, statements):
+            # an empty file has no position of its own; the file's span is its whole text
+            return S.RuleFile(tuple(statements), S.Span(0, len(self.text)), self.text)
 
-    def trigger_stmt(self, meta, children):
-        _rule, name, _on, event, node_type, _where, condition, _then, *effects = children
-        return S.TriggerStatement(
-            str(name), _tspan(name), str(event), str(node_type), _tspan(node_type), condition, tuple(effects), _span(meta)
-        )
+        def constraint_stmt(self, meta, children):
+            _constraint, name, definition = children
+            return S.ConstraintStatement(str(name), _tspan(name), definition, _span(meta))
 
-    def propagate_stmt(self, meta, children):
-        _propagate, edge_type, direction, _depth, depth, _from, from_type, _to, to_type = children
-        return S.PropagateStatement(
-            str(edge_type),
-            _tspan(edge_type),
-            str(direction),
-            _optional_integer(depth, self.text),
-            None if depth is None else _tspan(depth),
-            None if from_type is None else str(from_type),
-            None if from_type is None else _tspan(from_type),
-            None if to_type is None else str(to_type),
-            None if to_type is None else _tspan(to_type),
-            _span(meta),
-        )
-
-    def mark_effect(self, meta, children):
-        _mark, target, _as, state, _because, reason = children
-        reason_text = None if reason is None else decode_string(str(reason))
-        return S.MarkEffect(target, str(state), reason_text, _span(meta))
-
-    def set_effect(self, meta, children):
-        _set, target, _with, *assignments = children
-        return S.SetEffect(target, tuple(assignments), _span(meta))
-
-    def self_target(self, meta, children):
-        return None  # ``self``: the changed node
-
-    def assignment(self, meta, children):
-        name, value = children
-        return S.Assignment(str(name), value, _span(meta))
-
-    # starts
-    def named_start(self, meta, children):
-        (name,) = children
-        return S.NamedStart(str(name), _tspan(name))
-
-    def call_start(self, meta, children):
-        name, args = children
-        return S.CallStart(str(name), tuple(args or ()), _span(meta), _tspan(name))
-
-    def _typed(self, meta, children):
-        node_type, token = children
-        type_name = str(node_type) if node_type is not None else None
-        type_span = _tspan(node_type) if node_type is not None else None
-        return type_name, token, type_span
-
-    def id_start(self, meta, children):
-        type_name, token, type_span = self._typed(meta, children)
-        return S.IdStart(type_name, str(token)[1:], None, _span(meta), type_span)
-
-    def quoted_id_start(self, meta, children):
-        type_name, token, type_span = self._typed(meta, children)
-        return S.IdStart(type_name, decode_string(str(token)[1:]), None, _span(meta), type_span)
-
-    def param_id_start(self, meta, children):
-        type_name, token, type_span = self._typed(meta, children)
-        return S.IdStart(type_name, None, str(token)[2:], _span(meta), type_span)
-
-    def param_start(self, meta, children):
-        (token,) = children
-        return S.ParamStart(str(token)[1:], _tspan(token))
-
-    def subquery_start(self, meta, children):
-        (query,) = children
-        return S.SubqueryStart(query, _span(meta))
-
-    # steps
-    def relation_step(self, meta, children):
-        (name,) = children
-        return S.RelationStep(str(name), _span(meta))
-
-    def call_step(self, meta, children):
-        name, args = children
-        return S.CallStep(str(name), tuple(args or ()), _span(meta), _tspan(name))
-
-    def args(self, meta, children):
-        return list(children)
-
-    def where_step(self, meta, children):
-        _keyword, condition = children
-        return S.WhereStep(condition, _span(meta))
-
-    def index_step(self, meta, children):
-        (index,) = children
-        return S.IndexStep(_integer(index, self.text), _span(meta))
-
-    def slice_step(self, meta, children):
-        lower, _colon, upper = children
-        return S.SliceStep(_optional_integer(lower, self.text), _optional_integer(upper, self.text), _span(meta))
-
-    def repeat_exact(self, meta, children):
-        (count,) = children
-        value = _integer(count, self.text)
-        return S.RepeatStep(value, value, _span(meta))
-
-    def repeat_range(self, meta, children):
-        lower, upper = children
-        return S.RepeatStep(_integer(lower, self.text), _optional_integer(upper, self.text), _span(meta))
-
-    # conditions
-    def condition(self, meta, terms):
-        if len(terms) == 1:
-            return terms[0]
-        return S.And(tuple(terms), _span(meta))
-
-    def or_expr(self, meta, children):
-        return S.Or(tuple(c for c in children if not isinstance(c, Token)), _span(meta))
-
-    def and_expr(self, meta, children):
-        return S.And(tuple(c for c in children if not isinstance(c, Token)), _span(meta))
-
-    def not_(self, meta, children):
-        _keyword, operand = children
-        return S.Not(operand, _span(meta))
-
-    def compare(self, meta, children):
-        left, op, right = children
-        symbol = "=" if str(op) == "==" else str(op)
-        return S.Compare(symbol, left, right, _span(meta), _tspan(op))
-
-    def in_(self, meta, children):
-        left, op, right = children
-        return S.Compare("in", left, right, _span(meta), _tspan(op))
-
-    def not_in(self, meta, children):
-        left, op, _in, right = children
-        return S.Compare("not in", left, right, _span(meta), S.Span(op.start_pos, _in.end_pos))
-
-    def contains(self, meta, children):
-        left, op, right = children
-        return S.Compare("contains", left, right, _span(meta), _tspan(op))
-
-    def regex_match(self, meta, children):
-        left, op, right = children
-        return S.Compare("=~", left, right, _span(meta), _tspan(op))
-
-    def attr(self, meta, children):
-        (name,) = children
-        return S.AttrRef(str(name), _tspan(name))
-
-    def name_arg(self, meta, children):
-        (name,) = children
-        return S.NameArg(str(name), _tspan(name))
-
-    def param_ref(self, meta, children):
-        (token,) = children
-        return S.ParamRef(str(token)[1:], _tspan(token))
-
-    def func_call(self, meta, children):
-        name, path = children
-        return S.FuncCall(str(name), path, _span(meta), _tspan(name))
-
-    def func_value_call(self, meta, children):
-        name, value = children
-        return S.FuncCall(str(name), None, _span(meta), _tspan(name), value)
-
-    # literals
-    def string(self, meta, children):
-        (token,) = children
-        return S.Literal(decode_string(str(token)), _tspan(token))
-
-    def number(self, meta, children):
-        (token,) = children
-        if token.type == "INT":
-            return S.Literal(_integer(token, self.text), _tspan(token))
-        value = float(token)
-        if not math.isfinite(value):  # 1e999: a float too large becomes infinity, which no value is
-            raise limit_exceeded(
-                f"the number {_shortened(str(token))} is out of range: numbers lie between about -1.8e308 and 1.8e308",
-                self.text,
-                token.start_pos,
+        def trigger_stmt(self, meta, children):
+            _rule, name, _on, event, node_type, _where, condition, _then, *effects = children
+            return S.TriggerStatement(
+                str(name), _tspan(name), str(event), str(node_type), _tspan(node_type), condition, tuple(effects), _span(meta)
             )
-        return S.Literal(value, _tspan(token))
 
-    def true(self, meta, children):
-        return S.Literal(True, _tspan(children[0]))
+        def propagate_stmt(self, meta, children):
+            _propagate, edge_type, direction, _depth, depth, _from, from_type, _to, to_type = children
+            return S.PropagateStatement(
+                str(edge_type),
+                _tspan(edge_type),
+                str(direction),
+                _optional_integer(depth, self.text),
+                None if depth is None else _tspan(depth),
+                None if from_type is None else str(from_type),
+                None if from_type is None else _tspan(from_type),
+                None if to_type is None else str(to_type),
+                None if to_type is None else _tspan(to_type),
+                _span(meta),
+            )
 
-    def false(self, meta, children):
-        return S.Literal(False, _tspan(children[0]))
+        def mark_effect(self, meta, children):
+            _mark, target, _as, state, _because, reason = children
+            reason_text = None if reason is None else decode_string(str(reason))
+            return S.MarkEffect(target, str(state), reason_text, _span(meta))
 
-    def null(self, meta, children):
-        return S.Literal(None, _tspan(children[0]))
+        def set_effect(self, meta, children):
+            _set, target, _with, *assignments = children
+            return S.SetEffect(target, tuple(assignments), _span(meta))
 
-    def list_literal(self, meta, children):
-        items = tuple(c for c in children if c is not None)
-        return S.ListLiteral(items, _span(meta))
+        def self_target(self, meta, children):
+            return None  # ``self``: the changed node
+
+        def assignment(self, meta, children):
+            name, value = children
+            return S.Assignment(str(name), value, _span(meta))
+
+        # starts
+        def named_start(self, meta, children):
+            (name,) = children
+            return S.NamedStart(str(name), _tspan(name))
+
+        def call_start(self, meta, children):
+            name, args = children
+            return S.CallStart(str(name), tuple(args or ()), _span(meta), _tspan(name))
+
+        def _typed(self, meta, children):
+            node_type, token = children
+            type_name = str(node_type) if node_type is not None else None
+            type_span = _tspan(node_type) if node_type is not None else None
+            return type_name, token, type_span
+
+        def id_start(self, meta, children):
+            type_name, token, type_span = self._typed(meta, children)
+            return S.IdStart(type_name, str(token)[1:], None, _span(meta), type_span)
+
+        def quoted_id_start(self, meta, children):
+            type_name, token, type_span = self._typed(meta, children)
+            return S.IdStart(type_name, decode_string(str(token)[1:]), None, _span(meta), type_span)
+
+        def param_id_start(self, meta, children):
+            type_name, token, type_span = self._typed(meta, children)
+            return S.IdStart(type_name, None, str(token)[2:], _span(meta), type_span)
+
+        def param_start(self, meta, children):
+            (token,) = children
+            return S.ParamStart(str(token)[1:], _tspan(token))
+
+        def subquery_start(self, meta, children):
+            (query,) = children
+            return S.SubqueryStart(query, _span(meta))
+
+        # steps
+        def relation_step(self, meta, children):
+            (name,) = children
+            return S.RelationStep(str(name), _span(meta))
+
+        def call_step(self, meta, children):
+            name, args = children
+            return S.CallStep(str(name), tuple(args or ()), _span(meta), _tspan(name))
+
+        def args(self, meta, children):
+            return list(children)
+
+        def where_step(self, meta, children):
+            _keyword, condition = children
+            return S.WhereStep(condition, _span(meta))
+
+        def index_step(self, meta, children):
+            (index,) = children
+            return S.IndexStep(_integer(index, self.text), _span(meta))
+
+        def slice_step(self, meta, children):
+            lower, _colon, upper = children
+            return S.SliceStep(_optional_integer(lower, self.text), _optional_integer(upper, self.text), _span(meta))
+
+        def repeat_exact(self, meta, children):
+            (count,) = children
+            value = _integer(count, self.text)
+            return S.RepeatStep(value, value, _span(meta))
+
+        def repeat_range(self, meta, children):
+            lower, upper = children
+            return S.RepeatStep(_integer(lower, self.text), _optional_integer(upper, self.text), _span(meta))
+
+        # conditions
+        def condition(self, meta, terms):
+            if len(terms) == 1:
+                return terms[0]
+            return S.And(tuple(terms), _span(meta))
+
+        def or_expr(self, meta, children):
+            return S.Or(tuple(c for c in children if not isinstance(c, Token)), _span(meta))
+
+        def and_expr(self, meta, children):
+            return S.And(tuple(c for c in children if not isinstance(c, Token)), _span(meta))
+
+        def not_(self, meta, children):
+            _keyword, operand = children
+            return S.Not(operand, _span(meta))
+
+        def compare(self, meta, children):
+            left, op, right = children
+            symbol = "=" if str(op) == "==" else str(op)
+            return S.Compare(symbol, left, right, _span(meta), _tspan(op))
+
+        def in_(self, meta, children):
+            left, op, right = children
+            return S.Compare("in", left, right, _span(meta), _tspan(op))
+
+        def not_in(self, meta, children):
+            left, op, _in, right = children
+            return S.Compare("not in", left, right, _span(meta), S.Span(op.start_pos, _in.end_pos))
+
+        def contains(self, meta, children):
+            left, op, right = children
+            return S.Compare("contains", left, right, _span(meta), _tspan(op))
+
+        def regex_match(self, meta, children):
+            left, op, right = children
+            return S.Compare("=~", left, right, _span(meta), _tspan(op))
+
+        def attr(self, meta, children):
+            (name,) = children
+            return S.AttrRef(str(name), _tspan(name))
+
+        def name_arg(self, meta, children):
+            (name,) = children
+            return S.NameArg(str(name), _tspan(name))
+
+        def param_ref(self, meta, children):
+            (token,) = children
+            return S.ParamRef(str(token)[1:], _tspan(token))
+
+        def func_call(self, meta, children):
+            name, path = children
+            return S.FuncCall(str(name), path, _span(meta), _tspan(name))
+
+        def func_value_call(self, meta, children):
+            name, value = children
+            return S.FuncCall(str(name), None, _span(meta), _tspan(name), value)
+
+        # literals
+        def string(self, meta, children):
+            (token,) = children
+            return S.Literal(decode_string(str(token)), _tspan(token))
+
+        def number(self, meta, children):
+            (token,) = children
+            if token.type == "INT":
+                return S.Literal(_integer(token, self.text), _tspan(token))
+            value = float(token)
+            if not math.isfinite(value):  # 1e999: a float too large becomes infinity, which no value is
+                raise limit_exceeded(
+                    f"the number {_shortened(str(token))} is out of range: numbers lie between about -1.8e308 and 1.8e308",
+                    self.text,
+                    token.start_pos,
+                )
+            return S.Literal(value, _tspan(token))
+
+        def true(self, meta, children):
+            return S.Literal(True, _tspan(children[0]))
+
+        def false(self, meta, children):
+            return S.Literal(False, _tspan(children[0]))
+
+        def null(self, meta, children):
+            return S.Literal(None, _tspan(children[0]))
+
+        def list_literal(self, meta, children):
+            items = tuple(c for c in children if c is not None)
+            return S.ListLiteral(items, _span(meta))
+
+    return _ToAst

@@ -1,4 +1,5 @@
-"""What every picture format writes the same way: node captions, counts, colours, class names.
+"""What every picture format writes the same way: node captions, counts, colours, class names,
+and which nodes the hierarchy is drawn from.
 
 Mermaid, DOT and the HTML page draw one :class:`~hgm_engine.render.picture.Picture`; the words
 and colours they put on it come from here, so the three say the same thing.
@@ -13,7 +14,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from hgm_engine.model import Node
+from hgm_engine.model import MemoryGraph, Node
 
 if TYPE_CHECKING:
     from hgm_engine.render.picture import Highlight
@@ -34,6 +35,8 @@ __all__ = [
     "DIRTY_COLORS",
     "dirty_note",
     "omitted_note",
+    "in_hierarchy",
+    "hierarchy_tops",
 ]
 
 # (fill, stroke) of a node box by node type; types without an entry get OTHER_COLORS.
@@ -186,3 +189,50 @@ def omitted_note(note: str | None) -> str | None:
     ('showing 2 of 9 nodes (draw more with a larger max_nodes, hgm show --max-nodes N)', None)
     """
     return None if note is None else f"{note} (draw more with a larger max_nodes, hgm show --max-nodes N)"
+
+
+def in_hierarchy(graph: MemoryGraph, node: Node) -> bool:
+    """Whether ``node`` is drawn in the hierarchy: a goal (a lone goal is a tree of its own),
+    or a node with a ``parent_of`` edge in or out.
+
+    >>> from hgm_engine import Memory
+    >>> m = Memory()
+    >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "f", "type": "fact"}]})
+    >>> in_hierarchy(m.graph, m.graph.node("g")), in_hierarchy(m.graph, m.graph.node("f"))
+    (True, False)
+    """
+    if node.type == "goal":
+        return True  # a lone goal is a tree of its own
+    return bool(graph.in_ids(node.id, "parent_of") or graph.out_ids(node.id, "parent_of"))
+
+
+def hierarchy_tops(graph: MemoryGraph) -> list[str]:
+    """Where the hierarchy is drawn from (``hgm show``, every picture): root goals in creation
+    order, then whatever the hierarchy holds that they do not reach (a parentless non-goal
+    with children; a ``parent_of`` cycle nothing enters), earliest first.
+
+    >>> from hgm_engine import Memory
+    >>> m = Memory()
+    >>> _ = m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "h", "type": "goal"},
+    ...     {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]}).committed
+    >>> hierarchy_tops(m.graph)
+    ['g', 'h']
+    """
+    tops = list(graph.roots())
+    reached: set[str] = set()
+
+    def reach(start: str) -> None:
+        stack = [start]
+        while stack:
+            node_id = stack.pop()
+            if node_id not in reached:
+                reached.add(node_id)
+                stack.extend(graph.out_ids(node_id, "parent_of"))
+
+    for top in tops:
+        reach(top)
+    for node in graph.nodes():
+        if node.id not in reached and in_hierarchy(graph, node):
+            tops.append(node.id)
+            reach(node.id)
+    return tops

@@ -29,7 +29,7 @@ from hgm_engine.errors import HGMError, Problem
 from hgm_engine.memory import HistoricalMemory, Memory
 from hgm_engine.model import Edge, MemoryGraph, Node
 from hgm_engine.query import compile as compile_query
-from hgm_engine.render.labels import plural
+from hgm_engine.render.labels import hierarchy_tops, in_hierarchy, plural
 from hgm_engine.store import graph_from_document
 
 __all__ = ["Drawable", "Highlight", "Picture", "picture", "dirty_state"]
@@ -159,34 +159,6 @@ def _sources(memory: Drawable, as_of: int | str | None) -> tuple[Memory | None, 
     return memory, graph_from_document(memory.export(as_of=t), memory.schema), t
 
 
-def _in_hierarchy(graph: MemoryGraph, node: Node) -> bool:
-    if node.type == "goal":
-        return True  # a lone goal is a tree of its own
-    return bool(graph.in_ids(node.id, "parent_of") or graph.out_ids(node.id, "parent_of"))
-
-
-def _tops(graph: MemoryGraph) -> list[str]:
-    """Root goals in creation order, then what they do not reach (as ``hgm show`` draws)."""
-    tops = list(graph.roots())
-    reached: set[str] = set()
-
-    def reach(start: str) -> None:
-        stack = [start]
-        while stack:
-            node_id = stack.pop()
-            if node_id not in reached:
-                reached.add(node_id)
-                stack.extend(graph.out_ids(node_id, "parent_of"))
-
-    for top in tops:
-        reach(top)
-    for node in graph.nodes():
-        if node.id not in reached and _in_hierarchy(graph, node):
-            tops.append(node.id)
-            reach(node.id)
-    return tops
-
-
 def _walk_hierarchy(graph: MemoryGraph, tops: list[str], depth: int | None):
     """Depth-first from the tops, children in edge order, each node once (its first place)."""
     order: list[str] = []
@@ -264,7 +236,7 @@ def picture(
             raise HGMError([Problem("unknown-node", f"no node {root!r} to draw from", where="root")])
         tops = [root]
     else:
-        tops = _tops(graph)
+        tops = hierarchy_tops(graph)
     order, levels, tree_parent, hidden = _walk_hierarchy(graph, tops, depth)
     hierarchy_ids = set(levels)
     nodes_by_id = graph.node_map()
@@ -272,7 +244,7 @@ def picture(
     # Nodes in no hierarchy: all of them, or (with a root) those connected to the drawn part.
     loose: list[str]
     if root is None:
-        loose = [n.id for n in graph.nodes() if not _in_hierarchy(graph, n)]
+        loose = [n.id for n in graph.nodes() if not in_hierarchy(graph, n)]
     else:
         reached: set[str] = set()
         frontier = list(order)
@@ -280,7 +252,7 @@ def picture(
             node_id = frontier.pop()
             for edge in (*graph.out_edges(node_id), *graph.in_edges(node_id)):
                 other = edge.target if edge.source == node_id else edge.source
-                if other not in reached and other not in hierarchy_ids and not _in_hierarchy(graph, nodes_by_id[other]):
+                if other not in reached and other not in hierarchy_ids and not in_hierarchy(graph, nodes_by_id[other]):
                     reached.add(other)
                     frontier.append(other)
         loose = [n.id for n in graph.nodes() if n.id in reached]

@@ -18,7 +18,7 @@ import attrs
 
 from hgm_engine.model import MemoryGraph, Node
 from hgm_engine.query import QueryResult
-from hgm_engine.render.labels import dirty_note, time_mark
+from hgm_engine.render.labels import dirty_note, hierarchy_tops, in_hierarchy, time_mark
 
 __all__ = [
     "Glyphs",
@@ -318,9 +318,9 @@ def tree_lines(
         if root not in graph:
             raise KeyError(root)
         return _draw(graph, [root], depth, glyphs, marks)
-    tops = _hierarchy_tops(graph)
+    tops = hierarchy_tops(graph)
     lines = _draw(graph, tops, depth, glyphs, marks)
-    loose = [node for node in graph.nodes() if not _in_hierarchy(graph, node.id)]
+    loose = [node for node in graph.nodes() if not in_hierarchy(graph, node)]
     if loose:
         if lines:
             lines.append("")
@@ -339,37 +339,6 @@ def _marked_label(node: Node, glyphs: Glyphs) -> str:
     label = node_label(node, glyphs)
     note = dirty_note(node)
     return label if note is None else f"{label}  {_cell(shorten(note, CONTENT_WIDTH, glyphs.ellipsis))}"
-
-
-def _in_hierarchy(graph: MemoryGraph, node_id: str) -> bool:
-    node = graph.node(node_id)
-    if node is not None and node.type == "goal":
-        return True  # a goal is always drawn: a lone goal is a root of its own
-    return bool(graph.in_ids(node_id, "parent_of") or graph.out_ids(node_id, "parent_of"))
-
-
-def _hierarchy_tops(graph: MemoryGraph) -> list[str]:
-    """Root goals in creation order, then whatever the hierarchy holds that they do not reach
-    (a parentless non-goal with children; a parent_of cycle nothing enters), earliest first."""
-    tops = list(graph.roots())
-    reached: set[str] = set()
-
-    def reach(start: str) -> None:
-        stack = [start]
-        while stack:
-            node_id = stack.pop()
-            if node_id in reached:
-                continue
-            reached.add(node_id)
-            stack.extend(graph.out_ids(node_id, "parent_of"))
-
-    for top in tops:
-        reach(top)
-    for node in graph.nodes():
-        if node.id not in reached and _in_hierarchy(graph, node.id):
-            tops.append(node.id)
-            reach(node.id)
-    return tops
 
 
 def _draw(graph: MemoryGraph, tops: Sequence[str], depth: int | None, glyphs: Glyphs, marks: Mapping[str, str]) -> list[str]:

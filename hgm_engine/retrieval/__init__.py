@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from hgm_engine.retrieval.coarse import DEFAULT_SUMMARIES, MAX_SUMMARIES, SearchHits, coarse_hits
 from hgm_engine.retrieval.keeper import COMPACT_MIN, DENSE_DEPTH, RRF_K, NodeSearch
+from hgm_engine.retrieval.reads import ReadVerbs
 from hgm_engine.retrieval.verbs import SearchVerbs
 from hgm_engine.retrieval.vectors import EMBEDDER_META_KEY, EMBEDDER_NAMES, EmbedderConfig, VectorIndex, text_key
 
 __all__ = [
     "NodeSearch",
     "SearchVerbs",
+    "ReadVerbs",
     "SearchHits",
     "coarse_hits",
     "DEFAULT_SUMMARIES",

@@ -550,9 +550,10 @@ class NodeSearch:
         if vectors is None:
             return lexical_view.hits(terms, top=top, node_type=node_type, charge=charge)
         # Fused over the first `window` words' hits and the DENSE_DEPTH nearest texts: a node
-        # past the window that is not among the nearest cannot reach the first `top` (the
-        # window's nodes all score more), and those among the nearest get their exact rank.
-        window = None if top is None else max(DENSE_DEPTH, top)
+        # past the window that is not among the nearest scores less than 1/(RRF_K + window),
+        # less than each of the window's `top` nodes, so it cannot reach the first `top`; those
+        # among the nearest get their exact lexical rank (ranks_of).
+        window = top
         lexical = lexical_view.hits(terms, top=window, node_type=node_type, charge=charge)
         query = self.query_vector(text)
         hidden, extra = self._dense_view(view)

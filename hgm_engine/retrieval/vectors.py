@@ -390,18 +390,19 @@ class VectorIndex:
         if k <= 0:
             return []
         used = self._next
-        mask = self.alive[:used].copy()
-        if node_type is not None:
-            code = self.type_names.index(node_type) if node_type in self.type_names else -1
-            mask &= self.type_codes[:used] == code
-        for node_id in hidden:
-            row = self.row_of.get(node_id)
-            if row is not None and row < used:
-                mask[row] = False
+        hidden_rows = [row for row in map(self.row_of.get, hidden) if row is not None and row < used]
+        mask: np.ndarray | None = None  # None: every row of the first `used` is a candidate
+        if node_type is not None or hidden_rows or len(self.row_of) != used:
+            mask = self.alive[:used].copy()
+            if node_type is not None:
+                code = self.type_names.index(node_type) if node_type in self.type_names else -1
+                mask &= self.type_codes[:used] == code
+            mask[hidden_rows] = False
         if used and self._finite and _fast_query(query, self.dimensions):
             rows, values = self._best_rows(query, k, used, mask, min_similarity)
         elif used:
-            rows, values = _best_of(np.flatnonzero(mask), similarities(self.matrix[:used], query), k, min_similarity)
+            candidates = np.arange(used) if mask is None else np.flatnonzero(mask)
+            rows, values = _best_of(candidates, similarities(self.matrix[:used], query), k, min_similarity)
         else:
             rows, values = np.zeros(0, np.intp), np.zeros(0, np.float64)
         id_at = self.id_at
@@ -413,16 +414,21 @@ class VectorIndex:
         candidates.sort(key=lambda item: (-item[1], seq_of(item[0])))
         return candidates[:k]
 
-    def _best_rows(self, query: np.ndarray, k: int, used: int, mask: np.ndarray,
+    def _best_rows(self, query: np.ndarray, k: int, used: int, mask: np.ndarray | None,
                    min_similarity: float) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`_best_of` over every row, reading the matrix once (by BLAS) and computing
-        :func:`similarities` for the rows that can be among the best only."""
+        """:func:`_best_of` over the rows of ``mask`` (None: every row), reading the matrix
+        once (by BLAS) and computing :func:`similarities` for the rows that can be among the
+        best only."""
         matrix = self.matrix[:used]
         approx = matrix @ query  # BLAS sgemv: within `margin` of similarities()' value, row by row
         margin = dot_error_bound(self.dimensions, float(np.linalg.norm(query)))
         if min_similarity > -1.0:
-            mask &= approx >= min_similarity - margin  # every row that can reach min_similarity
-        rows = np.flatnonzero(mask)
+            reach = approx >= min_similarity - margin  # every row that can reach min_similarity
+            if mask is not None:
+                reach &= mask
+            rows = np.flatnonzero(reach)
+        else:
+            rows = np.arange(used) if mask is None else np.flatnonzero(mask)
         if len(rows) > k:
             # k rows have an approx of `kth` or more, so a similarities() value of
             # `kth - margin` or more. A row of the answer has a similarity at least as high

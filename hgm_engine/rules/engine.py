@@ -101,12 +101,6 @@ class RuleEngine:
     def active(self) -> bool:
         return bool(self._triggers or self._propagations)
 
-    def all_triggers(self) -> RuleSet:
-        merged = RuleSet()
-        for loaded in self.rule_sets.values():
-            merged = merged.merged(loaded)
-        return merged
-
     # -- the hook -----------------------------------------------------------------------------
 
     def __call__(self, memory, overlay: GraphOverlay, ctx: OpContext) -> tuple[list[str], list[dict[str, Any]]]:

@@ -6,7 +6,8 @@ the MCP SDK (the optional dependencies of the ``serve`` extra). The pieces:
 - :mod:`hgm_engine.server.service`: the operations as JSON in, JSON out, with the limits a
   shared service needs, and the mapping from error categories to HTTP statuses;
 - :mod:`hgm_engine.server.rest`: ``create_app(memory, ...)`` (FastAPI) and ``main(argv)``;
-- :mod:`hgm_engine.server.mcp_server`: the MCP tools and ``main(argv)`` (stdio).
+- :mod:`hgm_engine.server.mcp`: the MCP tools, resources and prompts, over stdio or streamable
+  HTTP, and ``main(argv)``.
 
 >>> import sys, hgm_engine.server
 >>> "fastapi" in sys.modules or "hgm_engine.server.rest" not in sys.modules

@@ -18,10 +18,13 @@ from hgm_engine.store.catalog import (
 from hgm_engine.store.graphfile import (
     GRAPH_FORMAT,
     check_document,
+    graph_document,
     graph_from_document,
+    load_graph_file,
     marks_problem,
     parse_graph_text,
     read_graph_file,
+    read_graph_text,
 )
 
 __all__ = [
@@ -29,9 +32,13 @@ __all__ = [
     "parse_graph_text",
     "check_document",
     "graph_from_document",
+    "graph_document",
     "read_graph_file",
+    "read_graph_text",
+    "load_graph_file",
     "marks_problem",
     "open_store",
+    "open_memory_store",
     "Store",
     "InMemoryStore",
     "DEFAULT_MEMORY",
@@ -102,3 +109,25 @@ def open_store(location: str | os.PathLike, *, create: bool = True, check: str |
             [Problem("store", f"{STORE_CHECK_ENV} (or check) must be one of {', '.join(CHECKS)}, not {check!r}", where=text)]
         )
     return SQLiteStore(text, create=create, check=check)
+
+
+def open_memory_store(location: str | os.PathLike, memory: str | None = None) -> Store:
+    """The store of the memory named ``memory`` at ``location`` (a SQLite file or a
+    ``postgresql://`` URL): the memory ``default`` when None, created on its first commit;
+    another name must have been made (``unknown-memory`` otherwise, with the closest names).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "memory.db")
+    >>> open_memory_store(path).latest_t()
+    0
+    >>> open_memory_store(path, "acme/alice")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hgm_engine.errors.RequestError: unknown-memory at acme/alice: no memory 'acme/alice' in ...
+    """
+    if memory is None or memory == DEFAULT_MEMORY:
+        if memory is not None:
+            check_memory_name(memory)
+        return open_store(str(location))
+    with open_catalog(str(location)) as catalog:
+        return catalog.open(check_memory_name(memory))

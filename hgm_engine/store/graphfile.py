@@ -25,7 +25,17 @@ from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, b
 from hgm_engine.model import id_problem, strings_ok, text_problem, value_problem, values_ok
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
-__all__ = ["GRAPH_FORMAT", "check_document", "graph_from_document", "read_graph_file", "parse_graph_text", "marks_problem"]
+__all__ = [
+    "GRAPH_FORMAT",
+    "check_document",
+    "graph_from_document",
+    "graph_document",
+    "read_graph_file",
+    "read_graph_text",
+    "load_graph_file",
+    "parse_graph_text",
+    "marks_problem",
+]
 
 # The JSON values ``freeze`` keeps as they are: a map of only these needs no copy per value.
 _FLAT_JSON = frozenset({str, int, float, bool, type(None)})
@@ -357,6 +367,13 @@ def _payloads(
         raise _Malformed from None
     if wrong:
         raise _Malformed
+    # One string object per id and per type: an edge's ends are the node's own id (the key of
+    # the graph's node map, so a lookup from an adjacency compares by identity, not by
+    # content) and types are the schema's; the document's copies are dropped.
+    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
+    node_types = {t: t for t in schema.node_types}
+    edge_types = {t: t for t in schema.edge_types}
+    types, kinds = list(map(node_types.__getitem__, types)), list(map(edge_types.__getitem__, kinds))
     try:
         node_attributes = list(map(_node_attributes, raw_nodes))
         attributes = [EMPTY_ATTRS] * len(ends)
@@ -403,11 +420,69 @@ def parse_graph_text(text: str, where: str = "graph file") -> Any:
         ) from None
 
 
-def read_graph_file(path: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA) -> MemoryGraph:
-    """Read and build a graph file (all or nothing)."""
+def read_graph_text(path: str | pathlib.Path) -> str:
+    """The text of the file at ``path``; one that cannot be read is a ``GraphFileError`` (``io``).
+
+    >>> try:
+    ...     read_graph_text("/no/such/graph.json")
+    ... except GraphFileError as err:
+    ...     print(err.problems[0].category, err.problems[0].where)
+    io /no/such/graph.json
+    """
     path = pathlib.Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise GraphFileError([Problem("io", f"cannot read {path}: {exc.strerror}", where=str(path))]) from None
-    return graph_from_document(parse_graph_text(text, str(path)), schema)
+
+
+def read_graph_file(path: str | pathlib.Path, schema: Schema = DEFAULT_SCHEMA) -> MemoryGraph:
+    """Read and build a graph file (all or nothing).
+
+    >>> import json, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "graph.json")
+    >>> with open(path, "w") as f:
+    ...     json.dump({"format": GRAPH_FORMAT, "nodes": [{"id": "g", "type": "goal"}], "edges": []}, f)
+    >>> len(read_graph_file(path))
+    1
+    """
+    return graph_from_document(parse_graph_text(read_graph_text(path), str(path)), schema)
+
+
+def load_graph_file(path: str | pathlib.Path, load: Callable[..., Any]) -> Any:
+    """Read the graph file at ``path`` and hand its document to ``load(doc, reason=...)``
+    (a memory's ``load``), parsing and loading as one bulk allocation: the millions of
+    objects they make stay, so the collector is kept from walking them again and again.
+
+    >>> import json, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "graph.json")
+    >>> with open(path, "w") as f:
+    ...     json.dump({"format": GRAPH_FORMAT, "nodes": [], "edges": []}, f)
+    >>> load_graph_file(path, lambda doc, reason: (len(doc["nodes"]), reason))
+    (0, 'load graph.json')
+    """
+    path = pathlib.Path(path)
+    text = read_graph_text(path)
+    with bulk_allocation() as bulk:
+        doc = parse_graph_text(text, str(path))
+        loaded = load(doc, reason=f"load {path.name}")
+        del doc, text
+        bulk.keep()
+    return loaded
+
+
+def graph_document(view: Any) -> dict[str, Any]:
+    """The graph document (formats.md) of a graph view: its nodes, and their edges in the
+    order they were made (an export; :func:`graph_from_document` reads it back).
+
+    >>> graph_document(MemoryGraph())
+    {'format': 'hgm-graph/1', 'nodes': [], 'edges': []}
+    """
+    nodes = [view.node_map()[n] for n in view.node_map()]
+    edges = [edge for node in nodes for edge in view.out_edges(node.id)]
+    edges.sort(key=lambda e: e.seq)
+    return {
+        "format": GRAPH_FORMAT,
+        "nodes": [n.to_json() for n in nodes],
+        "edges": [e.to_json() for e in edges],
+    }

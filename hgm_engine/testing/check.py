@@ -37,6 +37,7 @@ from hgm_engine.model import DEFAULT_SCHEMA, Schema
 from hgm_engine.query import parse_rule_file
 from hgm_engine.query import syntax as S
 from hgm_engine.rules import parse_rules
+from hgm_engine.testing.interpreter import subtrees
 from hgm_engine.testing.jsonvalues import matching
 from hgm_engine.testing.strategies import ATTRIBUTES, graphs, transactions
 
@@ -103,12 +104,8 @@ def _vocabulary(rule_file: S.RuleFile, schema: Schema = DEFAULT_SCHEMA) -> dict[
             return
         elif isinstance(node, S.Assignment):
             values.setdefault(node.name, []).append(_literal(node.value))
-        if attrs.has(type(node)):
-            for field in attrs.fields(type(node)):
-                visit(getattr(node, field.name))
-        elif isinstance(node, tuple):
-            for item in node:
-                visit(item)
+        for child in subtrees(node):
+            visit(child)
 
     visit(rule_file.statements)
     for found in values.values():  # numbers either side of each number compared, and between two

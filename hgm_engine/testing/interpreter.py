@@ -51,7 +51,17 @@ from hgm_engine.testing.search import query_terms, rank_ids, ranked
 from hgm_engine.testing.validtime import holds_at, instant
 from hgm_engine.testing.values import compare, kind, matches, sort_rank
 
-__all__ = ["evaluate", "holds", "relative", "ModelAnswer", "ModelQueryError", "FINALS", "LIST_STEPS", "GENERIC_STEPS"]
+__all__ = [
+    "evaluate",
+    "holds",
+    "relative",
+    "subtrees",
+    "ModelAnswer",
+    "ModelQueryError",
+    "FINALS",
+    "LIST_STEPS",
+    "GENERIC_STEPS",
+]
 
 FINALS = ("count", "exists", "paths")
 LIST_STEPS = ("first", "last", "limit", "sort_by", "rank")
@@ -59,6 +69,22 @@ TEXT_TAKERS = ("search", "rank")  # the start and the list step that take a TEXT
 GENERIC_STEPS = ("out", "in", "both")
 
 Pair = tuple  # (node id, walk: tuple of ids)
+
+
+def subtrees(node: Any) -> tuple:
+    """What a syntax tree holds directly below ``node``: the fields of a syntax node, the
+    items of a tuple, nothing for anything else (names, numbers, spans' ends).
+
+    >>> [type(child).__name__ for child in subtrees(parse("root.children"))]
+    ['tuple', 'Span', 'str']
+    >>> subtrees(("a", "b")), subtrees("a")
+    (('a', 'b'), ())
+    """
+    if attrs.has(type(node)):
+        return tuple(getattr(node, field.name) for field in attrs.fields(type(node)))
+    if isinstance(node, tuple):
+        return node
+    return ()
 
 
 @attrs.frozen
@@ -183,12 +209,8 @@ def _uses(tree: Any) -> tuple[int | None, dict[str, tuple[int, set[str]]]]:
             use(node.value.name, node.value.span.start, "time")
         elif isinstance(node, S.ParamRef):
             use(node.name, node.span.start, None)
-        if attrs.has(type(node)):
-            for field in attrs.fields(type(node)):
-                visit(getattr(node, field.name))
-        elif isinstance(node, tuple):
-            for item in node:
-                visit(item)
+        for child in subtrees(node):
+            visit(child)
 
     visit(tree)
     return (min(focus_at) if focus_at else None), params
@@ -247,12 +269,8 @@ def _static_problems(tree: Any) -> list[tuple[int, str]]:
                 problems.append(((value.span if value is not None else node.span).start, "invalid-argument"))
             elif isinstance(value, S.Literal) and instant(value.value) is None:
                 problems.append((value.span.start, "invalid-argument"))
-        if attrs.has(type(node)):
-            for field in attrs.fields(type(node)):
-                visit(getattr(node, field.name))
-        elif isinstance(node, tuple):
-            for item in node:
-                visit(item)
+        for child in subtrees(node):
+            visit(child)
 
     visit(tree)
     return problems

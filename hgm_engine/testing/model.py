@@ -220,7 +220,7 @@ class ModelMemory:
             elif kind == "edge_updated":
                 g.edges[(change["from"], change["to"], change["type"])] = dict(change["before"])
             elif kind == "node_added":
-                work._remove(change["id"])
+                work.remove_node(change["id"])
             elif kind == "node_updated":
                 node_type, attributes = g.nodes[change["id"]]
                 attributes = {k: v for k, v in attributes.items() if k not in change["after"] or k in change["before"]}

@@ -230,7 +230,14 @@ class Working:
         if node_id in self.before.nodes and self.graph.same(self.before, node_id) and node_id not in self.removed:
             self.removed.append(node_id)
 
-    def _remove(self, node_id: str) -> None:
+    def remove_node(self, node_id: str) -> None:
+        """Remove ``node_id`` and its edges, recording the node as touched (a cascade, a revert).
+
+        >>> work = Working(ModelGraph(), 1)
+        >>> work.apply({"op": "add_node", "id": "g", "type": "goal"})
+        >>> work.remove_node("g"); "g" in work.graph.nodes
+        False
+        """
         self._touch(node_id)
         self.graph.remove_node(node_id)
 
@@ -238,10 +245,10 @@ class Working:
         node_id = self._node(op["id"])
         if op.get("cascade"):
             for child in self._owned_below(node_id):
-                self._remove(child)
+                self.remove_node(child)
         else:
             self.orphan_checks.append((node_id, self.graph.out_neighbours(node_id, ("parent_of",))))
-        self._remove(node_id)
+        self.remove_node(node_id)
 
     def _add_edge(self, op: Mapping[str, Any]) -> None:
         key = self._edge_key(op)
@@ -307,7 +314,7 @@ class Working:
         if not isinstance(op["with"], list) or not isinstance(op.get("set", {}), dict):
             raise ModelError("invalid-transaction", "with/set")
         for child in self._owned_below(node_id):
-            self._remove(child)
+            self.remove_node(child)
         if op.get("set"):  # not an update_node: the node keeps its marks
             node_type, attributes = self.graph.nodes[node_id]
             attributes = {**attributes, **json.loads(json.dumps(op["set"]))}

@@ -19,9 +19,10 @@ generated line.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
-from hgm_engine.model import Hop, compile_function
+from hgm_engine.model import Hop, MemoryGraph, compile_function
 from hgm_engine.query.executor.values import NUMBER_TYPES
 from hgm_engine.model import INSTANTS, VALID_FROM, VALID_TO, parse_instant
 from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Param, Truthy, ValidAt
@@ -57,6 +58,14 @@ class ConditionWriter:
         # Statements the generated function runs once, before its loop (a parameter's
         # instant for valid_at($t)): the names they bind are read by the expressions.
         self.prologue: list[str] = []
+        # Whether an expression read ``a`` (the attributes): only then does the generated
+        # code bind it, so that a filter on the type alone decodes no node's attributes.
+        self.reads_attrs = False
+        # Whether string equalities may test the graph's value indexes (``value_members``)
+        # instead of the attributes: set by the writers of loops, whose prologue runs once
+        # per call, not once per node.
+        self.members = False
+        self._member_names: dict[tuple[str, str], str] = {}
 
     def preamble(self, indent: str = "    ") -> str:
         """The prologue's statements as source lines at ``indent`` (empty when none).
@@ -75,7 +84,9 @@ class ConditionWriter:
         '_k1'
         """
         name = f"_k{len(self.names)}"
-        self.names[name] = value
+        # A string is interned: node types and the schema's names are, so ``n.type == _k1``
+        # is settled by identity, without comparing the characters.
+        self.names[name] = sys.intern(value) if type(value) is str else value
         return name
 
     def temp(self) -> str:
@@ -105,7 +116,35 @@ class ConditionWriter:
         False
         """
         body = self.expression(cond)
-        return self.define(f"def _test(n, ctx):\n{self.preamble()}    a = n.attrs\n    return {body}\n", "_test", "condition")
+        bind = "    a = n.attrs\n" if self.reads_attrs else ""
+        return self.define(f"def _test(n, ctx):\n{self.preamble()}{bind}    return {body}\n", "_test", "condition")
+
+    def node_test(self, conditions, node: str = "n") -> str:
+        """The conjunction of ``conditions`` as one expression on the node ``node`` (bound
+        to ``n``), its attributes (``a``) bound only after the leading terms that need none:
+        ``type = 'action' and status = 'pending'`` reads no attributes of a goal.
+
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const
+        >>> ConditionWriter(fallback=None).node_test([AllOf((Cmp("=", Attr("type"), Const("action")), Cmp("=", Attr("s"), Const("p"))))], "nodes[i]")
+        '((n := nodes[i]) is not None) and (n.type == _k1) and ((a := n.attrs) is not None) and (a.get(_k2) == _k3)'
+        """
+        parts = []
+        for cond in conditions:  # terms of a conjunction at the level they had inside it
+            if isinstance(cond, AllOf):
+                parts.extend(self.expression(item, 1) for item in cond.items)
+            else:
+                parts.append(self.expression(cond))
+        bind = "n" if node == "n" else f"(n := {node})"
+        if not parts or "a.get(" in parts[0]:  # only attribute reads use ``a``
+            # the first term reads attributes: bind them first (the form tracebacks show)
+            return f"(a := {bind}.attrs) is not None and " + " and ".join(self.expression(c) for c in conditions)
+        terms = [] if node == "n" else [f"({bind} is not None)"]
+        while parts and "a.get(" not in parts[0]:
+            terms.append(parts.pop(0))
+        if parts:
+            terms.append("((a := n.attrs) is not None)")
+            terms.extend(parts)
+        return " and ".join(terms)
 
     def id_filter(self, cond) -> Callable:
         """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
@@ -118,12 +157,13 @@ class ConditionWriter:
         >>> keep(["a", "b"], Context(g, {}, None, DEFAULT_LIMITS))
         ['b']
         """
-        body = self.expression(cond)
+        self.members = True
+        body = self.node_test([cond], "nodes[i]")
         return self.define(
             "def _keep(ids, ctx):\n"
             f"{self.preamble()}"
             "    nodes = ctx.nodes\n"
-            f"    return [i for i in ids if (a := (n := nodes[i]).attrs) is not None and {body}]\n",
+            f"    return [i for i in ids if {body}]\n",
             "_keep",
             "filter",
         )
@@ -137,11 +177,12 @@ class ConditionWriter:
         >>> scan([Node("a", "fact", freeze({"n": 1}), 1), Node("b", "fact", freeze({"n": 2.0}), 2)], None)
         ['b']
         """
-        body = self.expression(cond)
+        self.members = True
+        body = self.node_test([cond])
         return self.define(
             "def _scan(payloads, ctx):\n"
             f"{self.preamble()}"
-            f"    return [n.id for n in payloads if (a := n.attrs) is not None and {body}]\n",
+            f"    return [n.id for n in payloads if {body}]\n",
             "_scan",
             "scan",
         )
@@ -165,7 +206,27 @@ class ConditionWriter:
             return "n.id"
         if name == "type":
             return "n.type"
+        self.reads_attrs = True
         return f"a.get({self.constant(name)})"
+
+    def member(self, name: str, value: str) -> str:
+        """``n``'s attribute ``name`` is the string ``value``, tested against the value index
+        of its type where the view has one at hand (no decoding), else on its attributes.
+
+        >>> writer = ConditionWriter(fallback=None)
+        >>> writer.member("status", "done")
+        '(n.id in _m1[_v1] if (_v1 := n.type) in _m1 else n.attrs.get(_k1) == _k2)'
+        >>> writer.preamble()
+        '    _m1 = _k3(ctx.view, _k1, _k2)\\n'
+        """
+        found = self._member_names.get((name, value))
+        key, wanted = self.constant(name), self.constant(value)
+        if found is None:
+            found = self._member_names[(name, value)] = f"_m{len(self._member_names) + 1}"
+            helper = self.constant(_value_members)
+            self.prologue.append(f"{found} = {helper}(ctx.view, {key}, {wanted})")
+        t = self.temp()
+        return f"(n.id in {found}[{t}] if ({t} := n.type) in {found} else n.attrs.get({key}) == {wanted})"
 
     def expression(self, cond, _level: int = 0) -> str:
         """``cond`` as a Python expression (connectives, truth tests and attribute-versus-
@@ -192,6 +253,17 @@ class ConditionWriter:
             return f"({self.attribute(cond.operand.name)} is not None)"
         if isinstance(cond, Truthy) and isinstance(cond.operand, ValidAt):
             return self.valid_at(cond.operand)
+        if (
+            self.members
+            and isinstance(cond, Cmp)
+            and cond.op in ("=", "!=")
+            and isinstance(cond.left, Attr)
+            and cond.left.name not in ("id", "type")
+            and isinstance(cond.right, Const)
+            and type(cond.right.value) is str
+        ):
+            test = self.member(cond.left.name, cond.right.value)
+            return test if cond.op == "=" else f"(not {test})"
         if isinstance(cond, Cmp) and isinstance(cond.left, Attr) and isinstance(cond.right, Const):
             generated = self.comparison(cond.op, self.attribute(cond.left.name), cond.right.value)
             if generated is not None:
@@ -219,6 +291,7 @@ class ConditionWriter:
         else:
             return self.fallback(Truthy(cond))
         start, end = self.temp(), self.temp()
+        self.reads_attrs = True
         start_name, end_name, instants = self.constant(VALID_FROM), self.constant(VALID_TO), self.constant(INSTANTS)
         return (
             f"((({start} := a.get({start_name})) is None or {instants}[{start}] <= {at}) and "
@@ -256,6 +329,17 @@ class ConditionWriter:
         return None
 
 
+def _value_members(view, attribute: str, value: str):
+    """``view.value_members(attribute, value)`` for a graph; no index for other views (a
+    transaction's overlay, an earlier state): their nodes are tested on their attributes."""
+    if isinstance(view, MemoryGraph):
+        return view.value_members(attribute, value)
+    return _NO_MEMBERS
+
+
+_NO_MEMBERS: dict = {}
+
+
 def per_source_step(
     relation: Hop, predicates: tuple, writer: ConditionWriter, weight: int = 1
 ) -> tuple[Callable, str] | None:
@@ -277,8 +361,9 @@ def per_source_step(
     positional = [p for p in predicates if not isinstance(p, Filter)]
     if len(positional) > 1 or (positional and predicates[-1] is not positional[0]):
         return None
-    tests = [writer.expression(f.condition) for f in filters]
-    keep = "(a := (n := nodes[t]).attrs) is not None and " + " and ".join(tests) if tests else None
+    writer.members = True
+    tests = [f.condition for f in filters]
+    keep = writer.node_test(tests, "nodes[t]") if tests else None
     pick, stop, shown = "", None, ""
     # Positions are passed in as constants, not pasted as text: an index may have thousands
     # of digits, which Python will not turn into text.
@@ -298,12 +383,16 @@ def per_source_step(
             shown = _shown_slice(op.lower, op.upper)
             if op.upper is not None and op.upper >= 0 and (op.lower is None or op.lower >= 0):
                 stop = op.upper
-    adjacency = "ctx.out_adj" if relation.direction == "out" else "ctx.in_adj"
-    edge_type = writer.constant(relation.edge_types[0])
-    if relation.node_type is None:
-        lookup = f"adjacency(s).by_type.get({edge_type}, ())"
-    else:  # the adjacency remembers its targets of that type
-        lookup = f"adjacency(s).of_type({edge_type}, {writer.constant(relation.node_type)}, nodes)"
+    # Each source's other ends from the hop's memo (Context.hop); a call only on a miss.
+    hop_args = (
+        f"{writer.constant(relation.edge_types[0])}, {writer.constant(relation.node_type)}, "
+        f"{writer.constant(relation.direction == 'out')}"
+    )
+    lookup = (
+        "        targets = get(s)\n"
+        "        if targets is None:\n"
+        "            targets = find(s)\n"
+    )
     if keep and stop is not None:
         # A pick from the front after a filter (actions.where(...)[0]) stops at the last
         # match it needs instead of testing every target.
@@ -323,13 +412,13 @@ def per_source_step(
     source = (
         "def _step(ids, ctx):\n"
         f"{writer.preamble()}"
-        f"    adjacency = {adjacency}\n"
+        f"    get, find = ctx.hop({hop_args})\n"
         "    nodes = ctx.nodes\n"
         "    out = []\n"
         "    extend = out.extend\n"
         "    scanned = 0\n"
         "    for s in ids:\n"
-        f"        targets = {lookup}\n"
+        f"{lookup}"
         "        if targets:\n"
         f"{body}"
         "    if len(ids) > 1:\n"

@@ -13,12 +13,14 @@ hgm_engine.errors.QueryExecutionError: limit-exceeded: the query produced more t
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from hgm_engine.errors import Problem, QueryExecutionError
 from hgm_engine.query.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Limits", "DEFAULT_LIMITS", "Context"]
+
+_NOTHING_REMEMBERED = {}.get  # the lookup of a view that remembers no hop: always a miss
 
 
 class Context:
@@ -26,7 +28,8 @@ class Context:
 
     ``view`` is anything with ``node_map()``, ``ids_of_type()``, ``roots()``,
     ``out_adjacency()`` and ``in_adjacency()`` (a graph or a historical view); the operators
-    read ``nodes``, ``out_adj`` and ``in_adj`` from here, bound once per run.
+    read ``nodes``, ``out_adj`` and ``in_adj`` from here, bound once per run, and a hop's
+    remembered answers through :meth:`hop`.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {})
@@ -36,7 +39,7 @@ class Context:
     """
 
     __slots__ = (
-        "view", "nodes", "out_adj", "in_adj", "params", "focus", "work", "max_work", "deadline", "regexes",
+        "view", "nodes", "out_adj", "in_adj", "_hop_memo", "params", "focus", "work", "max_work", "deadline", "regexes",
         "regex_timeout", "regex_left", "output", "max_output",
     )
 
@@ -45,6 +48,7 @@ class Context:
         self.nodes = view.node_map()
         self.out_adj = view.out_adjacency
         self.in_adj = view.in_adjacency
+        self._hop_memo = getattr(view, "hop_memo", None)  # a graph remembers hops' answers
         self.params = params
         self.focus = focus
         self.work = 0
@@ -55,6 +59,27 @@ class Context:
         self.regex_left = limits.regex_budget  # seconds all matches of this run may still take
         self.output = 0
         self.max_output = limits.max_output
+
+    def hop(self, edge_type: str, node_type: str | None, outgoing: bool) -> tuple[Callable, Callable]:
+        """``(get, find)`` for one hop (the other ends over ``edge_type``, of ``node_type``
+        unless None, in edge order): a loop reads ``get(i)`` and calls ``find(i)`` only when
+        it gives None. A graph remembers the answers by id (``MemoryGraph.hop_memo``);
+        another view's ``get`` always misses and ``find`` reads its adjacency.
+
+        >>> from hgm_engine.model import MemoryGraph
+        >>> g = MemoryGraph(); _ = g.add_node("g", "goal", {}); _ = g.add_node("a", "action", {})
+        >>> _ = g.add_edge("g", "a", "parent_of")
+        >>> get, find = Context(g, {}, None, DEFAULT_LIMITS).hop("parent_of", "action", True)
+        >>> get("g") or find("g")
+        ('a',)
+        """
+        if self._hop_memo is not None:
+            memo, find = self._hop_memo(edge_type, node_type, outgoing)
+            return memo.get, find
+        adjacency, nodes = (self.out_adj if outgoing else self.in_adj), self.nodes
+        if node_type is None:
+            return _NOTHING_REMEMBERED, lambda node_id: adjacency(node_id).by_type.get(edge_type, ())
+        return _NOTHING_REMEMBERED, lambda node_id: adjacency(node_id).of_type(edge_type, node_type, nodes)
 
     def search(self, pattern, value: str):
         """``pattern.search(value)`` within the regex and query time limits: one match may

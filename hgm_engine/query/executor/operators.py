@@ -161,8 +161,54 @@ def _hop(relation: Hop) -> Callable:
     return restricted
 
 
-def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Callable]:
-    """Breadth-first repetition (spec §2.2), untraced and traced."""
+def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | None:
+    """Breadth-first repetition of a one-type out or in hop, untraced, with the lookup
+    inline: each node's other ends read from the hop's memo (:meth:`Context.hop`; a call
+    only on a miss). The same levels, order and work as the general form; None for other
+    hops.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> g = MemoryGraph()
+    >>> for i in ("g", "s", "a"): _ = g.add_node(i, "goal" if i != "a" else "action", {})
+    >>> _ = g.add_edge("g", "s", "parent_of"); _ = g.add_edge("s", "a", "parent_of")
+    >>> _one_type_levels(Hop("out", ("parent_of",)), 1, None)("g", Context(g, {}, None, DEFAULT_LIMITS))
+    ['s', 'a']
+    """
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
+        return None
+    edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
+
+    def levels(source, ctx):
+        get, find = ctx.hop(edge_type, node_type, outgoing)
+        reached = {source}
+        level = [source]
+        out = [source] if low == 0 else []
+        depth = 0
+        while level and (high is None or depth < high):
+            depth += 1
+            following: list = []
+            append = following.append
+            for node_id in level:
+                targets = get(node_id)
+                if targets is None:
+                    targets = find(node_id)
+                for other in targets:
+                    if other not in reached:
+                        reached.add(other)
+                        append(other)
+            if depth >= low:
+                out.extend(following)
+            ctx.charge(len(following))
+            level = following
+        return out
+
+    return levels
+
+
+def _repeat(expand: Callable, low: int, high: int | None, relation: Hop | None = None) -> tuple[Callable, Callable]:
+    """Breadth-first repetition (spec §2.2), untraced and traced (the untraced form of a
+    one-type hop ``relation`` is :func:`_one_type_levels`)."""
 
     def levels(source, ctx):
         reached = {source}
@@ -208,7 +254,8 @@ def _repeat(expand: Callable, low: int, high: int | None) -> tuple[Callable, Cal
             level = following
         return out
 
-    return levels, traced
+    fast = _one_type_levels(relation, low, high) if relation is not None else None
+    return fast or levels, traced
 
 
 def _siblings() -> tuple[Callable, Callable]:
@@ -302,10 +349,10 @@ def expanders(op: Navigate) -> tuple[Callable, Callable]:
     if isinstance(relation, Hop):
         expand = _hop(relation)
         if op.repeat is not None:
-            return _repeat(expand, *op.repeat)
+            return _repeat(expand, *op.repeat, relation)
         return expand, (lambda node_id, ctx: [(other, ()) for other in expand(node_id, ctx)])
     if isinstance(relation, Closure):
-        return _repeat(_hop(relation.hop), 1, None)
+        return _repeat(_hop(relation.hop), 1, None, relation.hop)
     if isinstance(relation, Siblings):
         return _siblings()
     if isinstance(relation, Latest):
@@ -413,31 +460,24 @@ def one_type_hop(relation: Hop) -> Callable | None:
         return None
     edge_type, node_type, direction = relation.edge_types[0], relation.node_type, relation.direction
 
-    key = (edge_type, node_type)
-
     def step(ids, ctx):
         out: list = []
         extend = out.extend
-        adjacencies = (ctx.out_adj, ctx.in_adj) if direction == "both" else (ctx.out_adj if direction == "out" else ctx.in_adj,)
-        if node_type is None:
-            if direction == "both":  # per source: outgoing then incoming (spec §2.2)
-                out_adj, in_adj = adjacencies
-                for node_id in ids:
-                    extend(out_adj(node_id).by_type.get(edge_type, ()))
-                    extend(in_adj(node_id).by_type.get(edge_type, ()))
-            else:
-                (adjacency,) = adjacencies
-                for node_id in ids:
-                    extend(adjacency(node_id).by_type.get(edge_type, ()))
-        else:
-            # Each adjacency remembers its targets of one type: no type test per node after
-            # the first visit (the lookup of the remembered tuple is inlined).
-            nodes = ctx.nodes
+        # Each node's other ends come from the hop's memo (a call only on a miss): for a
+        # node type, no type test per node after the first visit.
+        if direction == "both":  # per source: outgoing then incoming (spec §2.2)
+            out_get, out_find = ctx.hop(edge_type, node_type, True)
+            in_get, in_find = ctx.hop(edge_type, node_type, False)
             for node_id in ids:
-                for adjacency in adjacencies:
-                    found = adjacency(node_id)
-                    targets = found.typed.get(key)
-                    extend(targets if targets is not None else found.of_type(edge_type, node_type, nodes))
+                targets = out_get(node_id)
+                extend(targets if targets is not None else out_find(node_id))
+                targets = in_get(node_id)
+                extend(targets if targets is not None else in_find(node_id))
+        else:
+            get, find = ctx.hop(edge_type, node_type, direction == "out")
+            for node_id in ids:
+                targets = get(node_id)
+                extend(targets if targets is not None else find(node_id))
         if len(ids) > 1 or direction == "both":
             out = list(dict.fromkeys(out))
         ctx.charge(len(out))
@@ -535,7 +575,10 @@ def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
         return outputs
 
     def fast(ids, ctx):
-        out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
+        if len(ids) == 1:  # one source's outputs hold no repeats (each expansion drops them)
+            out = list(per_source(ids[0], ctx))
+        else:
+            out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
         ctx.charge(len(out))
         return out
 

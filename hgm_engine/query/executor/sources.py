@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from hgm_engine.model import MemoryGraph
+from hgm_engine.model import MemoryGraph, decode_payloads
 from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.operators import Strategy, generated_name
@@ -165,7 +165,9 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
         timed = valid_at_scan(path, compile_path)
         if timed is not None:
             return timed
-    scan = condition_writer(compile_path).payload_scan(path.ops[0].condition)
+    writer = condition_writer(compile_path)
+    scan = writer.payload_scan(path.ops[0].condition)
+    reads_attrs = writer.reads_attrs
     strategy = Strategy("generated payload scan", "the index's payloads, the filter inline", (generated_name(scan),))
     weight = condition_weight(path.ops[0].condition)
     if isinstance(path.source, TypeScan):
@@ -182,6 +184,8 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
         def scan_values(ctx):
             payloads = ctx.view.nodes_with(node_type, attribute, value)
             ctx.charge(len(payloads) * weight)
+            if reads_attrs:
+                decode_payloads(payloads)  # a graph read from its image: thousands at once
             return scan(payloads, ctx)
 
         return scan_values, strategy

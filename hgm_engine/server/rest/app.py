@@ -80,7 +80,7 @@ from hgm_engine.store import DEFAULT_MEMORY, check_memory_name
 from hgm_engine.server.rest.memories import NodeJsonPerMemory, RequestService, add_memory_routes, slash_hint
 from hgm_engine.server.rest.routes import add_capability_routes, allowed_methods, docs_app, public_paths, refine_openapi
 from hgm_engine.server.service import BudgetExceeded, LLMEndpoint, ServerLimits, error_document, http_status
-from hgm_engine.server.tokens import TokenScopes
+from hgm_engine.server.tokens import TokenFile, TokenScopes
 
 __all__ = ["create_app"]
 
@@ -94,7 +94,7 @@ def create_app(
     max_body: int | None = None,
     limits: ServerLimits | Limits | None = None,
     llm: LLMEndpoint | None = None,
-    tokens: TokenScopes | None = None,
+    tokens: TokenScopes | TokenFile | None = None,
     default_memory: str = DEFAULT_MEMORY,
 ) -> FastAPI:
     """The REST app over ``memory`` (an ASGI app; run it with uvicorn or test it with
@@ -110,7 +110,8 @@ def create_app(
     served under ``/api/v1/memories/{name}/`` (its ``limits`` and ``llm`` are the registry's:
     give them to the registry). ``token``: when set, every request needs ``Authorization:
     Bearer TOKEN``; ``tokens``: the tokens of a token file, each reaching the memories of its
-    scopes (:class:`~hgm_engine.server.tokens.TokenScopes`). ``default_memory``: the memory of
+    scopes (:class:`~hgm_engine.server.tokens.TokenScopes`, or a
+    :class:`~hgm_engine.server.tokens.TokenFile`, read again when it changes). ``default_memory``: the memory of
     the unprefixed routes (``/api/v1/ROUTE``, ``/health``) of a registry. ``max_body``:
     the largest request body in bytes (default ``limits.max_body``, 1 MiB). ``limits``: a
     :class:`~hgm_engine.server.service.ServerLimits` (or an executor

@@ -25,7 +25,7 @@ from hgm_engine.server.registry import DEFAULT_MAX_OPEN
 from hgm_engine.server.rest.guard import access_logger
 from hgm_engine.server.rest.workers import ServeOptions, finish, open_registry, serve, supervise
 from hgm_engine.server.service import ServerLimits, add_llm_arguments, llm_endpoint
-from hgm_engine.server.tokens import TokenScopes
+from hgm_engine.server.tokens import TokenFile, TokenScopes
 
 __all__ = [
     "DEFAULT_PORT",
@@ -194,10 +194,12 @@ def resolve_token(args: argparse.Namespace) -> str | None:
     return os.environ.get(TOKEN_ENV) or None
 
 
-def resolve_tokens(args: argparse.Namespace) -> TokenScopes | None:
+def resolve_tokens(args: argparse.Namespace) -> TokenScopes | TokenFile | None:
     """What each token may do: the token file of ``--token-file``, else the one token of
     ``--token`` or ``$HGM_TOKEN`` (every memory, read and write); None: no token needed. A
-    token file with errors is an ``invalid-token-file`` error naming each line.
+    token file with errors is an ``invalid-token-file`` error naming each line. The token
+    file is a :class:`~hgm_engine.server.tokens.TokenFile`, read again when it changes (as
+    ``hgm mcp`` reads its own), so adding or revoking a token needs no restart.
 
     >>> resolve_tokens(argparse.Namespace(token="s3cret", token_file=None)).grant("s3cret").everything
     True
@@ -205,7 +207,7 @@ def resolve_tokens(args: argparse.Namespace) -> TokenScopes | None:
     if args.token_file:
         if args.token:
             raise ServiceError([Problem("invalid-argument", "give --token or --token-file, not both", where="--token-file")])
-        return TokenScopes.load(args.token_file)
+        return TokenFile(args.token_file)  # read again when it changes: no restart to revoke a token
     token = resolve_token(args)
     return TokenScopes.single(token) if token else None
 

@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from hgm_engine.errors import HGMError, Problem, ServiceError
 from hgm_engine.server.registry import DEFAULT_MAX_OPEN, MemoryRegistry, malloc_trim_from_env
 from hgm_engine.server.service import LLMEndpoint, ServerLimits
-from hgm_engine.server.tokens import TokenScopes
+from hgm_engine.server.tokens import TokenFile, TokenScopes
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name
 
 __all__ = ["ENVIRONMENT", "app_from_environment", "settings_from_environment"]
@@ -80,7 +80,9 @@ def _number(env: Mapping[str, str], name: str, *, integer: bool, least: float) -
 
 def settings_from_environment(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What :data:`ENVIRONMENT` says, checked: ``db``, ``memory``, ``max_open``, ``tokens``
-    (a :class:`~hgm_engine.server.tokens.TokenScopes` or None), ``limits`` and ``trim``. A bad value is
+    (a :class:`~hgm_engine.server.tokens.TokenFile`, read again when it changes, a
+    :class:`~hgm_engine.server.tokens.TokenScopes` of ``HGM_TOKEN``, or None), ``limits`` and
+    ``trim`` (``HGM_MALLOC_TRIM``). A bad value is
     an ``invalid-argument`` naming the variable (a bad token file: ``invalid-token-file``).
 
     >>> settings_from_environment({"HGM_DB": "m.db", "HGM_MAX_WORK": "500"})["limits"].max_work
@@ -99,7 +101,7 @@ def settings_from_environment(env: Mapping[str, str] | None = None) -> dict[str,
     token_file, token = env.get("HGM_TOKEN_FILE") or None, env.get("HGM_TOKEN") or None
     if token_file and token:
         raise _bad("HGM_TOKEN_FILE", "and HGM_TOKEN are both set: give one")
-    tokens = TokenScopes.load(token_file) if token_file else (TokenScopes.single(token, source="HGM_TOKEN") if token else None)
+    tokens = TokenFile(token_file) if token_file else (TokenScopes.single(token, source="HGM_TOKEN") if token else None)
     body_timeout = _number(env, "HGM_BODY_TIMEOUT", integer=False, least=0)
     concurrency = _number(env, "HGM_MAX_CONCURRENCY", integer=True, least=0)
     limits = ServerLimits(

@@ -32,7 +32,7 @@ from hgm_engine.errors import HGMError
 from hgm_engine.server.rest.memories import current_grant, current_lease, lease_for, memory_target, slash_hint
 from hgm_engine.server.rest.responses import encode, error_response, json_response, request_id_var
 from hgm_engine.server.service import error_document, http_status
-from hgm_engine.server.tokens import OPEN_ACCESS, TokenScopes
+from hgm_engine.server.tokens import OPEN_ACCESS, TokenFile, TokenScopes
 
 __all__ = ["Guard", "BodyTooLarge", "access_logger", "REQUEST_ID_RE", "deadline_protocol", "MAX_HEADER_BYTES", "RETRY_AFTER"]
 
@@ -217,7 +217,7 @@ class Guard:
         public: tuple[str, ...] = (),
         body_timeout: float | None = 30.0,
         max_concurrency: int | None = None,
-        tokens: TokenScopes | None = None,
+        tokens: TokenScopes | TokenFile | None = None,
         registry: Any = None,
         default_memory: str = "default",
     ):

@@ -42,7 +42,7 @@ from hgm_engine.server.registry import DEFAULT_MAX_OPEN, MemoryRegistry
 from hgm_engine.server.rest.app import create_app
 from hgm_engine.server.rest.guard import deadline_protocol
 from hgm_engine.server.service import LLMEndpoint, ServerLimits
-from hgm_engine.server.tokens import TokenScopes
+from hgm_engine.server.tokens import TokenFile, TokenScopes
 
 __all__ = ["ServeOptions", "serve", "supervise", "finish", "open_registry", "STOP_MARGIN"]
 
@@ -73,7 +73,7 @@ class ServeOptions:
     db: str
     token: str | None = None  # one token for everything (``tokens`` says more)
     limits: ServerLimits = attrs.field(factory=ServerLimits)
-    tokens: TokenScopes | None = None  # the token file's tokens and their scopes
+    tokens: TokenScopes | TokenFile | None = None  # the token file's tokens and their scopes (read again when it changes)
     max_open: int = DEFAULT_MAX_OPEN  # memories kept open at once, per process
     memory: str = "default"  # the memory of the unprefixed routes (hgm serve --memory)
     workers: int = 1

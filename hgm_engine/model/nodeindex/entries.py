@@ -1,0 +1,194 @@
+"""What the node index holds for one node: which attributes are its text (:class:`TextFields`),
+its entry (:class:`Doc`: terms with counts, length, creation number, type), the terms of a
+query (:func:`query_terms`), which nodes of a commit need a new entry (:func:`text_changes`),
+and what a search answers (:class:`SearchHit`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from hgm_engine.model.payloads import Node
+from hgm_engine.model.text import TAG_FIELD, TEXT_FIELDS, analyze, node_text, words
+
+__all__ = ["TextFields", "DEFAULT_FIELDS", "Doc", "SearchHit", "query_terms", "text_changes", "word_forms"]
+
+
+@attrs.frozen
+class TextFields:
+    """Which attributes are a node's text: the strings of ``fields``, and the strings of the
+    ``tags`` list (None: no list).
+
+    >>> DEFAULT_FIELDS.text({"title": "Trip", "tags": ["travel"]})
+    'Trip\\ntravel'
+    """
+
+    fields: tuple[str, ...] = TEXT_FIELDS
+    tags: str | None = TAG_FIELD
+
+    def text(self, attributes: Mapping[str, Any]) -> str:
+        return node_text(attributes, self.fields, self.tags)
+
+    def same_text(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+        """Whether two versions of a node's attributes have the same text: at once when none
+        of the text attributes changed (a status update), else by their texts.
+
+        >>> DEFAULT_FIELDS.same_text({"content": "Book", "status": "pending"}, {"content": "Book", "status": "done"})
+        True
+        >>> DEFAULT_FIELDS.same_text({"content": "Book", "name": 3}, {"content": "Book", "name": 4})
+        True
+        >>> DEFAULT_FIELDS.same_text({"content": "Book"}, {"content": "Book it"})
+        False
+        """
+        names = self.fields if self.tags is None else (*self.fields, self.tags)
+        for name in names:
+            old, new = before.get(name), after.get(name)
+            if old is not new and old != new:
+                return self.text(before) == self.text(after)
+        return True
+
+    def key(self) -> str:
+        """How these fields are named in a saved index (an index of other fields is not read)."""
+        return json.dumps([list(self.fields), self.tags])
+
+
+DEFAULT_FIELDS = TextFields()
+
+# The terms of a text, remembered for the texts seen last (a node's text is analysed when it
+# is indexed, again when a view hides it, and when a list is ranked).
+_TERMS_CACHE: dict[str, tuple[dict[str, int], int]] = {}
+# What json.dumps(terms, ensure_ascii=False, separators=(",", ":")) makes, without a new
+# encoder per call (making one took most of the time of writing an entry).
+_TERMS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_TERMS_CACHE_SIZE = 50_000
+_cache_lock = threading.Lock()
+
+
+def _terms_of(text: str) -> tuple[dict[str, int], int]:
+    found = _TERMS_CACHE.get(text)
+    if found is None:
+        terms = analyze(text)
+        counts: dict[str, int] = {}  # as dict(Counter(terms)), in first-seen order, at half the cost
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+        found = (counts, len(terms))
+        with _cache_lock:
+            if len(_TERMS_CACHE) >= _TERMS_CACHE_SIZE:
+                _TERMS_CACHE.clear()
+            _TERMS_CACHE[text] = found
+    return found
+
+
+def text_changes(changes: Iterable[Any], fields: "TextFields") -> dict[str, Node | None]:
+    """The nodes of a commit's ``changes`` whose index entry may change: added, removed (None),
+    or updated in their type or their text. An update of other attributes (a status) leaves
+    the entry as it was, so it is not analysed again.
+
+    >>> from hgm_engine.model import Change, Node
+    >>> a, b = Node("a", "action", {"content": "Book", "status": "pending"}, 1), Node("a", "action", {"content": "Book", "status": "done"}, 1)
+    >>> text_changes([Change("node_updated", a, b)], DEFAULT_FIELDS)
+    {}
+    """
+    out: dict[str, Node | None] = {}
+    for change in changes:
+        kind = change.kind
+        if kind == "node_added":
+            out[change.after.id] = change.after
+        elif kind == "node_updated":
+            before, after = change.before, change.after
+            if before is None or before.type != after.type or not fields.same_text(before.attrs, after.attrs):
+                out[after.id] = after
+        elif kind == "node_removed":
+            out[change.before.id] = None
+    return out
+
+
+def query_terms(text: str) -> tuple[str, ...]:
+    """The distinct terms of a query text, sorted (the order scores are summed in).
+
+    >>> query_terms("Visit the Temple of Heaven, visit it")
+    ('heaven', 'templ', 'visit')
+    """
+    return tuple(sorted(set(analyze(text))))
+
+
+@attrs.frozen(slots=True)
+class Doc:
+    """One node's entry: its terms with their counts, its length in terms, its creation
+    number and type."""
+
+    terms: Mapping[str, int]
+    length: int
+    seq: int
+    type: str
+
+    def terms_json(self) -> str:
+        """The entry's terms as a store keeps them (a JSON object of counts).
+
+        >>> Doc({"hotel": 2}, 2, 1, "fact").terms_json()
+        '{"hotel":2}'
+        """
+        return _TERMS_JSON.encode(self.terms)
+
+    @classmethod
+    def from_terms_json(cls, text: str, node: Node) -> "Doc":
+        """The entry a store kept for ``node`` (its terms; its seq and type from the node);
+        ``ValueError`` when the text is not an object of positive integer counts.
+
+        >>> Doc.from_terms_json('{"hotel":2}', Node("a", "fact", {}, 7))
+        Doc(terms={'hotel': 2}, length=2, seq=7, type='fact')
+        """
+        terms = json.loads(text)
+        if not isinstance(terms, dict) or not terms or not all(
+            isinstance(k, str) and type(v) is int and v > 0 for k, v in terms.items()
+        ):
+            raise ValueError(f"not a node index entry: {text[:80]!r}")
+        return cls(terms, sum(terms.values()), node.seq, node.type)
+
+    @classmethod
+    def of(cls, node: Node, fields: TextFields = DEFAULT_FIELDS) -> "Doc | None":
+        """The entry of ``node`` (None when its text has no term).
+
+        >>> Doc.of(Node("a", "fact", {"content": "the hotel, the hotel"}, 3))
+        Doc(terms={'hotel': 2}, length=2, seq=3, type='fact')
+        """
+        terms, length = _terms_of(fields.text(node.attrs))
+        if not length:
+            return None
+        return cls(terms, length, node.seq, node.type)
+
+
+@attrs.frozen(slots=True)
+class SearchHit:
+    """One node ``search`` found: its id, its score, the query terms it contains and whether
+    it contains them all. With vectors, ``score`` is the fused score and ``similarity`` the
+    cosine similarity of the node's text to the query (None: not among the nearest), and
+    ``lexical`` the BM25 score (None: no term in common)."""
+
+    id: str
+    score: float
+    terms: tuple[str, ...]
+    all_terms: bool
+    similarity: float | None = None
+    lexical: float | None = None
+
+
+def word_forms(text: str) -> dict[str, list[str]]:
+    """Each term of a query text with the words of the text that give it (for showing which
+    words matched).
+
+    >>> word_forms("Hotels near the hotel")
+    {'hotel': ['hotels', 'hotel'], 'near': ['near']}
+    """
+    out: dict[str, list[str]] = {}
+    for word in words(text):
+        terms = analyze(word)
+        if terms:
+            forms = out.setdefault(terms[0], [])
+            if word not in forms:
+                forms.append(word)
+    return out

@@ -1,0 +1,468 @@
+"""Node and edge payloads, their attributes kept packed until first read, and the edges of a
+stored image as columns.
+
+A :class:`Node` or :class:`Edge` is immutable. One read from a store may keep its attributes
+undecoded (a state row's JSON text, or a stored image's ``marshal`` bytes): ``attrs`` is decoded
+on first read (:func:`lazy_nodes`, :func:`lazy_edges`, which make payloads in bulk from
+columns). :class:`EdgeColumns` holds a graph's edges as columns in edge order, as a stored image
+(``store/image.py``) keeps them: a query reads adjacency straight from them, and edge payloads
+are made only when something needs them. :func:`packed_attrs` and :func:`stored_value_indexes`
+give what such an image stores.
+
+>>> node = lazy_nodes(["g"], ["goal"], ['{"status":"done"}'], [1])[0]
+>>> node.attrs["status"], node == Node("g", "goal", freeze({"status": "done"}), 1)
+('done', True)
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import sys
+from collections import deque
+from itertools import compress, repeat
+from typing import Any, Iterable, Mapping
+
+import attrs
+import rustworkx as rx
+
+from hgm_engine.errors import Problem
+from hgm_engine.model.values import EMPTY_ATTRS, FrozenDict, freeze, thaw
+
+__all__ = [
+    "Node",
+    "Edge",
+    "Adjacency",
+    "NO_ADJACENCY",
+    "edge_order_key",
+    "lazy_nodes",
+    "lazy_edges",
+    "EdgeColumns",
+    "packed_attrs",
+    "stored_value_indexes",
+    "decode_payloads",
+]
+
+_EMPTY = EMPTY_ATTRS
+_intern = sys.intern
+
+def _decoded_attrs(raw: str | bytes, owner: Any) -> FrozenDict:
+    """The frozen attributes of a payload whose attributes were kept undecoded (a state row's
+    JSON text, or a stored image's ``marshal`` bytes, whose checksum matched): keys, and short
+    string values such as a status, are interned, so a hundred thousand nodes share one
+    ``"status"`` and one ``"done"``."""
+    try:
+        if raw.__class__ is bytes:  # packed_attrs: frozen and interned already
+            value = marshal.loads(raw)
+            if value.__class__ is dict:
+                return FrozenDict(value)
+        else:
+            value = json.loads(raw)
+    except (TypeError, ValueError, EOFError, RecursionError):
+        value = None
+    if value.__class__ is not dict:
+        from hgm_engine.errors import StoreError
+
+        raise StoreError([Problem("store", f"the stored attributes of {owner._name()} are not a JSON object: {str(raw)[:80]!r}")])
+    if not value:
+        return _EMPTY
+    intern = _intern
+    out = {}
+    for key, item in value.items():
+        kind = item.__class__
+        if kind is str:
+            if len(item) <= _INTERNED_LENGTH:
+                item = intern(item)
+        elif kind is dict or kind is list:
+            item = freeze(item)
+        out[intern(key)] = item
+    return FrozenDict(out)
+
+
+_INTERNED_LENGTH = 24  # string values up to this long are shared between payloads (a status, a kind)
+
+
+def packed_attrs(payload: "Node | Edge") -> bytes | str | None:
+    """A payload's attributes as ``marshal`` bytes (what a stored image keeps: decoded several
+    times faster than JSON when a query first reads them), None when it has none; attributes
+    with an object inside stay JSON text (they are frozen when read).
+
+    >>> node = Node("g", "goal", freeze({"tags": ["a"], "status": "done"}), 1)
+    >>> lazy_nodes(["g"], ["goal"], [packed_attrs(node)], [1])[0].attrs
+    {'tags': ('a',), 'status': 'done'}
+    >>> packed_attrs(Node("n", "fact", freeze({"where": {"city": "Lyon"}}), 2))
+    '{"where":{"city":"Lyon"}}'
+    """
+    raw = payload._raw
+    if raw.__class__ is bytes:
+        return raw
+    return _packed(payload.attrs if raw is None else _decoded_attrs(raw, payload))
+
+
+def _packed(attrs: FrozenDict) -> bytes | str | None:
+    if not attrs:
+        return None
+    if not all(map(_flat_or_list, attrs.values())):  # an object inside: kept as JSON text, frozen when read
+        return json.dumps(thaw(attrs), ensure_ascii=False, separators=(",", ":"))
+    # Interned strings stay interned through marshal, and lists are tuples already: reading
+    # them back is marshal.loads and one copy, both in C.
+    intern = _intern
+    return marshal.dumps({intern(k): intern(v) if v.__class__ is str and len(v) <= _INTERNED_LENGTH else v for k, v in attrs.items()})
+
+
+def stored_value_indexes(nodes: list[Node], limit: int = 64) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]]]:
+    """``packed_attrs`` of every node, and the value indexes worth keeping with them: for each
+    (node type, attribute) whose string values take at most ``limit`` distinct values (a
+    status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions.
+
+    >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x"}), 1), Node("b", "action", freeze({"status": "failed"}), 2)]
+    >>> stored_value_indexes(nodes, limit=1)[1]
+    {('action', 'content'): {'x': [0]}}
+    """
+    packed = []
+    found: dict[tuple[str, str], dict[str, list[int]]] = {}
+    dropped: set[tuple[str, str]] = set()
+    for position, node in enumerate(nodes):
+        raw = node._raw
+        attrs = node.attrs if raw is None else _decoded_attrs(raw, node)
+        packed.append(packed_attrs(node) if raw.__class__ is bytes else _packed(attrs))
+        node_type = node.type
+        for attribute, value in attrs.items():
+            if value.__class__ is not str:
+                continue
+            key = (node_type, attribute)
+            if key in dropped:
+                continue
+            buckets = found.get(key)
+            if buckets is None:
+                buckets = found[key] = {}
+            bucket = buckets.get(value)
+            if bucket is None:
+                if len(buckets) >= limit:
+                    dropped.add(key)
+                    del found[key]
+                    continue
+                bucket = buckets[value] = []
+            bucket.append(position)
+    return packed, found
+
+
+def _flat_or_list(value: Any) -> bool:
+    kind = value.__class__
+    if kind is tuple:
+        return all(map(_flat_or_list, value))
+    return kind is not FrozenDict and kind is not dict
+
+
+def decode_payloads(payloads: Iterable["Node"]) -> None:
+    """Decode at once the attributes of those ``payloads`` still kept as a stored image's
+    ``marshal`` bytes: what reading each one's ``attrs`` would do, without a Python call and a
+    caught ``AttributeError`` per payload (a scan about to read thousands of them calls it).
+    Payloads decoded already, or kept as JSON text, are left to be read as usual.
+
+    >>> node = Node("g", "goal", freeze({"status": "done"}), 1)
+    >>> lazy = lazy_nodes(["g"], ["goal"], [packed_attrs(node)], [1])
+    >>> decode_payloads(lazy)
+    >>> lazy[0]._raw is None, lazy[0].attrs
+    (True, {'status': 'done'})
+    """
+    raw_of = Node._raw.__get__
+    pending = [p for p in payloads if p.__class__ is Node and raw_of(p).__class__ is bytes]
+    if not pending:
+        return
+    try:
+        values = list(map(marshal.loads, map(raw_of, pending)))
+    except (TypeError, ValueError, EOFError, RecursionError):
+        return  # each is decoded (and a damaged one refused) when read
+    if not all(value.__class__ is dict for value in values):
+        return
+    deque(map(Node.attrs.__set__, pending, map(FrozenDict, values)), 0)  # attrs first, as __getattr__ does
+    deque(map(Node._raw.__set__, pending, repeat(None)), 0)
+
+
+class _LazyAttrs:
+    """``attrs`` of a payload made by :func:`lazy_nodes` / :func:`lazy_edges` is decoded
+    from its kept JSON text on first read (the slot is then set: later reads are plain slot
+    reads). A payload made otherwise has ``attrs`` set and ``_raw`` None."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "attrs":
+            raise AttributeError(name)
+        raw = object.__getattribute__(self, "_raw")
+        if raw is None:  # another thread decoded it meanwhile (attrs is set before _raw is cleared)
+            return object.__getattribute__(self, "attrs")
+        value = _decoded_attrs(raw, self)
+        object.__setattr__(self, "attrs", value)
+        object.__setattr__(self, "_raw", None)
+        return value
+
+
+@attrs.frozen(slots=True)
+class Node(_LazyAttrs):
+    """A node payload. ``seq`` is its creation number (the tie-breaker for "in order")."""
+
+    id: str
+    type: str
+    attrs: FrozenDict
+    seq: int
+    _raw: Any = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
+
+    def _name(self) -> str:
+        return f"node {self.id!r}"
+
+    def get(self, name: str) -> Any:
+        """An attribute by name; ``id`` and ``type`` are attributes like any other."""
+        if name == "id":
+            return self.id
+        if name == "type":
+            return self.type
+        return self.attrs.get(name)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"id": self.id, "type": self.type}
+        doc.update(thaw(self.attrs))
+        return doc
+
+    def attrs_text(self) -> str:
+        """The attributes as compact JSON text (the kept text itself while not decoded).
+
+        >>> Node("g", "goal", freeze({"status": "done"}), 1).attrs_text()
+        '{"status":"done"}'
+        """
+        raw = self._raw
+        if raw.__class__ is str:
+            return raw
+        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+
+
+@attrs.frozen(slots=True)
+class Edge(_LazyAttrs):
+    """An edge payload; ``(source, target, type)`` identifies it."""
+
+    source: str
+    target: str
+    type: str
+    attrs: FrozenDict
+    seq: int
+    _raw: Any = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
+
+    def _name(self) -> str:
+        return f"edge {self.source} -{self.type}-> {self.target}"
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.source, self.target, self.type)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"from": self.source, "to": self.target, "type": self.type}
+        doc.update(thaw(self.attrs))
+        return doc
+
+    def attrs_text(self) -> str:
+        """The attributes as compact JSON text (see :meth:`Node.attrs_text`)."""
+        raw = self._raw
+        if raw.__class__ is str:
+            return raw
+        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+
+
+def _fill(cls: type, count: int, columns: dict[str, list], raws: list) -> list:
+    """``count`` new payloads of ``cls`` with their slots set from ``columns`` (one list per
+    field), without a Python call per payload: ``attrs`` stays unset (decoded on first read)
+    where ``raws`` holds a text, and is the empty map where it holds None."""
+    objects = list(map(object.__new__, repeat(cls, count)))
+    for name, column in columns.items():
+        deque(map(getattr(cls, name).__set__, objects, column), 0)
+    deque(map(cls._raw.__set__, objects, raws), 0)
+    empty = [raw is None for raw in raws]
+    deque(map(cls.attrs.__set__, compress(objects, empty), repeat(_EMPTY)), 0)
+    return objects
+
+
+def lazy_nodes(ids: list[str], types: list[str], raws: list[str | None], seqs: list[int]) -> list[Node]:
+    """Node payloads made in bulk from columns, their attributes kept as the JSON texts
+    ``raws`` (None: no attributes) and decoded when first read. The texts must be what
+    hgm wrote (a checksum matched): a text that is not a JSON object is a ``StoreError``
+    when it is read.
+
+    >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], ['{"status":"done"}', None], [1, 2])
+    >>> nodes[0].attrs["status"], nodes[1].attrs, nodes[0] == Node("g", "goal", freeze({"status": "done"}), 1)
+    ('done', {}, True)
+    """
+    return _fill(Node, len(ids), {"id": ids, "type": types, "seq": seqs}, raws)
+
+
+def lazy_edges(sources: list[str], targets: list[str], types: list[str], raws: list[str | None], seqs: list[int]) -> list[Edge]:
+    """Edge payloads made in bulk from columns (see :func:`lazy_nodes`).
+
+    >>> [e.attrs for e in lazy_edges(["g"], ["a"], ["parent_of"], ['{"order":0}'], [1])]
+    [{'order': 0}]
+    """
+    return _fill(Edge, len(sources), {"source": sources, "target": targets, "type": types, "seq": seqs}, raws)
+
+
+def edge_order_key(edge: Edge) -> tuple:
+    """Edge order (spec §1): numeric ``order`` first, ascending; then the rest; then creation."""
+    order = edge.attrs.get("order")
+    if isinstance(order, (int, float)) and not isinstance(order, bool):
+        return (0, order, edge.seq)
+    return (1, 0, edge.seq)
+
+
+class Adjacency:
+    """One node's edges in one direction, in edge order: ``pairs`` of (edge type, other id),
+    and ``by_type`` mapping each edge type to the other ids."""
+
+    __slots__ = ("pairs", "by_type", "typed")
+
+    def __init__(self, edges: list[Edge], outgoing: bool):
+        edges.sort(key=edge_order_key)
+        if outgoing:
+            self.pairs = tuple((e.type, e.target) for e in edges)
+        else:
+            self.pairs = tuple((e.type, e.source) for e in edges)
+        by_type: dict[str, list[str]] = {}
+        for edge_type, other in self.pairs:
+            by_type.setdefault(edge_type, []).append(other)
+        self.by_type = {k: tuple(v) for k, v in by_type.items()}
+        # (edge type, node type) -> the other ids of that node type, filled by of_type.
+        self.typed: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def of_type(self, edge_type: str, node_type: str, nodes: Mapping[str, "Node"]) -> tuple[str, ...]:
+        """The other ids over ``edge_type`` whose node is a ``node_type`` (``subgoals``:
+        goal children), remembered: node types never change, and an adjacency is replaced
+        whenever its edges change (a node deleted and made again has lost its edges).
+
+        >>> a = Adjacency([Edge("g", "s", "parent_of", EMPTY_ATTRS, 1), Edge("g", "a", "parent_of", EMPTY_ATTRS, 2)], True)
+        >>> a.of_type("parent_of", "goal", {"s": Node("s", "goal", EMPTY_ATTRS, 2), "a": Node("a", "action", EMPTY_ATTRS, 3)})
+        ('s',)
+        """
+        key = (edge_type, node_type)
+        found = self.typed.get(key)
+        if found is None:
+            found = self.typed[key] = tuple(o for o in self.by_type.get(edge_type, ()) if nodes[o].type == node_type)
+        return found
+
+
+NO_ADJACENCY = Adjacency([], True)
+
+
+def _pairs_adjacency(pairs: tuple) -> Adjacency:
+    adjacency = Adjacency.__new__(Adjacency)
+    adjacency.pairs = pairs
+    by_type: dict[str, list[str]] = {}
+    for edge_type, other in pairs:
+        group = by_type.get(edge_type)
+        if group is None:
+            by_type[edge_type] = [other]
+        else:
+            group.append(other)
+    adjacency.by_type = {k: tuple(v) for k, v in by_type.items()}
+    adjacency.typed = {}
+    return adjacency
+
+
+class EdgeColumns:
+    """The edges of a graph as columns, in *out order* (by source position, then edge
+    order): each edge's source and target as positions in ``ids`` (the node ids in creation
+    order), its type as a position in ``type_names``, its creation number and its attribute
+    text (None: none); ``out_start[p]:out_start[p + 1]`` are node ``p``'s outgoing edges, and
+    ``in_start``, ``in_other``, ``in_type`` the incoming ones, in edge order. What a stored
+    image holds: a query reads adjacency straight from it, and only a change to the edges (or a
+    read of edge payloads) makes the 165k payloads of a 100k-node memory.
+
+    >>> nodes = lazy_nodes(["g", "b", "a"], ["goal"] * 3, [None] * 3, [1, 2, 3])
+    >>> edges = lazy_edges(["g", "g"], ["a", "b"], ["parent_of"] * 2, ['{"order":1}', '{"order":0}'], [1, 2])
+    >>> columns = EdgeColumns.of_edges(nodes, edges)
+    >>> columns.adjacency(0, True).pairs, columns.adjacency(1, False).pairs
+    ((('parent_of', 'b'), ('parent_of', 'a')), (('parent_of', 'g'),))
+    """
+
+    __slots__ = ("ids", "type_names", "source", "target", "type", "seq", "raw", "out_start", "in_start", "in_other", "in_type", "last_seq")
+
+    def __init__(self, ids, type_names, source, target, type_, seq, raw, out_start, in_start, in_other, in_type, last_seq):
+        self.ids, self.type_names = ids, type_names
+        self.source, self.target, self.type, self.seq, self.raw = source, target, type_, seq, raw
+        self.out_start, self.in_start, self.in_other, self.in_type = out_start, in_start, in_other, in_type
+        self.last_seq = last_seq
+
+    @classmethod
+    def of_edges(cls, nodes: list[Node], edges: list[Edge]) -> "EdgeColumns":
+        """The columns of ``edges`` between ``nodes`` (in creation order)."""
+        from array import array
+
+        position = {node.id: i for i, node in enumerate(nodes)}
+        names: dict[str, int] = {}
+        for edge in edges:
+            names.setdefault(edge.type, len(names))
+        keyed = sorted(((position[e.source], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
+        out = [e for _, _, e in keyed]
+        incoming = sorted(((position[e.target], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
+        count = len(nodes)
+
+        def starts(ends: list[int]) -> array:
+            found = array("i", [0]) * (count + 1)
+            for end in ends:
+                found[end + 1] += 1
+            for p in range(count):
+                found[p + 1] += found[p]
+            return found
+
+        return cls(
+            [node.id for node in nodes],
+            list(names),
+            array("i", [position[e.source] for e in out]),
+            array("i", [position[e.target] for e in out]),
+            array("i", [names[e.type] for e in out]),
+            array("q", [e.seq for e in out]),
+            [packed_attrs(e) for e in out],
+            starts([position[e.source] for e in out]),
+            starts([p for p, _, _ in incoming]),
+            array("i", [position[e.source] for _, _, e in incoming]),
+            array("i", [names[e.type] for _, _, e in incoming]),
+            max((e.seq for e in edges), default=0),
+        )
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.seq)
+
+    def adjacency(self, p: int, outgoing: bool) -> Adjacency:
+        """Node ``p``'s edges in one direction (a node added since has none here)."""
+        starts = self.out_start if outgoing else self.in_start
+        if p + 1 >= len(starts):
+            return NO_ADJACENCY
+        a, b = starts[p], starts[p + 1]
+        if a == b:
+            return NO_ADJACENCY
+        others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
+        kinds = types[a:b]
+        first = kinds[0]
+        if kinds.count(first) == b - a:
+            # every edge of one type (most nodes): the groups need no pass in Python
+            name = self.type_names[first]
+            found = tuple(map(self.ids.__getitem__, others[a:b]))
+            adjacency = Adjacency.__new__(Adjacency)
+            adjacency.pairs = tuple(zip(repeat(name), found))
+            adjacency.by_type = {name: found}
+            adjacency.typed = {}
+            return adjacency
+        return _pairs_adjacency(tuple(zip(map(self.type_names.__getitem__, kinds), map(self.ids.__getitem__, others[a:b]))))
+
+    def targets_of(self, edge_type: str) -> set[str]:
+        """The ids at the end of an edge of ``edge_type``."""
+        if edge_type not in self.type_names:
+            return set()
+        code = self.type_names.index(edge_type)
+        return set(map(self.ids.__getitem__, compress(self.target, map(code.__eq__, self.type))))
+
+    def materialize(self, graph: rx.PyDiGraph) -> None:
+        """Add every edge, as a payload, to ``graph`` (whose node ``p`` is ``ids[p]``)."""
+        at = self.ids.__getitem__
+        edges = lazy_edges(
+            list(map(at, self.source)), list(map(at, self.target)), list(map(self.type_names.__getitem__, self.type)), self.raw, list(self.seq)
+        )
+        graph.add_edges_from(list(zip(self.source, self.target, edges)))
+
