@@ -290,7 +290,11 @@ class RxMemo(RxFloor):
       one per direction: hgm keeps no memo of a ``both`` hop, so neither does the floor (a
       ``both`` hop joins the two and drops repeats on every call, as hgm does);
     - per (node type, attribute), a value index: string value → nodes in creation order —
-      hgm's ``nodes_with``.
+      hgm's ``nodes_with`` — built only by the query that asks for it (``failed_urgent``, as
+      hgm's ``nodes_with``). A string-equality filter (``status = 'pending'``) tests membership
+      in its bucket where that index exists and reads the attribute otherwise — hgm's
+      ``MemoryGraph.value_members`` as the generated filters use it: neither builds an index
+      for a filter.
 
     All are filled on first use, so the benchmark's untimed warm-up call fills them for this
     floor exactly as it does for hgm. They are written the way a hand-written traversal
@@ -305,7 +309,9 @@ class RxMemo(RxFloor):
         self._adjacent: dict[tuple[str, int], dict[int, tuple[int, ...]]] = {}
         # (edge type, node type, direction) -> node index -> indices of that node type
         self._typed: dict[tuple[str, str, int], dict[int, tuple[int, ...]]] = {}
-        self._values: dict[tuple[str, str], dict[Any, list[int]]] = {}
+        # (node type, attribute) -> string value -> node indices in creation order (a dict,
+        # so that a filter can test membership as hgm's value_members does)
+        self._values: dict[tuple[str, str], dict[str, dict[int, None]]] = {}
 
     # -- the memos ------------------------------------------------------------------------------
 
@@ -336,7 +342,10 @@ class RxMemo(RxFloor):
 
         return memo, fill
 
-    def with_value(self, node_type: str, attribute: str, value: Any) -> list[int]:
+    def with_value(self, node_type: str, attribute: str, value: Any) -> dict[int, None]:
+        """The nodes of ``node_type`` whose ``attribute`` is the string ``value``, in creation
+        order, from the value index of (node type, attribute), built on first use (hgm's
+        ``nodes_with``)."""
         buckets = self._values.get((node_type, attribute))
         if buckets is None:
             buckets = self._values[(node_type, attribute)] = {}
@@ -344,8 +353,15 @@ class RxMemo(RxFloor):
             for i in self.by_type.get(node_type, ()):
                 found = g[i].get(attribute)
                 if type(found) is str:
-                    buckets.setdefault(found, []).append(i)
-        return buckets.get(value, [])
+                    buckets.setdefault(found, {})[i] = None
+        return buckets.get(value, {})
+
+    def members(self, node_type: str, attribute: str, value: str) -> dict[int, None] | None:
+        """The bucket of ``value`` in the value index of (node type, attribute) if that index
+        exists (a filter then tests ``i in bucket``), else None (it reads the attribute).
+        Builds nothing: hgm's ``MemoryGraph.value_members``."""
+        buckets = self._values.get((node_type, attribute))
+        return None if buckets is None else buckets.get(value, {})
 
     def _levels(self, source: int, edge_type: str, direction: int, low: int, high: int | None) -> list[int]:
         """Breadth-first repetition over one edge type, the memo read inline."""
@@ -401,6 +417,7 @@ class RxMemo(RxFloor):
         goals, fill_goals = self.typed("parent_of", "goal", 1)
         actions, fill_actions = self.typed("parent_of", "action", 1)
         get_goals, get_actions = goals.get, actions.get
+        pending = self.members("action", "status", "pending")
         out: dict[int, None] = {}
         for r in self.roots:
             subgoals = get_goals(r)
@@ -411,9 +428,14 @@ class RxMemo(RxFloor):
                 found = get_actions(first)
                 if found is None:
                     found = fill_actions(first)
-                for c in found:
-                    if g[c].get("status") == "pending":
-                        out[c] = None
+                if pending is None:
+                    for c in found:
+                        if g[c].get("status") == "pending":
+                            out[c] = None
+                else:
+                    for c in found:
+                        if c in pending:
+                            out[c] = None
         return [g[i]["id"] for i in out], 0
 
     def project_pending(self, a) -> tuple[list[str], int]:
@@ -422,10 +444,16 @@ class RxMemo(RxFloor):
         if source is None:
             return [], 0
         out = []
-        for i in self._levels(source, "parent_of", 1, 1, None):
-            node = g[i]
-            if node["type"] == "action" and node.get("status") == "pending":
-                out.append(node["id"])
+        pending = self.members("action", "status", "pending")
+        if pending is None:
+            for i in self._levels(source, "parent_of", 1, 1, None):
+                node = g[i]
+                if node["type"] == "action" and node.get("status") == "pending":
+                    out.append(node["id"])
+        else:
+            for i in self._levels(source, "parent_of", 1, 1, None):
+                if i in pending:  # the bucket holds actions only: the type test is in it
+                    out.append(g[i]["id"])
         return out, 0
 
     def _related_of_type(self, node_id: str, node_type: str) -> tuple[list[str], int]:
@@ -481,11 +509,17 @@ class RxMemo(RxFloor):
             found = goals.get(r)
             subgoals.update(dict.fromkeys(found if found is not None else fill_goals(r)))
         done: dict[int, None] = {}
+        finished = self.members("action", "status", "done")
         for s in subgoals:
             found = actions.get(s)
-            for c in found if found is not None else fill_actions(s):
-                if g[c].get("status") == "done":
-                    done[c] = None
+            if finished is None:
+                for c in found if found is not None else fill_actions(s):
+                    if g[c].get("status") == "done":
+                        done[c] = None
+            else:
+                for c in found if found is not None else fill_actions(s):
+                    if c in finished:
+                        done[c] = None
         results: dict[int, None] = {}
         for d in done:
             found = produces.get(d)

@@ -9,6 +9,14 @@ query and of both, medians over ``--repeat`` processes, plus ``VmRSS`` after the
 
     python bench/reopen_bench.py --db /tmp/g/peer-hgm-n100000-s0.db \\
         --meta /tmp/g/memory-v1-n100000-s0.meta.json --repeat 5 --out bench/results/reopen-100k.json
+
+``--build GRAPH`` first makes ``--db`` from a graph file (``bench/generate.py``), in a fresh
+process, as ``hgm load`` does (``Memory.open(db).load(doc)``: the genesis rows, the search
+index and the image), and reports its CPU, wall time and peak RSS (``build`` in the output):
+
+    python bench/generate.py --nodes 1000000 --out /tmp/g/memory-v1-n1000000-s0.json
+    python bench/reopen_bench.py --build /tmp/g/memory-v1-n1000000-s0.json --db /tmp/g/m1m.db \\
+        --meta /tmp/g/memory-v1-n1000000-s0.meta.json --modes image --repeat 3 --out bench/results/reopen-1m.json
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-__all__ = ["child", "main"]
+__all__ = ["build", "child", "main"]
 
 _CHILD = """
 import json, sys, time
@@ -42,6 +50,33 @@ done = time.process_time()
 rss = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS:"))
 print(json.dumps({{"open": opened - cpu, "first": done - opened, "load": store.last_load, "rss_mb": rss / 1024}}))
 """
+
+
+_BUILD = """
+import json, pathlib, resource, sys, time
+sys.path.insert(0, {root!r})
+import hgm_engine
+graph, db = sys.argv[1], sys.argv[2]
+for suffix in ("", "-wal", "-shm"):
+    pathlib.Path(db + suffix).unlink(missing_ok=True)
+cpu, wall = time.process_time(), time.perf_counter()
+with open(graph, encoding="utf-8") as fh:
+    doc = json.load(fh)
+with hgm_engine.Memory.open(db) as memory:
+    memory.load(doc, reason="reopen benchmark")
+print(json.dumps({{"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def build(graph: str, db: str) -> dict[str, Any]:
+    """Make the SQLite memory ``db`` from the graph file ``graph`` in a fresh process."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUILD.format(root=str(ROOT)), graph, db], capture_output=True, text=True, cwd=str(ROOT)
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def child(mode: str, db: str, query: str, anchors: dict[str, str]) -> dict[str, Any]:
@@ -65,7 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--modes", default="image,rows")
     parser.add_argument("--out", type=pathlib.Path)
+    parser.add_argument("--build", metavar="GRAPH", help="first make --db from this graph file (timed)")
     args = parser.parse_args(argv)
+    built = None
+    if args.build:
+        built = build(args.build, args.db)
+        print(f"build  cpu {built['cpu']:.1f} s  wall {built['wall']:.1f} s  peak rss {built['peak_rss_mb']:.0f} MB", flush=True)
     anchors = json.loads(args.meta.read_text(encoding="utf-8"))["anchors"]
     modes, queries = args.modes.split(","), args.queries.split(",")
     runs: dict[str, dict[str, list]] = {m: {q: [] for q in queries} for m in modes}
@@ -74,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             for m in modes:
                 runs[m][q].append(child(m, args.db, q, anchors))
     report: dict[str, Any] = {"db": args.db, "repeat": args.repeat, "load_average": os.getloadavg(), "cpu_seconds_median": {}}
+    if built is not None:
+        report["build"] = built
     for m in modes:
         for q in queries:
             got = runs[m][q]

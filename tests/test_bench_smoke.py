@@ -101,3 +101,49 @@ def test_the_memo_floor_remembers_no_more_than_hgm_does() -> None:
         getattr(memo, name)(meta["anchors"])
     assert memo._typed and {key[-1] for key in memo._typed} <= {1, -1}
     assert ("related_to", "fact", 1) in memo._typed and ("related_to", "fact", -1) in memo._typed
+
+
+def test_the_memo_floor_tests_value_membership_where_hgm_has_the_index() -> None:
+    # hgm's generated filters answer `status = 'pending'` from a value index only for the node
+    # types whose index is at hand (MemoryGraph.value_members), and build none for a filter:
+    # run in the benchmark's order, the floor has the same indexes before every query.
+    doc, meta = generate.generate(SIZE, seed=0)
+    memory = hgm_engine.Memory.from_document(doc)
+    memo = baselines.RxMemo(doc)
+    seen = set()
+    for name, (template, _) in baselines.QUERIES.items():
+        for value in ("pending", "done", "failed"):
+            hgm_types = set(memory.graph.value_members("status", value))
+            floor_types = {t for t in meta["node_types"] if memo.members(t, "status", value) is not None}
+            assert floor_types == hgm_types, (name, value)
+            seen |= hgm_types
+        memory.query(template.format(**meta["anchors"]))
+        getattr(memo, name)(meta["anchors"])
+    assert seen == {"action"}  # failed_urgent builds (action, status); five_steps reads it
+
+
+def test_the_memo_floor_filters_by_the_bucket_once_the_index_exists() -> None:
+    doc, meta = generate.generate(SIZE, seed=0)
+    memo = baselines.RxMemo(doc)
+    anchors = meta["anchors"]
+    before = memo.five_steps(anchors)[0]
+    memo.failed_urgent(anchors)  # builds the (action, status) index, as hgm's nodes_with
+    for i in memo.by_type["action"]:
+        memo.g[i]["status"] = "changed behind the index"
+    assert before and memo.five_steps(anchors)[0] == before  # the bucket answered, not the attributes
+
+
+def test_the_memo_floors_typed_hops_are_the_ones_hgm_remembers() -> None:
+    # After every query has run once, the floor has filled a typed memo (edge type, node type,
+    # direction) exactly where hgm's graph has filled MemoryGraph.hop_memo, and no other.
+    doc, meta = generate.generate(SIZE, seed=0)
+    memory, memo = hgm_engine.Memory.from_document(doc), baselines.RxMemo(doc)
+    for name, (template, _) in baselines.QUERIES.items():
+        memory.query(template.format(**meta["anchors"]))
+        getattr(memo, name)(meta["anchors"])
+    graph = memory.graph
+    for edge_type in meta["edge_types"]:
+        for node_type in meta["node_types"]:
+            for direction in (1, -1):
+                filled_by_hgm = bool(graph.hop_memo(edge_type, node_type, direction > 0)[0])
+                assert filled_by_hgm == bool(memo._typed.get((edge_type, node_type, direction))), (edge_type, node_type, direction)

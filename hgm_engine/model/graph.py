@@ -22,6 +22,7 @@ from __future__ import annotations
 import operator
 import threading
 from bisect import bisect_left
+from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import rustworkx as rx
@@ -37,6 +38,7 @@ __all__ = [
 
 _EMPTY = EMPTY_ATTRS
 _SEQ = operator.attrgetter("seq")
+_NO_NODES: Mapping[str, Node] = {}  # the per-type index of a type with no nodes (never changed)
 _MATERIALIZING = threading.Lock()  # one reader makes a graph's edge payloads from its columns
 
 
@@ -94,15 +96,15 @@ def release_kept() -> None:
 
 
 class _Positions:
-    """The ids whose position (``index[id]``) is in ``positions`` (ascending), as a container:
+    """The ids whose position (``position(id)``) is in ``positions`` (ascending), as a container:
     a value index kept in a stored image, tested without making a set of it. After as many
     tests as making the set would cost, it is made and put in its place in ``found`` (the
     lookups after that, and every later query's, are a set's)."""
 
-    __slots__ = ("index", "positions", "found", "node_type", "ids", "left")
+    __slots__ = ("position", "positions", "found", "node_type", "ids", "left")
 
-    def __init__(self, index: Mapping[str, int], positions, found: dict, node_type: str, ids: list[str]):
-        self.index, self.positions, self.found, self.node_type, self.ids = index, positions, found, node_type, ids
+    def __init__(self, position: Callable[[str], int | None], positions, found: dict, node_type: str, ids: list[str]):
+        self.position, self.positions, self.found, self.node_type, self.ids = position, positions, found, node_type, ids
         self.left = 32 + len(positions) // 16
 
     def __contains__(self, node_id: str) -> bool:
@@ -110,7 +112,7 @@ class _Positions:
         if self.left < 0:
             made = self.found[self.node_type] = frozenset(map(self.ids.__getitem__, self.positions))
             return node_id in made
-        p = self.index.get(node_id)
+        p = self.position(node_id)
         if p is None:
             return False
         positions = self.positions
@@ -127,12 +129,21 @@ class MemoryGraph:
 
     def __init__(self) -> None:
         self._rx = rx.PyDiGraph(multigraph=True)
-        self._index: dict[str, int] = {}  # id -> rustworkx index, in creation order
+        self._index: dict[str, int] | None = {}  # id -> rustworkx index, in creation order
+        # A graph read from a stored image whose node seqs ascend by position: ``_index`` is None
+        # until something needs it whole (a change to the nodes, find_cycles), and a node's
+        # position is found from its seq in this list (positions are rustworkx indices there).
+        self._seqs: list[int] | None = None
+        self._bisects_left = 0  # lookups by seq before the id -> index map is built after all
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
         # (source, target, type) -> rustworkx edge index; None until first needed (a graph read
         # from a stored image answers queries without it: 165k 3-tuples cost 20 MB).
         self._edge_index: dict[tuple[str, str, str], int] | None = {}
         self._by_type: dict[str, dict[str, Node]] = {}  # type -> id -> payload, creation order
+        # A graph read from a stored image: each type's node positions in ``_stored_ids``, for
+        # the types whose ``_by_type`` entry is not built yet (built on first use, or all of
+        # them before the first change: the positions describe the nodes as they were read).
+        self._unbuilt_types: dict[str, Iterable[int]] | None = None
         self._out: dict[str, Adjacency] = {}
         self._in: dict[str, Adjacency] = {}
         # edge type -> (node type or None, outgoing) -> (id -> the other ends, their finder):
@@ -239,6 +250,8 @@ class MemoryGraph:
         edges: "EdgeColumns",
         values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None,
         roots: tuple[str, ...] | None = None,
+        last_seq: int | None = None,
+        seqs: list[int] | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
@@ -246,8 +259,11 @@ class MemoryGraph:
         ``values``: value indexes kept with them ((type, attribute) → string value → the
         positions, ascending, of the nodes of that type with that value), used by
         :meth:`nodes_with` until a node changes; ``roots``: the root goals in creation order,
-        when known (:meth:`roots` then needs no pass over the edges). Nothing is checked: the caller read them from
-        a store image whose checksum matched.
+        when known (:meth:`roots` then needs no pass over the edges); ``last_seq``: the highest
+        ``seq`` of ``nodes``, when known; ``seqs``: their seqs by position, when known (when
+        they ascend, no id → position index is built until one is needed). Each type's index of
+        nodes is built when first read.
+        Nothing is checked: the caller read them from a store image whose checksum matched.
 
         >>> from hgm_engine.model import lazy_edges, lazy_nodes
         >>> nodes = lazy_nodes(["g", "a"], ["goal", "action"], [None, None], [1, 2])
@@ -259,16 +275,21 @@ class MemoryGraph:
         graph = cls()
         graph._rx.add_nodes_from(nodes)
         ids = edges.ids
-        graph._index = dict(zip(ids, range(len(ids))))
         graph._nodes = dict(zip(ids, nodes))
-        id_at, node_at = ids.__getitem__, nodes.__getitem__
-        graph._by_type = {name: dict(zip(map(id_at, where), map(node_at, where))) for name, where in groups.items()}
+        if seqs is not None and len(seqs) == len(ids) and all(map(operator.lt, seqs, islice(seqs, 1, None))):
+            graph._index, graph._seqs = None, seqs
+            # A bisection costs ~2 dict lookups: a query that looks up more than one node in 32
+            # pays for the map (built once, then kept) instead.
+            graph._bisects_left = max(1024, len(seqs) >> 5)
+        else:
+            graph._index = dict(zip(ids, range(len(ids))))
+        graph._unbuilt_types = dict(groups)
         graph._csr = edges
         graph._stored_values, graph._stored_ids = values, ids
         if roots is not None:
             graph._roots, graph._root_ids = roots, set(roots)
         graph._edge_index = None
-        graph._node_seq = max(map(_SEQ, nodes), default=0)
+        graph._node_seq = max(map(_SEQ, nodes), default=0) if last_seq is None else last_seq
         graph._edge_seq = edges.last_seq
         graph.version = 1
         return graph
@@ -308,6 +329,43 @@ class MemoryGraph:
             index = self._edge_index = {edge.key: i for i, edge in zip(rxg.edge_indices(), rxg.edges())}
         return index
 
+    def _ids(self) -> dict[str, int]:
+        """The id → rustworkx index map, built now if the graph was read from an image
+        (before any change to its nodes, so positions are the indices)."""
+        index = self._index
+        if index is None:
+            ids = self._stored_ids
+            index = self._index = dict(zip(ids, range(len(ids))))
+        return index
+
+    def _position(self, node_id: str) -> int | None:
+        """The rustworkx index of ``node_id``, or None when it is not a node."""
+        index = self._index
+        if index is not None:
+            return index.get(node_id)
+        node = self._nodes.get(node_id)
+        if node is None:
+            return None
+        self._bisects_left -= 1
+        if self._bisects_left < 0:
+            return self._ids()[node_id]
+        return bisect_left(self._seqs, node.seq)
+
+    def _at(self, node_id: str) -> int:
+        """The rustworkx index of the node ``node_id`` (KeyError when there is none)."""
+        found = self._position(node_id)
+        if found is None:
+            raise KeyError(node_id)
+        return found
+
+    def _changing_nodes(self) -> dict[str, int]:
+        """Before a change to the nodes: build what a graph read from an image keeps by
+        position (per-type indexes, the id → index map); returns the map."""
+        self._build_types()
+        index = self._ids()
+        self._seqs = None
+        return index
+
     def node(self, node_id: str) -> Node | None:
         """The payload of ``node_id``, or None."""
         return self._nodes.get(node_id)
@@ -323,16 +381,47 @@ class MemoryGraph:
     def node_ids(self) -> Iterable[str]:
         return self._nodes.keys()
 
+    def _of_type(self, node_type: str) -> dict[str, Node]:
+        """The per-type index of ``node_type`` (id → payload, creation order; empty when
+        there is none), built now if the graph was read from an image and it is not yet."""
+        found = self._by_type.get(node_type)
+        if found is None:
+            unbuilt = self._unbuilt_types
+            where = None if unbuilt is None else unbuilt.get(node_type)
+            if where is None:  # none of that type, or another reader has just built it
+                return self._by_type.get(node_type, _NO_NODES)
+            # Readers may build one at the same time: each builds the same index, and sets it
+            # before it forgets the positions.
+            nodes, ids = self._nodes, self._stored_ids
+            names = list(map(ids.__getitem__, where))
+            found = self._by_type[node_type] = dict(zip(names, map(nodes.__getitem__, names)))
+            unbuilt.pop(node_type, None)
+        return found
+
+    def _build_types(self) -> None:
+        """Build every per-type index not built yet (before a change to the nodes)."""
+        if self._unbuilt_types is not None:
+            for node_type in list(self._unbuilt_types):
+                self._of_type(node_type)
+            self._unbuilt_types = None
+
     def ids_of_type(self, node_type: str) -> Iterable[str]:
         """Ids of the nodes of one type, in creation order (the per-type index)."""
-        return self._by_type.get(node_type, {}).keys()
+        return self._of_type(node_type).keys()
 
     def nodes_of_type(self, node_type: str) -> Iterable[Node]:
         """Payloads of the nodes of one type, in creation order."""
-        return self._by_type.get(node_type, {}).values()
+        return self._of_type(node_type).values()
 
     def count_of_type(self, node_type: str) -> int:
-        return len(self._by_type.get(node_type, ()))
+        found = self._by_type.get(node_type)
+        if found is None:
+            unbuilt = self._unbuilt_types
+            where = None if unbuilt is None else unbuilt.get(node_type)
+            if where is not None:  # counted from the image's positions, nothing built
+                return len(where)
+            found = self._by_type.get(node_type, _NO_NODES)  # none, or another reader has just built it
+        return len(found)
 
     def nodes_with(self, node_type: str, attribute: str, value: str) -> Iterable[Node]:
         """Payloads of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
@@ -359,7 +448,7 @@ class MemoryGraph:
         if buckets is None:
             buckets = self._values[key] = {}
             self._members = {}  # value_members may answer for this type now
-            for node in self._by_type.get(node_type, {}).values():
+            for node in self._of_type(node_type).values():
                 found = node.attrs.get(attribute)
                 if type(found) is str:
                     buckets.setdefault(found, {})[node.id] = node
@@ -392,10 +481,12 @@ class MemoryGraph:
         if found is None:
             found = {}
             if self._stored_values is not None:
-                index, ids = self._index, self._stored_ids
+                # positions: the graph's own lookup (an id index, or a node's seq in the image's
+                # seq column), valid while the image's value indexes are (until a node changes)
+                position, ids = self._position, self._stored_ids
                 for (node_type, name), buckets in self._stored_values.items():
                     if name == attribute:
-                        found[node_type] = _Positions(index, buckets.get(value, ()), found, node_type, ids)
+                        found[node_type] = _Positions(position, buckets.get(value, ()), found, node_type, ids)
             for (node_type, name), buckets in self._values.items():
                 if name == attribute and node_type not in found:
                     found[node_type] = buckets.get(value, {})
@@ -450,7 +541,7 @@ class MemoryGraph:
 
     def edges_of(self, node_id: str) -> list[Edge]:
         """Every edge touching ``node_id`` (outgoing, then incoming), in creation order."""
-        index = self._index[node_id]
+        index = self._at(node_id)
         rxg = self._edge_graph()
         out = [e for _, _, e in rxg.out_edges(index)]
         inc = [e for _, _, e in rxg.in_edges(index) if e.source != node_id]
@@ -458,12 +549,12 @@ class MemoryGraph:
 
     def out_edges(self, node_id: str) -> list[Edge]:
         """Outgoing edge payloads of ``node_id`` (any order)."""
-        index = self._index.get(node_id)
+        index = self._position(node_id)
         return [] if index is None else [e for _, _, e in self._edge_graph().out_edges(index)]
 
     def in_edges(self, node_id: str) -> list[Edge]:
         """Incoming edge payloads of ``node_id`` (any order)."""
-        index = self._index.get(node_id)
+        index = self._position(node_id)
         return [] if index is None else [e for _, _, e in self._edge_graph().in_edges(index)]
 
     @property
@@ -480,7 +571,7 @@ class MemoryGraph:
         """Outgoing edges of ``node_id`` in edge order (cached until they change)."""
         adjacency = self._out.get(node_id)
         if adjacency is None:
-            index = self._index.get(node_id)
+            index = self._position(node_id)
             if index is None:
                 return NO_ADJACENCY
             csr = self._csr
@@ -495,7 +586,7 @@ class MemoryGraph:
         """Incoming edges of ``node_id`` in edge order (cached until they change)."""
         adjacency = self._in.get(node_id)
         if adjacency is None:
-            index = self._index.get(node_id)
+            index = self._position(node_id)
             if index is None:
                 return NO_ADJACENCY
             csr = self._csr
@@ -584,9 +675,10 @@ class MemoryGraph:
         """Add a node; ``node_id`` must be new."""
         if node_id in self._nodes:
             raise KeyError(f"node {node_id!r} already exists")
+        index = self._changing_nodes()
         self._node_seq += 1
         node = Node(node_id, node_type, freeze(attributes) if attributes else _EMPTY, self._node_seq)
-        self._index[node_id] = self._rx.add_node(node)
+        index[node_id] = self._rx.add_node(node)
         self._nodes[node_id] = node
         self._by_type.setdefault(node_type, {})[node_id] = node
         self._index_values(None, node)
@@ -599,8 +691,9 @@ class MemoryGraph:
         """Put back a node payload exactly as it was (its ``seq`` too); used by loaders."""
         if node.id in self._nodes:
             raise KeyError(f"node {node.id!r} already exists")
+        index = self._changing_nodes()
         self._node_seq = max(self._node_seq, node.seq)
-        self._index[node.id] = self._rx.add_node(node)
+        index[node.id] = self._rx.add_node(node)
         self._nodes[node.id] = node
         self._by_type.setdefault(node.type, {})[node.id] = node
         self._index_values(None, node)
@@ -611,8 +704,9 @@ class MemoryGraph:
     def set_node_attrs(self, node_id: str, attributes: Mapping[str, Any]) -> Node:
         """Replace a node's attributes with a new immutable payload; returns it."""
         old = self._nodes[node_id]
+        index = self._changing_nodes()
         node = Node(node_id, old.type, freeze(attributes) if attributes else _EMPTY, old.seq)
-        self._rx[self._index[node_id]] = node
+        self._rx[index[node_id]] = node
         self._nodes[node_id] = node
         self._by_type[node.type][node_id] = node
         self._index_values(old, node)
@@ -624,7 +718,8 @@ class MemoryGraph:
         old = self._nodes[node.id]
         if old.type != node.type:
             raise ValueError(f"node {node.id!r} cannot change type from {old.type!r} to {node.type!r}")
-        self._rx[self._index[node.id]] = node
+        index = self._changing_nodes()
+        self._rx[index[node.id]] = node
         self._nodes[node.id] = node
         self._by_type[node.type][node.id] = node
         self._index_values(old, node)
@@ -633,10 +728,11 @@ class MemoryGraph:
     def remove_node(self, node_id: str) -> list[Edge]:
         """Remove a node and its edges; returns the removed edges in creation order."""
         node = self._nodes[node_id]
+        index = self._changing_nodes()
         removed = self.edges_of(node_id)
         for edge in removed:
             self._forget_edge(edge)
-        self._rx.remove_node(self._index.pop(node_id))
+        self._rx.remove_node(index.pop(node_id))
         del self._nodes[node_id]
         del self._by_type[node.type][node_id]
         self._index_values(node, None)
@@ -691,7 +787,7 @@ class MemoryGraph:
         return edge
 
     def _insert_edge(self, edge: Edge) -> None:
-        index = self._edge_graph().add_edge(self._index[edge.source], self._index[edge.target], edge)
+        index = self._edge_graph().add_edge(self._at(edge.source), self._at(edge.target), edge)
         self._keys()[edge.key] = index
         self._invalidate(edge.source, edge.target, edge.type)
         self.version += 1
@@ -720,7 +816,7 @@ class MemoryGraph:
     def find_cycles(self, edge_types: Iterable[str]) -> dict[str, list[str] | None]:
         """For each edge type, the ids along one of its cycles, or None (one pass over edges)."""
         wanted = {edge_type: [] for edge_type in edge_types}
-        index = self._index
+        index = self._ids()
         for source, target, edge in self._edge_graph().weighted_edge_list():  # indices already: no id lookups
             pairs = wanted.get(edge.type)
             if pairs is not None:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import marshal
 import sys
-from collections import deque
-from itertools import compress, repeat
+from collections import Counter, deque
+from itertools import accumulate, compress, repeat
+from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 import attrs
@@ -45,6 +46,12 @@ __all__ = [
 
 _EMPTY = EMPTY_ATTRS
 _intern = sys.intern
+_ID, _TYPE, _SEQ_OF = attrgetter("id"), attrgetter("type"), attrgetter("seq")
+_SOURCE, _TARGET = attrgetter("source"), attrgetter("target")
+# json.dumps(thaw(value), ensure_ascii=False, separators=(",", ":")) without building an encoder
+# per call or a thawed copy: the encoder writes tuples as lists and FrozenDicts as objects.
+_json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})  # values packed without a look inside
 
 def _decoded_attrs(raw: str | bytes, owner: Any) -> FrozenDict:
     """The frozen attributes of a payload whose attributes were kept undecoded (a state row's
@@ -102,8 +109,10 @@ def packed_attrs(payload: "Node | Edge") -> bytes | str | None:
 def _packed(attrs: FrozenDict) -> bytes | str | None:
     if not attrs:
         return None
-    if not all(map(_flat_or_list, attrs.values())):  # an object inside: kept as JSON text, frozen when read
-        return json.dumps(thaw(attrs), ensure_ascii=False, separators=(",", ":"))
+    values = attrs.values()
+    if not set(map(type, values)) <= _SCALAR_TYPES and not all(map(_flat_or_list, values)):
+        # an object inside: kept as JSON text, frozen when read
+        return _json_text(attrs)
     # Interned strings stay interned through marshal, and lists are tuples already: reading
     # them back is marshal.loads and one copy, both in C.
     intern = _intern
@@ -234,7 +243,7 @@ class Node(_LazyAttrs):
         raw = self._raw
         if raw.__class__ is str:
             return raw
-        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+        return _json_text(self.attrs)
 
 
 @attrs.frozen(slots=True)
@@ -265,7 +274,7 @@ class Edge(_LazyAttrs):
         raw = self._raw
         if raw.__class__ is str:
             return raw
-        return json.dumps(thaw(self.attrs), ensure_ascii=False, separators=(",", ":"))
+        return _json_text(self.attrs)
 
 
 def _fill(cls: type, count: int, columns: dict[str, list], raws: list) -> list:
@@ -349,9 +358,13 @@ class Adjacency:
 NO_ADJACENCY = Adjacency([], True)
 
 
-def _pairs_adjacency(pairs: tuple) -> Adjacency:
+def _adjacency(pairs: tuple, by_type: dict[str, tuple[str, ...]]) -> Adjacency:
     adjacency = Adjacency.__new__(Adjacency)
-    adjacency.pairs = pairs
+    adjacency.pairs, adjacency.by_type, adjacency.typed = pairs, by_type, {}
+    return adjacency
+
+
+def _pairs_adjacency(pairs: tuple) -> Adjacency:
     by_type: dict[str, list[str]] = {}
     for edge_type, other in pairs:
         group = by_type.get(edge_type)
@@ -359,9 +372,7 @@ def _pairs_adjacency(pairs: tuple) -> Adjacency:
             by_type[edge_type] = [other]
         else:
             group.append(other)
-    adjacency.by_type = {k: tuple(v) for k, v in by_type.items()}
-    adjacency.typed = {}
-    return adjacency
+    return _adjacency(pairs, {k: tuple(v) for k, v in by_type.items()})
 
 
 class EdgeColumns:
@@ -393,36 +404,39 @@ class EdgeColumns:
         """The columns of ``edges`` between ``nodes`` (in creation order)."""
         from array import array
 
-        position = {node.id: i for i, node in enumerate(nodes)}
+        position = dict(zip(map(_ID, nodes), range(len(nodes))))
         names: dict[str, int] = {}
-        for edge in edges:
-            names.setdefault(edge.type, len(names))
-        keyed = sorted(((position[e.source], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
-        out = [e for _, _, e in keyed]
-        incoming = sorted(((position[e.target], edge_order_key(e), e) for e in edges), key=lambda item: item[:2])
+        for edge_type in map(_TYPE, edges):
+            if edge_type not in names:
+                names[edge_type] = len(names)
+        # Each edge's ends, type and edge-order key once; the two orders sort tuples in C (the
+        # edge's place last: no two keys are equal, and ties would keep the input order).
+        sources = list(map(position.__getitem__, map(_SOURCE, edges)))
+        targets = list(map(position.__getitem__, map(_TARGET, edges)))
+        types = list(map(names.__getitem__, map(_TYPE, edges)))
+        keys = list(map(edge_order_key, edges))
+        out = [j for _, _, j in sorted(zip(sources, keys, range(len(edges))))]
+        incoming = [j for _, _, j in sorted(zip(targets, keys, range(len(edges))))]
         count = len(nodes)
 
         def starts(ends: list[int]) -> array:
-            found = array("i", [0]) * (count + 1)
-            for end in ends:
-                found[end + 1] += 1
-            for p in range(count):
-                found[p + 1] += found[p]
-            return found
+            counted = Counter(ends)
+            return array("i", accumulate(map(counted.get, range(count), repeat(0)), initial=0))
 
+        out_sources = list(map(sources.__getitem__, out))
         return cls(
-            [node.id for node in nodes],
+            list(map(_ID, nodes)),
             list(names),
-            array("i", [position[e.source] for e in out]),
-            array("i", [position[e.target] for e in out]),
-            array("i", [names[e.type] for e in out]),
-            array("q", [e.seq for e in out]),
-            [packed_attrs(e) for e in out],
-            starts([position[e.source] for e in out]),
-            starts([p for p, _, _ in incoming]),
-            array("i", [position[e.source] for _, _, e in incoming]),
-            array("i", [names[e.type] for _, _, e in incoming]),
-            max((e.seq for e in edges), default=0),
+            array("i", out_sources),
+            array("i", map(targets.__getitem__, out)),
+            array("i", map(types.__getitem__, out)),
+            array("q", map(_SEQ_OF, map(edges.__getitem__, out))),
+            list(map(packed_attrs, map(edges.__getitem__, out))),
+            starts(out_sources),
+            starts(targets),
+            array("i", map(sources.__getitem__, incoming)),
+            array("i", map(types.__getitem__, incoming)),
+            max(map(_SEQ_OF, edges), default=0),
         )
 
     @property
@@ -438,18 +452,17 @@ class EdgeColumns:
         if a == b:
             return NO_ADJACENCY
         others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
-        kinds = types[a:b]
-        first = kinds[0]
-        if kinds.count(first) == b - a:
-            # every edge of one type (most nodes): the groups need no pass in Python
-            name = self.type_names[first]
-            found = tuple(map(self.ids.__getitem__, others[a:b]))
-            adjacency = Adjacency.__new__(Adjacency)
-            adjacency.pairs = tuple(zip(repeat(name), found))
-            adjacency.by_type = {name: found}
-            adjacency.typed = {}
-            return adjacency
-        return _pairs_adjacency(tuple(zip(map(self.type_names.__getitem__, kinds), map(self.ids.__getitem__, others[a:b]))))
+        names, ids = self.type_names, self.ids
+        if b - a == 1:  # most nodes have one edge each way: no grouping needed
+            edge_type, other = names[types[a]], ids[others[a]]
+            return _adjacency(((edge_type, other),), {edge_type: (other,)})
+        codes = types[a:b]
+        found = tuple(map(ids.__getitem__, others[a:b]))
+        first = codes[0]
+        if codes.count(first) == len(codes):  # one edge type (a goal's children, a hub's facts)
+            edge_type = names[first]
+            return _adjacency(tuple(zip(repeat(edge_type), found)), {edge_type: found})
+        return _pairs_adjacency(tuple(zip(map(names.__getitem__, codes), found)))
 
     def targets_of(self, edge_type: str) -> set[str]:
         """The ids at the end of an edge of ``edge_type``."""

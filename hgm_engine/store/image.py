@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import marshal
 from array import array
+from itertools import compress
+from operator import attrgetter
 import struct
 import sys
 import zlib
@@ -44,6 +46,7 @@ __all__ = ["IMAGE_FORMAT", "ImageMismatch", "Image", "encode_image", "decode_ima
 IMAGE_FORMAT = 2
 """The layout of the columns; an image of another layout is not read (the rows are)."""
 
+_ID, _TYPE, _SEQ = attrgetter("id"), attrgetter("type"), attrgetter("seq")
 _MAGIC = b"hgm-image\x00"
 # magic, format, marshal version, python major, minor, t, edits, nodes, edges, crc of the rest
 _HEADER = struct.Struct("<10sHHBBqqqqI")
@@ -72,22 +75,19 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
     b'hgm-image'
     """
     nodes = list(graph.nodes())
-    groups: dict[str, array] = {}
-    for position, node in enumerate(nodes):
-        group = groups.get(node.type)
-        if group is None:
-            group = groups[node.type] = array("i")
-        group.append(position)
+    ids, types = list(map(_ID, nodes)), list(map(_TYPE, nodes))
+    code = {name: i for i, name in enumerate(dict.fromkeys(types))}  # type names, in order of first appearance
+    codes = list(map(code.__getitem__, types))
+    groups = {name: array("i", compress(range(len(nodes)), map(i.__eq__, codes))) for name, i in code.items()}
     edges = EdgeColumns.of_edges(nodes, graph.edges())
     packed, values = stored_value_indexes(nodes)
-    code = {name: i for i, name in enumerate(groups)}
-    position = {node.id: i for i, node in enumerate(nodes)}
-    roots = array("i", [position[node_id] for node_id in graph.roots()])
+    position = dict(zip(ids, range(len(ids))))
+    roots = array("i", map(position.__getitem__, graph.roots()))
     columns = (
-        [node.id for node in nodes],
+        ids,
         {name: group.tobytes() for name, group in groups.items()},
-        array("i", [code[node.type] for node in nodes]).tobytes(),
-        [node.seq for node in nodes],
+        array("i", codes).tobytes(),
+        list(map(_SEQ, nodes)),
         packed,
         edges.type_names,
         *(column.tobytes() for column in (edges.source, edges.target, edges.type, edges.seq, edges.out_start, edges.in_start, edges.in_other, edges.in_type)),
@@ -156,7 +156,9 @@ def decode_image(data: bytes) -> Image:
             raise ImageMismatch("the image's node types do not cover its nodes")
         nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
         edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq)
-        graph = MemoryGraph.from_columns(nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))))
+        graph = MemoryGraph.from_columns(
+            nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0), node_seqs
+        )
     except ImageMismatch:
         raise
     except Exception as exc:  # columns of another shape, whatever the error: never a wrong graph, never a crash
