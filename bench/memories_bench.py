@@ -13,9 +13,13 @@ on tmpfs and copied to disk, so building does not wait for fsync but serving doe
    ones: p50/p95, and the server's CPU time per query;
 3. **random**: the same clients drawing among all the memories (about ``max_open/memories``
    of the requests find theirs resident): p50/p95;
-4. the server's resident set (``VmRSS``, ``VmHWM`` from ``/proc``) after each phase: bounded
+4. **cycles**: ``--cycles`` requests from the same clients taking the memories in turn, so
+   that each one opens a memory and evicts another (every memory opened ``cycles/memories``
+   times): the server's resident set every ``--rss-every`` opens, and its CPU time per open.
+   This is the phase that shows whether the resident set levels off;
+5. the server's resident set (``VmRSS``, ``VmHWM`` from ``/proc``) after each phase: bounded
    by ``--max-open``, not by the number of memories named;
-5. **commits**: ``--writers`` threads committing small transactions (one ``add_node``) for
+6. **commits**: ``--writers`` threads committing small transactions (one ``add_node``) for
    ``--commit-seconds`` each: spread over 100 memories, then all on one memory; commits per
    second and p95, and the server's CPU time per commit.
 
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import itertools
 import json
 import os
 import pathlib
@@ -220,9 +225,32 @@ def _commits(port: int, writers: int, seconds: float, targets: list[int], each: 
     return {"commits": len(latencies), "seconds": round(elapsed, 2), "per_second": round(len(latencies) / elapsed, 1), **_ms(latencies)}
 
 
+def _cycles(server: Any, args: argparse.Namespace, log=print) -> dict[str, Any]:
+    """``args.cycles`` requests taking the memories in turn (each opens one and evicts one,
+    the server being full), from ``args.clients`` threads: the resident set every
+    ``args.rss_every`` of them, and the server's CPU per open."""
+    turn = itertools.count()  # ``next`` on a count is atomic: the clients share the turns
+    samples = [{"opens": 0, **_rss(server.process.pid)}]
+    cpu, latencies = server.cpu_seconds(), []
+    done = 0
+    while done < args.cycles:
+        step = min(args.rss_every, args.cycles - done)
+        latencies += _parallel(server.port, args.clients, lambda r: next(turn) % args.memories, step, seed=4)
+        done += step
+        samples.append({"opens": done, **_rss(server.process.pid)})
+        log(f"cycles: {done} opens, rss {samples[-1]}")
+    spent = server.cpu_seconds() - cpu
+    rss = [sample["VmRSS"] for sample in samples[1:]]
+    return {**_ms(latencies), "opens": done, "server_cpu_ms_per_open": round(spent * 1000 / max(1, done), 2), "rss": samples,
+            "rss_spread_mib": round(max(rss) - min(rss), 1) if rss else None}
+
+
 def run_store(kind: str, location: str, args: argparse.Namespace, log=print) -> dict[str, Any]:
     """Every phase against one store (already built); the figures."""
-    out: dict[str, Any] = {"store": kind, "memories": args.memories, "nodes": args.nodes, "max_open": args.max_open}
+    out: dict[str, Any] = {"store": kind, "memories": args.memories, "nodes": args.nodes, "max_open": args.max_open,
+                           # the server inherits the environment: HGM_MALLOC_TRIM=0 turns the registry's trim off
+                           "malloc_trim": os.environ.get("HGM_MALLOC_TRIM", "1").strip() != "0",
+                           "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX")}
     work = pathlib.Path(tempfile.mkdtemp(prefix="hgm-membench-"))
     server = Server(location, work / "server.log", ["--max-open", str(args.max_open), "--max-concurrency", "0", "--log-level", "warning"])
     pid = server.process.pid
@@ -255,6 +283,8 @@ def run_store(kind: str, location: str, args: argparse.Namespace, log=print) -> 
                          "expected_resident_share": round(args.max_open / args.memories, 3)}
         out["rss_after_random"] = _rss(pid)
         log(f"{kind}: random p50 {out['random']['p50_ms']} ms p95 {out['random']['p95_ms']} ms; rss {out['rss_after_random']}")
+        if args.cycles:
+            out["cycles"] = _cycles(server, args, log)
         spread = order[: min(100, args.max_open - 1)]
         _sequential(port, spread)  # make them resident
         # the first commit after a memory opens does more (the node index's first write):
@@ -350,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold", type=int, default=200, help="memories opened one by one once the server is full")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--requests", type=int, default=2000, help="queries per random phase (all clients)")
+    parser.add_argument("--cycles", type=int, default=3000, help="requests taking the memories in turn, each opening one (0: skip)")
+    parser.add_argument("--rss-every", type=int, default=1000, help="opens between resident-set samples in the cycles phase")
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--commit-seconds", type=float, default=10.0)
     parser.add_argument("--builders", type=int, default=2)

@@ -196,3 +196,148 @@ def test_a_collection_in_another_thread_emptying_the_queue_first_is_no_error():
             return True
 
     assert generated._drop_queued(queued=EmptiedMeanwhile()) is None
+
+
+def test_an_evicted_memory_its_store_and_its_service_are_garbage(store_path):
+    # Nothing of a memory the registry closed is kept: no cache keyed by its name or id, no
+    # listener, no connection (after the registry's closing thread is done and a collection).
+    import gc
+    import weakref
+
+    registry = MemoryRegistry(store_path, max_open=1)
+    with registry.lease("a") as service:
+        service.transact(GOAL)
+        service.query("root")
+        kept = [weakref.ref(service), weakref.ref(service.memory), weakref.ref(service.memory.store), weakref.ref(service.memory.graph)]
+    del service
+    _touch(registry, "b")
+    registry.flush()
+    gc.collect()
+    assert [ref() is None for ref in kept] == [True] * len(kept)
+    registry.close()
+
+
+def test_open_evict_cycles_keep_at_most_max_open_memories_alive(store_path):
+    import gc
+
+    registry = MemoryRegistry(store_path, max_open=2)
+    for _ in range(5):
+        _touch(registry, "a", "b", "c", "d")
+    registry.flush()
+    gc.collect()
+    assert sum(1 for obj in gc.get_objects() if type(obj) is Memory) == 2
+    assert registry.opened == 20 and registry.evicted == 18
+    registry.close()
+
+
+def test_each_collection_of_the_registry_ends_with_malloc_trim(store_path, monkeypatch):
+    # Closed memories' pages stay in the C allocator's arenas (one per request thread) unless
+    # handed back: the server's resident set rose with every open (docs/deployment.md).
+    from hgm_engine.server import registry as module
+
+    calls = []
+    monkeypatch.setattr(module, "malloc_trim", lambda: calls.append(1) or True)
+    registry = MemoryRegistry(store_path, max_open=1, trim=True)  # one collection per close
+    _touch(registry, "a", "b", "c")
+    registry.flush()
+    assert registry.collections == 2 and len(calls) == 2 and registry.trimmed == 2
+    registry.close()
+
+
+def test_malloc_trim_is_off_when_asked(store_path, monkeypatch):
+    from hgm_engine.server import registry as module
+
+    calls = []
+    monkeypatch.setattr(module, "malloc_trim", lambda: calls.append(1) or True)
+    monkeypatch.setenv("HGM_MALLOC_TRIM", "0")
+    by_env = MemoryRegistry(store_path, max_open=1)
+    monkeypatch.delenv("HGM_MALLOC_TRIM")
+    by_argument = MemoryRegistry(store_path, max_open=1, trim=False)
+    for registry in (by_env, by_argument):
+        _touch(registry, "a", "b", "c")
+        registry.flush()
+        assert registry.trim is False and registry.collections == 2
+        registry.close()
+    assert calls == []
+    with MemoryRegistry(store_path) as registry:
+        assert registry.trim is True  # on by default
+
+
+def _memories_alive() -> int:
+    import gc
+
+    gc.collect()
+    return sum(1 for obj in gc.get_objects() if type(obj) is Memory)
+
+
+def test_hgm_serve_keeps_no_reference_to_the_memory_it_opened_at_start(store_path, monkeypatch):
+    # `hgm serve` opened its default memory with `with registry.lease(...) as default:` in the
+    # function that runs as long as the server: the `with` target stays bound after the block,
+    # so once evicted, that memory stayed in RAM for the server's whole life.
+    from hgm_engine.server.rest import command
+
+    seen = []
+
+    def serve(registry, sock, options):  # instead of uvicorn: evict the default memory
+        before = _memories_alive()
+        _touch(registry, "a")
+        registry.flush()
+        seen.append((before, registry.resident(), _memories_alive()))
+
+    monkeypatch.setattr(command, "serve", serve)
+    monkeypatch.setattr(command, "configure_logging", lambda level: None)
+    monkeypatch.setattr(command, "finish", lambda registry: (registry.close(), [])[1])
+    args = command.build_parser().parse_args(["--db", store_path, "--host", "127.0.0.1", "--port", "0", "--max-open", "1"])
+    assert command.run(args) == 0
+    [(before, resident, after)] = seen
+    assert resident == ["a"] and after == before
+
+
+def test_hgm_mcp_keeps_no_reference_to_the_memory_it_opened_at_start(store_path, monkeypatch):
+    from hgm_engine.server.mcp import command as mcp_server
+
+    seen = []
+
+    async def serve(registry, *, default_memory):
+        before = _memories_alive()
+        _touch(registry, "a")
+        registry.flush()
+        seen.append((before, registry.resident(), _memories_alive()))
+
+    monkeypatch.setattr(mcp_server, "serve", serve)
+    monkeypatch.setattr(mcp_server, "_configure_logging", lambda level: None)
+    assert mcp_server.main(["--db", store_path, "--max-open", "1"]) == 0
+    [(before, resident, after)] = seen
+    assert resident == ["a"] and after == before
+
+
+def test_a_bad_malloc_trim_setting_is_refused_naming_the_variable(store_path, monkeypatch):
+    monkeypatch.setenv("HGM_MALLOC_TRIM", "sometimes")
+    with pytest.raises(RequestError) as caught:
+        MemoryRegistry(store_path)
+    assert caught.value.category == "invalid-argument" and caught.value.problems[0].where == "HGM_MALLOC_TRIM"
+
+
+def test_the_application_factory_takes_malloc_trim_from_the_environment_it_is_given(store_path):
+    from hgm_engine.server.rest.factory import settings_from_environment
+
+    assert settings_from_environment({"HGM_DB": store_path})["trim"] is True
+    assert settings_from_environment({"HGM_DB": store_path, "HGM_MALLOC_TRIM": "off"})["trim"] is False
+    with pytest.raises(RequestError, match="HGM_MALLOC_TRIM is 0 or 1"):
+        settings_from_environment({"HGM_DB": store_path, "HGM_MALLOC_TRIM": "2"})
+
+
+def test_any_malloc_trim_setting_is_a_switch_or_a_named_refusal():
+    from hypothesis import given, settings, strategies as st
+
+    from hgm_engine.server.registry import malloc_trim_from_env
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=40))
+    def check(text):
+        try:
+            assert malloc_trim_from_env(environ=lambda key: text) in (True, False)
+        except RequestError as err:
+            assert err.category == "invalid-argument" and err.problems[0].where == "HGM_MALLOC_TRIM"
+
+    check()

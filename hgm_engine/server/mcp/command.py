@@ -163,8 +163,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         try:  # the default memory opens now: a store that cannot be read says so at once
-            with registry.lease(default_memory) as service:
-                opened = service.memory.t, len(service.memory)
+            health = registry.health(default_memory)  # (keeps no reference: the memory can be evicted)
+            opened = health["t"], health["nodes"]
         except HGMError as err:
             print(f"hgm mcp: cannot open the memory {default_memory!r} of {db}: {err}", file=sys.stderr)
             return 1

@@ -341,8 +341,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
         port = sock.getsockname()[1]
         host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-        with registry.lease(args.memory) as default:
-            t, nodes = default.memory.t, len(default.memory)
+        health = registry.health(args.memory)  # (no variable may keep the memory: it can be evicted)
+        t, nodes = health["t"], health["nodes"]
         logger.info(
             "serving %s (%s: t=%d, %d nodes; at most %d memories open) on http://%s:%d%s%s",
             args.db,

@@ -33,7 +33,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from hgm_engine.errors import HGMError, Problem, ServiceError
-from hgm_engine.server.registry import DEFAULT_MAX_OPEN, MemoryRegistry
+from hgm_engine.server.registry import DEFAULT_MAX_OPEN, MemoryRegistry, malloc_trim_from_env
 from hgm_engine.server.service import LLMEndpoint, ServerLimits
 from hgm_engine.server.tokens import TokenFile, TokenScopes
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name
@@ -56,6 +56,7 @@ ENVIRONMENT: dict[str, tuple[Any, str, str]] = {
     "HGM_INLINE_BUDGET_MS": (_DEFAULTS.inline_timeout * 1000, "--inline-budget-ms", "a repeated query's budget on the event loop (0: none)"),
     "HGM_BODY_TIMEOUT": (_DEFAULTS.body_timeout, "--body-timeout", "seconds for a body to arrive (0: no limit)"),
     "HGM_MAX_CONCURRENCY": (_DEFAULTS.max_concurrency, "--max-concurrency", "requests answered at once per process (0: no limit)"),
+    "HGM_MALLOC_TRIM": (True, "(none: hgm serve reads the variable too)", "0: evictions do not hand the C allocator's free pages back"),
 }
 
 
@@ -80,7 +81,8 @@ def _number(env: Mapping[str, str], name: str, *, integer: bool, least: float) -
 def settings_from_environment(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What :data:`ENVIRONMENT` says, checked: ``db``, ``memory``, ``max_open``, ``tokens``
     (a :class:`~hgm_engine.server.tokens.TokenFile`, read again when it changes, a
-    :class:`~hgm_engine.server.tokens.TokenScopes` of ``HGM_TOKEN``, or None) and ``limits``. A bad value is
+    :class:`~hgm_engine.server.tokens.TokenScopes` of ``HGM_TOKEN``, or None), ``limits`` and
+    ``trim`` (``HGM_MALLOC_TRIM``). A bad value is
     an ``invalid-argument`` naming the variable (a bad token file: ``invalid-token-file``).
 
     >>> settings_from_environment({"HGM_DB": "m.db", "HGM_MAX_WORK": "500"})["limits"].max_work
@@ -117,6 +119,7 @@ def settings_from_environment(env: Mapping[str, str] | None = None) -> dict[str,
         "max_open": _number(env, "HGM_MAX_OPEN", integer=True, least=1),
         "tokens": tokens,
         "limits": limits,
+        "trim": malloc_trim_from_env(env.get),
     }
 
 
@@ -132,7 +135,8 @@ def app_from_environment(env: Mapping[str, str] | None = None) -> FastAPI:
 
     try:
         settings = settings_from_environment(env)
-        registry = MemoryRegistry(settings["db"], max_open=settings["max_open"], limits=settings["limits"], llm=LLMEndpoint())
+        registry = MemoryRegistry(settings["db"], max_open=settings["max_open"], limits=settings["limits"], llm=LLMEndpoint(),
+                                  trim=settings["trim"])
         try:
             registry.lease(settings["memory"]).release()
         except BaseException:
