@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import rustworkx as rx
 
-from hgm_engine.model.payloads import NO_ADJACENCY, Adjacency, Edge, EdgeColumns, Node
+from hgm_engine.model.payloads import NO_ADJACENCY, Adjacency, Edge, EdgeColumns, Node, decode_payloads
 from hgm_engine.model.values import EMPTY_ATTRS, freeze
 
 __all__ = [
@@ -169,6 +169,9 @@ class MemoryGraph:
         # (type, attribute, value) -> the payloads of one of those buckets, made on first use
         # (a query asks for one value: the others are not made); dropped with them.
         self._stored_buckets: dict[tuple[str, str, str], tuple[Node, ...]] = {}
+        # (type, attribute, value) of the buckets whose payloads nodes_with(decoded=True) has
+        # decoded: kept across changes (see nodes_with).
+        self._decoded_buckets: set[tuple[str, str, str]] = set()
         # (attribute, value) -> what value_members answered; dropped by every node change.
         self._members: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -423,14 +426,27 @@ class MemoryGraph:
             found = self._by_type.get(node_type, _NO_NODES)  # none, or another reader has just built it
         return len(found)
 
-    def nodes_with(self, node_type: str, attribute: str, value: str) -> Iterable[Node]:
+    def nodes_with(self, node_type: str, attribute: str, value: str, *, decoded: bool = False) -> Iterable[Node]:
         """Payloads of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
         in creation order (a value index per type and attribute, built on first use).
+
+        ``decoded=True``: their attributes decoded first, all at once (a scan about to read
+        them), the first time that bucket is asked for only — a payload once decoded stays so,
+        and the nodes a change brings into a bucket are decoded ones.
 
         >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "failed"})], [])
         >>> [n.id for n in g.nodes_with("action", "status", "failed")]
         ['b']
+        >>> [n.attrs["status"] for n in g.nodes_with("action", "status", "done", decoded=True)]
+        ['done']
         """
+        found = self._nodes_with(node_type, attribute, value)
+        if decoded and (node_type, attribute, value) not in self._decoded_buckets:
+            decode_payloads(found)
+            self._decoded_buckets.add((node_type, attribute, value))
+        return found
+
+    def _nodes_with(self, node_type: str, attribute: str, value: str) -> Iterable[Node]:
         key = (node_type, attribute)
         buckets = self._values.get(key)
         if buckets is None and self._stored_values is not None:

@@ -182,10 +182,15 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
         node_type, attribute, value = path.source.node_type, path.source.attribute, path.source.value
 
         def scan_values(ctx):
-            payloads = ctx.view.nodes_with(node_type, attribute, value)
+            view = ctx.view
+            if reads_attrs and isinstance(view, MemoryGraph):
+                # a graph read from its image decodes the bucket's thousands at once, once
+                payloads = view.nodes_with(node_type, attribute, value, decoded=True)
+            else:
+                payloads = view.nodes_with(node_type, attribute, value)
+                if reads_attrs:
+                    decode_payloads(payloads)
             ctx.charge(len(payloads) * weight)
-            if reads_attrs:
-                decode_payloads(payloads)  # a graph read from its image: thousands at once
             return scan(payloads, ctx)
 
         return scan_values, strategy
