@@ -104,6 +104,15 @@ def words(text: str) -> list[str]:
     >>> words("iPhone")
     ['iphone', 'i', 'phone']
     """
+    if text.isascii() and _CAMEL.search(text) is None:
+        # the usual text: no camel-case word to split, and lower() keeps every word and its
+        # length (a commit analyses the text of every node it changes)
+        return [word for word in _WORD.findall(text.lower()) if len(word) <= MAX_WORD_LENGTH]
+    return _split_words(text)
+
+
+def _split_words(text: str) -> list[str]:
+    """:func:`words` for any text, word by word (camel case, case folding of any script)."""
     out: list[str] = []
     for match in _WORD.finditer(text):
         raw = match.group(0)
