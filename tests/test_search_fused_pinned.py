@@ -19,28 +19,10 @@ import pathlib
 import random
 
 from hgm_engine import Memory
+from tests.test_search_vectors import Words as Letters  # the letter-count embedder
 
 PINNED = pathlib.Path(__file__).parent / "data" / "search_fused_pinned.json"
 TEXTS = ("hotel", "old tower", "museum price night", "ticket to the city garden", "inn")
-
-
-class Letters:
-    """A text's vector counts its letters (27 numbers: a-z and everything else)."""
-
-    name = "letters/pin"
-    sparse = False
-
-    def _vector(self, text):
-        vector = [0.0] * 27
-        for char in text.lower():
-            vector[ord(char) - 97 if "a" <= char <= "z" else 26] += 1.0
-        return vector
-
-    def embed_documents(self, texts):
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text):
-        return self._vector(text)
 
 
 def _memory() -> tuple[Memory, int]:
