@@ -97,7 +97,8 @@ class NodeSearch:
         self.lock = threading.RLock()
         self.fields = DEFAULT_FIELDS
         self._index: LexicalIndex | None = None
-        self._graph: MemoryGraph | None = None
+        self._graph: MemoryGraph | None = None  # the graph self._index is of
+        self._registered: MemoryGraph | None = None  # the graph this keeper last registered for
         self._t = 0
         self._stored = False  # the store's kept index reflects self._t
         self._changed_rows = 0  # entries in the store's change table (an upper bound)
@@ -120,12 +121,13 @@ class NodeSearch:
 
     def _register(self, graph: MemoryGraph) -> None:
         register(graph, self)
+        self._registered = graph
 
     def ensure(self) -> None:
-        """Answer for the memory's current graph (a load or a reload replaces it)."""
-        graph = self.state.graph
-        if graph is not self._graph:
-            self._register(graph)
+        """Answer for the memory's current graph (a load or a reload replaces it): registered
+        once per graph, not on every read (every query calls this)."""
+        if self.state.graph is not self._registered:
+            self._register(self.state.graph)
 
     # -- the lexical index, current --------------------------------------------------------------
 

@@ -85,21 +85,13 @@ class ReadWriteLock:
         self._condition = threading.Condition(threading.Lock())
         self._readers = 0
         self._writer = False
+        self._writers_waiting = 0  # threads in writing() waiting for readers to finish
+        self._reading = _Reading(self)
 
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Shared access: waits while a writer holds the lock."""
-        with self._condition:
-            while self._writer:
-                self._condition.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._readers -= 1
-                if not self._readers:
-                    self._condition.notify_all()
+    def reading(self) -> "_Reading":
+        """Shared access: waits while a writer holds the lock. (One context manager, made
+        with the lock, serves every read: every query takes it.)"""
+        return self._reading
 
     @contextlib.contextmanager
     def writing(self, *, blocking: bool = True) -> Iterator[bool]:
@@ -110,7 +102,11 @@ class ReadWriteLock:
                 acquired = False
             else:
                 while self._writer or self._readers:
-                    self._condition.wait()
+                    self._writers_waiting += 1
+                    try:
+                        self._condition.wait()
+                    finally:
+                        self._writers_waiting -= 1
                 self._writer = acquired = True
         try:
             yield acquired
@@ -124,6 +120,30 @@ class ReadWriteLock:
         """Wait until ``predicate()`` holds after a writer finished (or ``timeout`` passed)."""
         with self._condition:
             return self._condition.wait_for(predicate, timeout)
+
+
+class _Reading:
+    """``with lock.reading():`` — the read side of a :class:`ReadWriteLock`, without a
+    generator: the last reader out wakes the condition only when a writer waits for it."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: ReadWriteLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        lock = self._lock
+        with lock._condition:
+            while lock._writer:
+                lock._condition.wait()
+            lock._readers += 1
+
+    def __exit__(self, *exc: object) -> None:
+        lock = self._lock
+        with lock._condition:
+            lock._readers -= 1
+            if not lock._readers and lock._writers_waiting:
+                lock._condition.notify_all()
 
 
 class MemoryState:

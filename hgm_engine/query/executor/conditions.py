@@ -15,15 +15,16 @@ True
 
 from __future__ import annotations
 
+import operator
 from typing import Callable
 
 from hgm_engine.query.executor.codegen import ConditionWriter
-from hgm_engine.query.executor.values import contains, member, ordered, values_equal
-from hgm_engine.model import holds_at, parse_instant
+from hgm_engine.query.executor.values import NUMBER_TYPES, contains, member, ordered, values_equal
+from hgm_engine.model import INSTANTS, VALID_FROM, VALID_TO, MemoryGraph, holds_at, parse_instant
 from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, HasAttr, Negate, Param, PathCount, PathExists, Truthy, ValidAt
 from hgm_engine.query.regexcheck import compile_regex
 
-__all__ = ["condition", "condition_writer", "attr_getter", "condition_weight"]
+__all__ = ["condition", "condition_writer", "attr_getter", "condition_weight", "interpreted"]
 
 # How many terms of a condition cost about as much as reading a node: a filter charges each
 # node it tests once per this many terms (docs/language.md §13).
@@ -92,6 +93,149 @@ def condition(cond, compile_path) -> Callable:
     True
     """
     return condition_writer(compile_path).function(cond)
+
+
+def interpreted(cond, compile_path, members: bool = False) -> Callable:
+    """``test(node, ctx) -> bool`` for a condition as closures, nothing compiled: what
+    :func:`condition` generates, term for term (the same Python tests in the same order, the
+    same closures for what the writer leaves out), for a filter's first run — a query answered
+    once never pays ``compile()`` (``operators.list_op``). With ``members``, a string equality
+    tests the view's value index first, as the writer's loops do (``ConditionWriter.member``),
+    read once a run (``ctx.members``).
+
+    >>> from hgm_engine.model import Node, freeze
+    >>> from hgm_engine.query.plan import AllOf, Attr, Cmp, Const
+    >>> test = interpreted(AllOf((Cmp("=", Attr("status"), Const("done")), Cmp("<", Attr("cost"), Const(3)))), None)
+    >>> test(Node("a", "action", freeze({"status": "done", "cost": 2}), 1), None)
+    True
+    """
+    kind = type(cond)
+    if kind is AllOf or kind is AnyOf or kind is Negate:
+        if kind is Negate:
+            item = interpreted(cond.item, compile_path, members)
+            return lambda node, ctx: not item(node, ctx)
+        items = tuple([interpreted(c, compile_path, members) for c in cond.items])
+        if kind is AllOf:
+
+            def all_of(node, ctx):
+                for item in items:
+                    if not item(node, ctx):
+                        return False
+                return True
+
+            return all_of
+
+        def any_of(node, ctx):
+            for item in items:
+                if item(node, ctx):
+                    return True
+            return False
+
+        return any_of
+    if kind is Truthy:
+        operand = cond.operand
+        if type(operand) is Attr:
+            get = attr_getter(operand.name)
+            return lambda node, ctx: get(node, ctx) is True
+        if type(operand) is HasAttr:
+            get = attr_getter(operand.name)
+            return lambda node, ctx: get(node, ctx) is not None
+        if type(operand) is ValidAt and type(operand.at) in (Const, Param):
+            return _valid_at(operand.at)
+    if kind is Cmp and type(cond.left) is Attr and type(cond.right) is Const:
+        if (
+            members
+            and cond.op in ("=", "!=")
+            and cond.left.name not in ("id", "type")
+            and type(cond.right.value) is str
+        ):
+            test = _member_test(cond.left.name, cond.right.value)
+            return test if cond.op == "=" else (lambda node, ctx: not test(node, ctx))
+        test = _inline_comparison(cond.op, attr_getter(cond.left.name), cond.right.value)
+        if test is not None:
+            return test
+    return _closure(cond, compile_path)
+
+
+def _member_test(name: str, value: str) -> Callable:
+    """``name = value`` as ``ConditionWriter.member`` writes it: the id in the value index of
+    its type where the view has one at hand, else the attribute."""
+    key = (name, value)
+
+    def member_test(node, ctx):
+        memo = ctx.members
+        if memo is None:
+            memo = ctx.members = {}
+        found = memo.get(key)
+        if found is None:
+            view = ctx.view
+            found = memo[key] = view.value_members(name, value) if isinstance(view, MemoryGraph) else {}
+        node_type = node.type
+        if node_type in found:
+            return node.id in found[node_type]
+        return node.attrs.get(name) == value
+
+    return member_test
+
+
+def _valid_at(at) -> Callable:
+    """``valid_at(T)`` as ``ConditionWriter.valid_at`` writes it (bounds looked up in INSTANTS)."""
+    if type(at) is Const:
+        instant = parse_instant(at.value)
+        moment = lambda ctx: instant  # noqa: E731
+    else:
+        name = at.name
+        moment = lambda ctx: INSTANTS[ctx.params[name]]  # noqa: E731
+
+    def holds(node, ctx):
+        attributes = node.attrs
+        instant = moment(ctx)
+        start = attributes.get(VALID_FROM)
+        if not (start is None or INSTANTS[start] <= instant):
+            return False
+        end = attributes.get(VALID_TO)
+        return end is None or INSTANTS[end] > instant
+
+    return holds
+
+
+def _inline_comparison(op: str, get: Callable, constant) -> Callable | None:
+    """``ConditionWriter.comparison`` as a closure: the same test, or None where it has none."""
+    kind = type(constant)
+    if op in ("=", "!="):
+        if kind is str:
+            test = lambda node, ctx: get(node, ctx) == constant  # noqa: E731
+        elif constant is None or kind is bool:
+            test = lambda node, ctx: get(node, ctx) is constant  # noqa: E731
+        elif kind in NUMBER_TYPES:
+
+            def test(node, ctx):
+                value = get(node, ctx)
+                return type(value) in NUMBER_TYPES and value == constant
+
+        else:
+            return None
+        return test if op == "=" else (lambda node, ctx: not test(node, ctx))
+    if op in ("<", "<=", ">", ">="):
+        if kind in NUMBER_TYPES or kind is str:
+            compare = _ORDER[op]
+            kinds = NUMBER_TYPES if kind in NUMBER_TYPES else (str,)
+
+            def ordered_test(node, ctx):
+                value = get(node, ctx)
+                return type(value) in kinds and compare(value, constant)
+
+            return ordered_test
+        return lambda node, ctx: False
+    if op in ("in", "not in") and isinstance(constant, tuple) and all(type(c) is str for c in constant):
+        strings = frozenset(constant)
+        if op == "in":
+            return lambda node, ctx: get(node, ctx) in strings
+        return lambda node, ctx: get(node, ctx) not in strings
+    return None
+
+
+_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def attr_getter(name: str) -> Callable:

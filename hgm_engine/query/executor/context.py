@@ -40,7 +40,7 @@ class Context:
 
     __slots__ = (
         "view", "nodes", "out_adj", "in_adj", "_hop_memo", "params", "focus", "work", "max_work", "deadline", "regexes",
-        "regex_timeout", "regex_left", "output", "max_output",
+        "regex_timeout", "regex_left", "output", "max_output", "members",
     )
 
     def __init__(self, view, params: Mapping[str, Any], focus: str | None, limits: Limits):
@@ -59,6 +59,9 @@ class Context:
         self.regex_left = limits.regex_budget  # seconds all matches of this run may still take
         self.output = 0
         self.max_output = limits.max_output
+        # (attribute, string) -> the view's value members (MemoryGraph.value_members), read
+        # once a run by a filter running as closures (conditions.interpreted); made when needed
+        self.members: dict | None = None
 
     def hop(self, edge_type: str, node_type: str | None, outgoing: bool) -> tuple[Callable, Callable]:
         """``(get, find)`` for one hop (the other ends over ``edge_type``, of ``node_type``

@@ -28,7 +28,7 @@ import attrs
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
 from hgm_engine.model.nodeindex import query_terms, searcher_for
-from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer
+from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted
 from hgm_engine.query.executor.values import sort_key
 from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Rank, Slice, SortBy
 
@@ -62,8 +62,21 @@ class Strategy:
     detail: str = ""
     generated: tuple[str, ...] = ()
 
+    def resolved(self) -> "Strategy":
+        """This strategy with the name of each function it runs; a function not written yet
+        (a :class:`TieredFilter` before its first hot call) is written now.
+
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const
+        >>> Strategy("generated filter", "", (TieredFilter(Cmp("=", Attr("n"), Const(1)), None),)).resolved().generated  # doctest: +ELLIPSIS
+        ('<hgm filter ...>',)
+        """
+        if all(type(name) is str for name in self.generated):
+            return self
+        names = tuple(name if type(name) is str else generated_name(name.function()) for name in self.generated)
+        return Strategy(self.name, self.detail, names)
+
     def __str__(self) -> str:
-        text = " ".join((self.name, *self.generated))
+        text = " ".join((self.name, *self.resolved().generated))
         return f"{text}: {self.detail}" if self.detail else text
 
 
@@ -385,19 +398,7 @@ def list_op(op, compile_path) -> Step:
     [('b', ())]
     """
     if isinstance(op, Filter):
-        test = condition(op.condition, compile_path)
-        keep = condition_writer(compile_path).id_filter(op.condition)
-        weight = condition_weight(op.condition)
-
-        def fast(ids, ctx):
-            ctx.charge(len(ids) * weight)
-            return keep(ids, ctx)
-
-        def traced(items, ctx):
-            nodes = ctx.nodes
-            return [item for item in items if test(nodes[item[0]], ctx)]
-
-        return Step(fast, traced, Strategy("generated filter", "", (generated_name(keep),)))
+        return _filter_step(op.condition, compile_path)
     if isinstance(op, (Index, Slice)):
         pick = _positional(op)
         return Step(lambda ids, ctx: pick(ids), lambda items, ctx: pick(items))
@@ -444,6 +445,82 @@ def list_op(op, compile_path) -> Step:
     if isinstance(op, Navigate):
         raise TypeError("navigation is not a list operator")
     raise TypeError(op)
+
+
+# A filter runs as closures (conditions.interpreted) until it proves hot, and only then is it
+# written as one Python function and compiled (~0.1-0.2 ms of compile() a function, more than a
+# query answered once costs in all): once its calls have tested more than GENERATE_AFTER nodes
+# (each call counting one more than it tests: a filter applied per source is called once a
+# source), about where the generated loop, cheaper a node, has paid for its compile: on five
+# conditions of our own over 1,000 synthetic nodes the break-even (warm compile / what the
+# closures cost more a node) was 398-4,070 nodes, median 611 (bench/results/first-call/
+# tiering.py, docs/performance.md "First calls, fourth session"; not tuned on the benchmark).
+GENERATE_AFTER = 512
+
+
+class TieredFilter:
+    """``keep(ids, ctx) -> ids`` of a filter: its closures until its calls have tested more
+    than :data:`GENERATE_AFTER` nodes, its generated loop (``ConditionWriter.id_filter``) from
+    then on; both give the same ids. :attr:`generated` is the loop once written (explain's
+    physical plan writes it when asked: :meth:`function`).
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const
+    >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {"n": 1}); _ = g.add_node("b", "fact", {"n": 2})
+    >>> keep = TieredFilter(Cmp(">", Attr("n"), Const(1)), None)
+    >>> ctx = Context(g, {}, None, DEFAULT_LIMITS)
+    >>> keep(["a", "b"], ctx), keep.generated is None, keep(["a", "b"] * 300, ctx)[:1], keep.generated is None
+    (['b'], True, ['b'], False)
+    """
+
+    __slots__ = ("condition", "compile_path", "test", "generated", "tested", "__weakref__")
+
+    def __init__(self, cond, compile_path):
+        self.condition = cond
+        self.compile_path = compile_path
+        self.test: Callable | None = None  # the closures, made on the first call
+        self.generated: Callable | None = None
+        self.tested = 0  # nodes tested by the closures, plus one a call
+
+    def function(self) -> Callable:
+        """The generated loop, written and compiled now if it was not yet."""
+        generated = self.generated
+        if generated is None:
+            generated = self.generated = condition_writer(self.compile_path).id_filter(self.condition)
+        return generated
+
+    def __call__(self, ids, ctx):
+        generated = self.generated
+        if generated is not None:
+            return generated(ids, ctx)
+        tested = self.tested = self.tested + len(ids) + 1
+        if tested > GENERATE_AFTER:
+            return self.function()(ids, ctx)
+        test = self.test
+        if test is None:
+            test = self.test = interpreted(self.condition, self.compile_path, members=True)
+        nodes = ctx.nodes
+        return [i for i in ids if (n := nodes[i]) is not None and test(n, ctx)]
+
+
+def _filter_step(cond, compile_path) -> Step:
+    keep = TieredFilter(cond, compile_path)
+    weight = condition_weight(cond)
+    tests: list = []
+
+    def fast(ids, ctx):
+        ctx.charge(len(ids) * weight)
+        return keep(ids, ctx)
+
+    def traced(items, ctx):
+        if not tests:  # .paths() only: written when first needed
+            tests.append(condition(cond, compile_path))
+        test = tests[0]
+        nodes = ctx.nodes
+        return [item for item in items if test(nodes[item[0]], ctx)]
+
+    return Step(fast, traced, Strategy("generated filter", "", (keep,)))
 
 
 # -- the ways a navigation step runs (fast mode) ------------------------------------------------

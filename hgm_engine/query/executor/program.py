@@ -310,7 +310,9 @@ class Program:
         if self._physical is None:
             self._physical = self._physical_plan()
         entry = self._physical.get(id(node))
-        return entry[1] if entry is not None and entry[0] is node else None
+        # resolved: a filter not generated yet (it runs as closures until it proves hot) is
+        # written now, so that the physical plan names the function that will run
+        return entry[1].resolved() if entry is not None and entry[0] is node else None
 
     def _physical_plan(self) -> dict[int, tuple[Any, Strategy]]:
         physical = dict(self._strategies)
