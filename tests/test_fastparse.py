@@ -23,6 +23,10 @@ from tests.test_fuzz import TOKENS
 from bench.baselines import QUERIES
 
 
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_DEPTH = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
 def _same(text: str, max_depth: int = 64):
     """The fast reader's answer for ``text`` agrees with Lark's; returns it (None: gave up)."""
     fast = parse_query(text, max_depth)
@@ -95,13 +99,26 @@ def test_nesting_past_max_depth_goes_to_lark_and_gets_its_error():
     assert err.value.category == "limit-exceeded"
 
 
+@FUZZ_DEPTH
+@given(st.one_of(queries(depth=4).map(lambda case: case.text), st.lists(st.sampled_from(TOKENS), max_size=14).map("".join)),
+       st.integers(-2, 0))
+def test_a_text_of_at_most_max_depth_characters_reads_as_lark_reads_it_at_that_depth(text, shorter):
+    # the reader skips counting the nesting of such a text: each level is a token of its own
+    _same(text, max_depth=max(0, len(text) + shorter))
+
+
+def test_the_densest_nesting_is_read_as_lark_reads_it_at_the_texts_length():
+    for text in ("root.where(not not not a)", "nodes.where(a=[[[[1]]]])", "(((#a)))", "#a.where(exists(b.where(c)))"):
+        for depth in range(len(text) + 1):
+            _same(text, max_depth=depth)
+
+
 def test_parentheses_deeper_than_the_reader_recurses_go_to_lark():
     text = "nodes.where(" + "(" * 400 + "a" + ")" * 400 + ")"
     assert parse_query(text) is None
     assert parse(text) == parse_with_lark(text)
 
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FUZZ

@@ -153,3 +153,25 @@ def test_a_pick_after_a_per_source_filter_stops_early_and_still_picks_right():
     }
     for query, ids in expected.items():
         assert memory.query(query).ids == ids, query
+
+
+def test_the_optimizer_calls_only_the_rules_that_can_apply_to_a_path(monkeypatch):
+    from hgm_engine.query import optimizer
+
+    called = []
+    monkeypatch.setattr(optimizer, "RULES", tuple(
+        (name, lambda path, name=name, rule=rule: called.append(name) or rule(path)) for name, rule in optimizer.RULES
+    ))
+    assert compile_uncached("#a.children").optimized_plan.rules == ("id_lookup",)
+    assert called == ["id_lookup"]  # the lookup's path has no source or predicate another rule reads
+    called.clear()
+    assert compile_uncached("nodes.where(type = 'action', status = 'done')").optimized_plan.rules == ("type_index", "value_index")
+    assert called == ["id_lookup", "type_index", "value_index"]
+    called.clear()
+    assert compile_uncached("root.children.where(type = 'goal')").optimized_plan.rules == ("type_pushdown",)
+    assert called == ["type_pushdown"]
+
+
+def test_a_plan_no_rule_changes_is_kept_as_it_is():
+    compiled = compile_uncached("root.children.where(status = 'done')")
+    assert compiled.optimized_plan is compiled.logical_plan

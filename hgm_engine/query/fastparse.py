@@ -113,7 +113,9 @@ def parse_query(text: str, max_depth: int = 64) -> S.Query | None:
             return None
     except (_GiveUp, RecursionError):
         return None
-    if _depth(query) > max_depth:
+    # Each level of nesting is a node with a token of its own (``where``, a parenthesis, an
+    # operator, a comma...), so a text of at most max_depth characters cannot nest deeper.
+    if len(text) > max_depth and _depth(query) > max_depth:
         return None
     return query
 

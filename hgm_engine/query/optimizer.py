@@ -65,10 +65,11 @@ def _rebuild(conjuncts: list):
 def _equality_on(attr_name: str, conjunct, value_types=(Const, Param)):
     """The compared operand when ``conjunct`` is ``attr_name = value``, else None."""
     if isinstance(conjunct, Cmp) and conjunct.op == "=":
-        if conjunct.left == Attr(attr_name) and isinstance(conjunct.right, value_types):
-            return conjunct.right
-        if conjunct.right == Attr(attr_name) and isinstance(conjunct.left, value_types):
-            return conjunct.left
+        left, right = conjunct.left, conjunct.right
+        if type(left) is Attr and left.name == attr_name and isinstance(right, value_types):
+            return right
+        if type(right) is Attr and right.name == attr_name and isinstance(left, value_types):
+            return left
     return None
 
 
@@ -209,11 +210,28 @@ RULES: tuple[tuple[str, Callable[[PathPlan], PathPlan | None]], ...] = (
     ("search_top", search_top),
 )
 
+# The source each rule rewrites (None: any source); a rule is not called on a path whose source
+# it cannot apply to. These tests are the rules' own first tests, made once per path instead of
+# once per rule: a fresh process pays for every function its first query runs.
+_RULE_SOURCES = {
+    "id_lookup": AllNodes, "type_index": AllNodes, "value_index": TypeScan, "type_pushdown": None,
+    "search_type": SearchNodes, "search_top": SearchNodes,
+}
+
 
 def optimize(query_plan: QueryPlan) -> QueryPlan:
-    """Apply every rule to every path of the plan; ``rules`` lists those that fired."""
+    """Apply every rule to every path of the plan; ``rules`` lists those that fired. A plan no
+    rule changes is returned as it is (so are the parts of a plan no rule changed).
+
+    >>> from hgm_engine.query.plan import Roots
+    >>> literal = QueryPlan((PathPlan(Roots(), ()),))
+    >>> optimize(literal) is literal
+    True
+    """
     fired: list[str] = []
-    branches = tuple(_optimize_path(branch, fired) for branch in query_plan.branches)
+    branches = tuple([_optimize_path(branch, fired) for branch in query_plan.branches])
+    if not fired and all(new is old for new, old in zip(branches, query_plan.branches)):
+        return query_plan
     names = tuple(dict.fromkeys(query_plan.rules + tuple(fired)))
     return QueryPlan(branches, query_plan.final, names)
 
@@ -223,34 +241,58 @@ def _optimize_path(path: PathPlan, fired: list[str]) -> PathPlan:
     if isinstance(source, SubPlan):
         inner = optimize(source.plan)
         fired.extend(inner.rules)
-        source = SubPlan(QueryPlan(inner.branches, inner.final))
-    ops = tuple(_optimize_op(op, fired) for op in path.ops)
-    path = PathPlan(source, ops)
+        if inner is not source.plan:
+            source = SubPlan(QueryPlan(inner.branches, inner.final))
+    ops = path.ops
+    optimized = tuple([_optimize_op(op, fired) for op in ops])
+    if source is not path.source or any(new is not old for new, old in zip(optimized, ops)):
+        path = PathPlan(source, optimized)
+    navigates = any(type(op) is Navigate and op.predicates for op in path.ops)
     for name, rule in RULES:
+        needs = _RULE_SOURCES[name]
+        if needs is None:
+            if not navigates:
+                continue
+        elif type(path.source) is not needs:
+            continue
         rewritten = rule(path)
         if rewritten is not None:
             fired.append(name)
             path = rewritten
+            navigates = any(type(op) is Navigate and op.predicates for op in path.ops)
     return path
 
 
 def _optimize_op(op, fired: list[str]):
+    """``op`` with the paths inside its conditions optimized (``op`` itself when none changed)."""
     if isinstance(op, Filter):
-        return Filter(_optimize_condition(op.condition, fired))
+        condition = _optimize_condition(op.condition, fired)
+        return op if condition is op.condition else Filter(condition)
     if isinstance(op, Navigate) and op.predicates:
-        return attrs.evolve(op, predicates=tuple(_optimize_op(p, fired) for p in op.predicates))
+        predicates = tuple([_optimize_op(p, fired) for p in op.predicates])
+        if all(new is old for new, old in zip(predicates, op.predicates)):
+            return op
+        return attrs.evolve(op, predicates=predicates)
     return op
 
 
 def _optimize_condition(cond, fired: list[str]):
-    if isinstance(cond, (AllOf, AnyOf)):
-        return type(cond)(tuple(_optimize_condition(c, fired) for c in cond.items))
-    if isinstance(cond, Negate):
-        return Negate(_optimize_condition(cond.item, fired))
-    if isinstance(cond, Truthy):
-        return Truthy(_optimize_condition(cond.operand, fired))
-    if isinstance(cond, Cmp):
-        return Cmp(cond.op, _optimize_condition(cond.left, fired), _optimize_condition(cond.right, fired))
-    if isinstance(cond, (PathCount, PathExists)):
-        return type(cond)(_optimize_path(cond.path, fired))
+    kind = type(cond)
+    if kind is Attr or kind is Const or kind is Param:
+        return cond
+    if kind is AllOf or kind is AnyOf:
+        items = tuple([_optimize_condition(c, fired) for c in cond.items])
+        return cond if all(new is old for new, old in zip(items, cond.items)) else kind(items)
+    if kind is Negate:
+        item = _optimize_condition(cond.item, fired)
+        return cond if item is cond.item else Negate(item)
+    if kind is Truthy:
+        operand = _optimize_condition(cond.operand, fired)
+        return cond if operand is cond.operand else Truthy(operand)
+    if kind is Cmp:
+        left, right = _optimize_condition(cond.left, fired), _optimize_condition(cond.right, fired)
+        return cond if left is cond.left and right is cond.right else Cmp(cond.op, left, right)
+    if kind is PathCount or kind is PathExists:
+        path = _optimize_path(cond.path, fired)
+        return cond if path is cond.path else kind(path)
     return cond

@@ -163,6 +163,9 @@ class CompiledQuery:
         ...     print(err.category, err.column, err.message)
         invalid-argument 18 parameter $p: NaN is not a JSON number: numbers must be finite (at $p[1])
         """
+        analysis = self.analysis
+        if not analysis.params and analysis.focus_offset is None:
+            return {}  # nothing to bind or check (other parameters given are not used)
         params = dict(params or {})
         problems: list[tuple[int, Problem]] = []
 

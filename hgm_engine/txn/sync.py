@@ -82,7 +82,8 @@ class ReadWriteLock:
     """
 
     def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()  # the condition's lock, taken directly by readers
+        self._condition = threading.Condition(self._mutex)
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0  # threads in writing() waiting for readers to finish
@@ -133,14 +134,14 @@ class _Reading:
 
     def __enter__(self) -> None:
         lock = self._lock
-        with lock._condition:
+        with lock._mutex:  # the condition's own lock (no Python-level Condition.__enter__)
             while lock._writer:
                 lock._condition.wait()
             lock._readers += 1
 
     def __exit__(self, *exc: object) -> None:
         lock = self._lock
-        with lock._condition:
+        with lock._mutex:
             lock._readers -= 1
             if not lock._readers and lock._writers_waiting:
                 lock._condition.notify_all()
