@@ -22,7 +22,7 @@ import attrs
 
 from hgm_engine.query import syntax as S
 from hgm_engine.query.analyze import Analysis
-from hgm_engine.model import Closure, Hop, Latest, Relation, Schema, Siblings, Versions
+from hgm_engine.model import Closure, Hop, Latest, Relation, Schema, Siblings, Versions, freeze
 
 __all__ = [
     "plan",
@@ -308,12 +308,12 @@ def plan_path(start: S.Start | None, steps: tuple, schema: Schema) -> PathPlan:
             ops.append(_plan_call(step))
         elif isinstance(step, S.RepeatStep):
             nav = ops[-1]
-            ops[-1] = attrs.evolve(nav, repeat=(step.lower, step.upper))
+            ops[-1] = Navigate(nav.name, nav.relation, (step.lower, step.upper), nav.predicates)
         else:
             predicate = _plan_predicate(step, schema)
             last = ops[-1] if ops else None
             if isinstance(last, Navigate) and _directly_follows(steps, position):
-                ops[-1] = attrs.evolve(last, predicates=last.predicates + (predicate,))
+                ops[-1] = Navigate(last.name, last.relation, last.repeat, last.predicates + (predicate,))
             else:
                 ops.append(predicate)
     return PathPlan(source, tuple(ops))
@@ -416,8 +416,6 @@ def plan_condition(expr: S.Expr, schema: Schema):
 
 
 def _operand(expr: S.Expr, schema: Schema):
-    from hgm_engine.model import freeze
-
     if isinstance(expr, S.AttrRef):
         return Attr(expr.name)
     if isinstance(expr, S.Literal):

@@ -24,8 +24,6 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
-import attrs
-
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
 from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted
@@ -47,20 +45,34 @@ __all__ = [
 ]
 
 
-@attrs.frozen
 class Strategy:
     """How one operator of a compiled plan runs: the physical plan ``explain`` can show.
 
     ``name`` says which code path runs; ``generated`` names the functions written for it
-    (the file names a traceback shows); ``detail`` says briefly what they do.
+    (the file names a traceback shows); ``detail`` says briefly what they do. A value: equal
+    when its three parts are. (A plain class, as :class:`Step` is.)
 
     >>> str(Strategy("generated per source", "pick [0:1]", ("<hgm step 3>",)))
     'generated per source <hgm step 3>: pick [0:1]'
     """
 
-    name: str
-    detail: str = ""
-    generated: tuple[str, ...] = ()
+    __slots__ = ("name", "detail", "generated")
+
+    def __init__(self, name: str, detail: str = "", generated: tuple = ()):
+        self.name = name
+        self.detail = detail
+        self.generated = generated
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Strategy:
+            return NotImplemented
+        return (self.name, self.detail, self.generated) == (other.name, other.detail, other.generated)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.detail, self.generated))
+
+    def __repr__(self) -> str:
+        return f"Strategy(name={self.name!r}, detail={self.detail!r}, generated={self.generated!r})"
 
     def resolved(self) -> "Strategy":
         """This strategy with the name of each function it runs; a function not written yet
@@ -80,19 +92,26 @@ class Strategy:
         return f"{text}: {self.detail}" if self.detail else text
 
 
-@attrs.frozen
 class Step:
     """One compiled plan operator: ``fast(ids, ctx) -> ids``, ``traced(items, ctx) -> items``
-    over ``(id, walk)`` pairs, and how the fast form runs.
+    over ``(id, walk)`` pairs, and how the fast form runs. (A plain class, not an attrs one:
+    every query's build makes one per operator, and a fresh process pays for each kind of
+    object its first query makes.)
 
     >>> from hgm_engine.query.plan import Index
     >>> list_op(Index(0), None).fast(["a", "b"], None)
     ['a']
     """
 
-    fast: Callable
-    traced: Callable
-    strategy: Strategy | None = None
+    __slots__ = ("fast", "traced", "strategy")
+
+    def __init__(self, fast: Callable, traced: Callable, strategy: Strategy | None = None):
+        self.fast = fast
+        self.traced = traced
+        self.strategy = strategy
+
+    def __repr__(self) -> str:
+        return f"Step(fast={self.fast!r}, traced={self.traced!r}, strategy={self.strategy!r})"
 
 
 def generated_name(function: Callable) -> str:
