@@ -106,7 +106,8 @@ def parse_query(text: str, max_depth: int = 64) -> S.Query | None:
     >>> parse_query("(((root)))", max_depth=2) is None
     True
     """
-    reader = _Reader(text)
+    # A text without whitespace or a comment (most queries) needs no skipping between tokens.
+    reader = _Reader(text) if _SPACE.intersection(text) or "/" in text else _PlainReader(text)
     try:
         query = reader.query()
         if reader.skip() != reader.n:
@@ -622,3 +623,16 @@ class _Reader:
             first = S.RelationStep(name, S.Span(a, b))
         steps = (first,) + self.steps()
         return S.Path(None, steps, S.Span(a, steps[-1].span.end))
+
+
+class _PlainReader(_Reader):
+    """The reader of a text with no whitespace and no ``/``: nothing to skip between tokens."""
+
+    __slots__ = ()
+
+    def skip(self) -> int:
+        return self.i
+
+    def peek(self) -> str:
+        i = self.i
+        return self.text[i] if i < self.n else ""
