@@ -113,6 +113,37 @@ def test_the_densest_nesting_is_read_as_lark_reads_it_at_the_texts_length():
             _same(text, max_depth=depth)
 
 
+_SIMPLE_NAMES = ["a", "nota", "andy", "true_", "in", "not", "true", "or"]
+_SIMPLE_OPS = ["=", "==", "!=", "<", "<=", ">", ">=", "=~", "in", "! =", "=<"]
+_SIMPLE_LITERALS = [
+    "1", "-3", "007", "1.", "1.5", "-0.25", ".5", "-.5", "1e5", "1.5E-3", "12345678901234567890123", "3.14159265358979323846",
+    "'x'", "'it\\'s'", "\"a b\"", "'a\nb'", "''", "'unclosed", "true", "null", "truex", "name", "$p", "[1]", "(1)",
+]
+_SIMPLE_AROUND = [("", ")"), (" ", " )"), ("\n", ") .count()"), ("", "and b = 1)"), ("", ", b = 1)"), ("", "x)"),
+                  (" // c\n", ")"), ("", "")]
+
+
+def test_a_simple_comparison_reads_as_lark_reads_it():
+    # the reader's one-function path for NAME OP LITERAL ")" and everything around its edges
+    cases = [("a", op, literal, around) for op in _SIMPLE_OPS for literal in _SIMPLE_LITERALS for around in _SIMPLE_AROUND[:2]]
+    cases += [(name, op, literal, around) for name in _SIMPLE_NAMES for around in _SIMPLE_AROUND
+              for op, literal in (("=", "1"), ("==", "'x'"), ("<", "-0.25"))]
+    for name, op, literal, (before, after) in cases:
+        spaced = " " if before else ""
+        _same(f"root.children.where({before}{name}{spaced}{op}{spaced}{literal}{after}")
+
+
+def test_a_simple_comparison_is_read_without_the_general_condition_reader(monkeypatch):
+    from hgm_engine.query import fastparse
+
+    def refuse(self):
+        raise AssertionError("the general condition reader ran")
+
+    monkeypatch.setattr(fastparse._Reader, "condition", refuse)
+    for text in ("#a.b.where(confidence >= 0.5)", "root.x.where( status = 'pending' )", "nodes.where(n != null)[0]"):
+        assert _same(text) is not None
+
+
 def test_parentheses_deeper_than_the_reader_recurses_go_to_lark():
     text = "nodes.where(" + "(" * 400 + "a" + ")" * 400 + ")"
     assert parse_query(text) is None

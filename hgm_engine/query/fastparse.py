@@ -30,6 +30,7 @@ True
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from hgm_engine.query import syntax as S
 from hgm_engine.query.limits import MAX_INTEGER_DIGITS
@@ -50,6 +51,9 @@ _NO_WORDS: frozenset = frozenset()
 _LITERAL_WORDS = frozenset(_CONSTANTS)
 _OPERAND_WORDS = _LITERAL_WORDS | {"not"}
 _COMPARISONS = ("==", "!=", "<=", ">=", "<", ">", "=")
+# Words the fast path of a simple comparison does not take as its attribute's name (the
+# constants and every keyword: the general reader decides what they are there).
+_SIMPLE_NOT_NAMES = frozenset({"true", "false", "null", "not", "and", "or", "in", "contains", "where"})
 _DEEPEST = 200  # recursion of this reader (parentheses count); deeper texts go to Lark
 _NESTING = (S.WhereStep, S.SubqueryStart, S.FuncCall, S.Not, S.Or, S.And, S.Compare, S.ListLiteral)
 
@@ -452,6 +456,11 @@ class _Reader:
                 where = self.keyword("where")
                 if where is not None:
                     self.expect("(")
+                    simple = self.simple_comparison()
+                    if simple is not None:  # NAME OP LITERAL ")": read in one go
+                        condition, end = simple
+                        steps.append(S.WhereStep(condition, S.Span(i, end)))
+                        continue
                     self.enter()
                     condition = self.condition()
                     self.nest -= 1
@@ -491,6 +500,88 @@ class _Reader:
                 steps.append(S.RepeatStep(lower, upper, S.Span(i, end)))
             else:
                 return tuple(steps)
+
+    def simple_comparison(self) -> tuple[S.Compare, int] | None:
+        """The commonest condition, ``NAME OP LITERAL`` and the closing parenthesis (spaces
+        between, no comment), read in one function: the Compare that :meth:`condition` builds
+        and the position after the parenthesis; None — nothing consumed — for anything else
+        (then :meth:`condition` reads it). The literal is a string without a backslash, an
+        integer or a decimal number of at most 19 characters without an exponent, or a constant."""
+        text, n = self.text, self.n
+        i = self.i
+        while i < n and text[i] in _SPACE:
+            i += 1
+        a = i
+        if i >= n or text[i] not in _LETTERS:
+            return None
+        i += 1
+        while i < n and text[i] in _WORD:
+            i += 1
+        b = i
+        name = text[a:b]
+        if name in _SIMPLE_NOT_NAMES:
+            return None
+        while i < n and text[i] in _SPACE:
+            i += 1
+        if text.startswith("=~", i):
+            return None
+        for symbol in _COMPARISONS:
+            if text.startswith(symbol, i):
+                break
+        else:
+            return None
+        op_start, i = i, i + len(symbol)
+        while i < n and text[i] in _SPACE:
+            i += 1
+        start = i
+        c = text[i] if i < n else ""
+        if c == "'" or c == '"':
+            j = text.find(c, i + 1)
+            if j < 0 or "\\" in text[i + 1 : j]:
+                return None
+            value: Any = text[i + 1 : j]
+            i = j + 1
+        elif c in _DIGITS or c == "-":
+            j = i + 1 if c == "-" else i
+            k = j
+            while k < n and text[k] in _DIGITS:
+                k += 1
+            if k == j:
+                return None
+            fraction = k < n and text[k] == "."
+            if fraction:
+                k += 1
+                while k < n and text[k] in _DIGITS:
+                    k += 1
+            if k - j > 19 or (k < n and text[k] in "eE"):
+                return None  # long or with an exponent: the general reader's rules
+            value = float(text[i:k]) if fraction else int(text[i:k])
+            i = k
+        elif c in _LETTERS:
+            j = i + 1
+            while j < n and text[j] in _WORD:
+                j += 1
+            word = text[i:j]
+            if word not in _CONSTANTS:
+                return None
+            value = _CONSTANTS[word]
+            i = j
+        else:
+            return None
+        end = i
+        while i < n and text[i] in _SPACE:
+            i += 1
+        if i >= n or text[i] != ")":
+            return None
+        self.i = i + 1
+        compare = S.Compare(
+            "=" if symbol == "==" else symbol,
+            S.AttrRef(name, S.Span(a, b)),
+            S.Literal(value, S.Span(start, end)),
+            S.Span(a, end),
+            S.Span(op_start, op_start + len(symbol)),
+        )
+        return compare, i + 1
 
     def args(self) -> tuple[tuple, int]:
         """``[args] ")"`` after an opening parenthesis: the arguments and the end."""
