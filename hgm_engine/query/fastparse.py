@@ -452,9 +452,18 @@ class _Reader:
             i = self.skip()
             c = self.text[i] if i < self.n else ""
             if c == ".":
+                # the step's word, scanned once (keyword("where") then name() read it twice)
                 self.i = i + 1
-                where = self.keyword("where")
-                if where is not None:
+                text, n = self.text, self.n
+                a = b = self.skip()
+                if b < n and text[b] in _LETTERS:
+                    b += 1
+                    while b < n and text[b] in _WORD:
+                        b += 1
+                if b == a:
+                    raise _GiveUp
+                if b - a == 5 and text.startswith("where", a):
+                    self.i = b
                     self.expect("(")
                     simple = self.simple_comparison()
                     if simple is not None:  # NAME OP LITERAL ")": read in one go
@@ -467,7 +476,8 @@ class _Reader:
                     end = self.expect(")") + 1
                     steps.append(S.WhereStep(condition, S.Span(i, end)))
                     continue
-                name, a, b = self.name(_NO_WORDS)
+                name = text[a:b]  # a NAME: no keyword is one of its own after a dot
+                self.i = b
                 if self.peek() == "(":
                     self.i += 1
                     args, end = self.args()
