@@ -230,7 +230,7 @@ def optimize(query_plan: QueryPlan) -> QueryPlan:
     """
     fired: list[str] = []
     branches = tuple([_optimize_path(branch, fired) for branch in query_plan.branches])
-    if not fired and all(new is old for new, old in zip(branches, query_plan.branches)):
+    if not fired and branches == query_plan.branches:  # the same paths (identity settles it)
         return query_plan
     names = tuple(dict.fromkeys(query_plan.rules + tuple(fired)))
     return QueryPlan(branches, query_plan.final, names)
@@ -245,9 +245,9 @@ def _optimize_path(path: PathPlan, fired: list[str]) -> PathPlan:
             source = SubPlan(QueryPlan(inner.branches, inner.final))
     ops = path.ops
     optimized = tuple([_optimize_op(op, fired) for op in ops])
-    if source is not path.source or any(new is not old for new, old in zip(optimized, ops)):
+    if source is not path.source or optimized != ops:
         path = PathPlan(source, optimized)
-    navigates = any(type(op) is Navigate and op.predicates for op in path.ops)
+    navigates = _has_predicates(path.ops)
     for name, rule in RULES:
         needs = _RULE_SOURCES[name]
         if needs is None:
@@ -259,8 +259,16 @@ def _optimize_path(path: PathPlan, fired: list[str]) -> PathPlan:
         if rewritten is not None:
             fired.append(name)
             path = rewritten
-            navigates = any(type(op) is Navigate and op.predicates for op in path.ops)
+            navigates = _has_predicates(path.ops)
     return path
+
+
+def _has_predicates(ops: tuple) -> bool:
+    """Whether a navigation among ``ops`` has predicates (what type_pushdown rewrites)."""
+    for op in ops:
+        if type(op) is Navigate and op.predicates:
+            return True
+    return False
 
 
 def _optimize_op(op, fired: list[str]):
@@ -270,7 +278,7 @@ def _optimize_op(op, fired: list[str]):
         return op if condition is op.condition else Filter(condition)
     if isinstance(op, Navigate) and op.predicates:
         predicates = tuple([_optimize_op(p, fired) for p in op.predicates])
-        if all(new is old for new, old in zip(predicates, op.predicates)):
+        if predicates == op.predicates:
             return op
         return attrs.evolve(op, predicates=predicates)
     return op
@@ -282,7 +290,7 @@ def _optimize_condition(cond, fired: list[str]):
         return cond
     if kind is AllOf or kind is AnyOf:
         items = tuple([_optimize_condition(c, fired) for c in cond.items])
-        return cond if all(new is old for new, old in zip(items, cond.items)) else kind(items)
+        return cond if items == cond.items else kind(items)
     if kind is Negate:
         item = _optimize_condition(cond.item, fired)
         return cond if item is cond.item else Negate(item)
