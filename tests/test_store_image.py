@@ -344,3 +344,54 @@ def test_a_value_scan_decodes_its_bucket_in_bulk_once_not_at_every_call(stored, 
         after = memory.query(text).ids
     assert answers == [expected] * 3 and after == expected[1:]
     assert len(passes) == 1  # the nodes a change brings into a bucket are decoded ones
+
+
+# -- hops read straight from the image's edge columns -------------------------------------------
+
+
+def test_a_hop_read_from_the_edge_columns_is_the_adjacency_s_answer():
+    import random
+
+    from hgm_engine.model import EdgeColumns, lazy_edges, lazy_nodes
+
+    rng = random.Random(7)
+    count = 60
+    node_types = ["goal", "action", "fact", "entity"]
+    ids = [f"n{i}" for i in range(count)]
+    nodes = lazy_nodes(ids, [rng.choice(node_types) for _ in ids], [None] * count, list(range(1, count + 1)))
+    keys = {(rng.randrange(count), rng.randrange(count), rng.choice(["parent_of", "related_to", "produces"])) for _ in range(300)}
+    keys = sorted(keys, key=lambda _: rng.random())
+    raws = [None if rng.random() < 0.5 else f'{{"order":{rng.choice([0, 1, 2, 1.5, "x"])!r}}}'.replace("'", '"') for _ in keys]
+    edges = lazy_edges([ids[a] for a, _, _ in keys], [ids[b] for _, b, _ in keys], [t for _, _, t in keys], raws, list(range(1, len(keys) + 1)))
+    columns = EdgeColumns.of_edges(nodes, edges)
+    by_id = {node.id: node for node in nodes}
+    for outgoing in (True, False):
+        for edge_type in ("parent_of", "related_to", "produces", "unknown"):
+            for node_type in (None, *node_types, "result"):
+                find = columns.finder(edge_type, node_type, outgoing)
+                for p in range(count + 2):  # two positions past the columns: nodes added since
+                    adjacency = columns.adjacency(p, outgoing)
+                    expected = adjacency.by_type.get(edge_type, ()) if node_type is None else adjacency.of_type(edge_type, node_type, by_id)
+                    assert find(p) == expected, (p, edge_type, node_type, outgoing)
+
+
+def test_hops_on_a_memory_read_from_its_image_make_no_adjacency_and_follow_later_edges(stored, monkeypatch):
+    from hgm_engine.model import EdgeColumns
+
+    path, anchors = stored
+    with _open(path, image=False) as memory:
+        expected = _answers(memory, anchors)
+    made = []
+    real = EdgeColumns.adjacency
+    monkeypatch.setattr(EdgeColumns, "adjacency", lambda self, p, outgoing: made.append(p) or real(self, p, outgoing))
+    hops = ("card", "project_pending", "five_steps", "hub_facts", "grandchildren", "lineage", "following")
+    with _open(path) as memory:
+        assert memory._store.last_load == "image"
+        assert {name: memory.query(QUERIES[name][0].format(**anchors)).value for name in hops} == {name: expected[name] for name in hops}
+        assert made == []  # every hop read from the columns
+        root = anchors["big_root"]
+        assert memory.apply({"ops": [{"op": "add_node", "id": "late-action", "type": "action", "parent": root, "status": "pending"}]}).committed
+        after = {name: memory.query(QUERIES[name][0].format(**anchors)).value for name in hops}
+    assert "late-action" in after["project_pending"]
+    with _open(path, image=False) as memory:
+        assert {name: memory.query(QUERIES[name][0].format(**anchors)).value for name in hops} == after

@@ -134,6 +134,8 @@ class MemoryGraph:
         # until something needs it whole (a change to the nodes, find_cycles), and a node's
         # position is found from its seq in this list (positions are rustworkx indices there).
         self._seqs: list[int] | None = None
+        # When those seqs are consecutive (a memory loaded at once), a position is seq - base.
+        self._seq_base: int | None = None
         self._bisects_left = 0  # lookups by seq before the id -> index map is built after all
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
         # (source, target, type) -> rustworkx edge index; None until first needed (a graph read
@@ -284,6 +286,8 @@ class MemoryGraph:
             # A bisection costs ~2 dict lookups: a query that looks up more than one node in 32
             # pays for the map (built once, then kept) instead.
             graph._bisects_left = max(1024, len(seqs) >> 5)
+            if seqs and seqs[-1] - seqs[0] == len(seqs) - 1:  # ascending and consecutive
+                graph._seq_base = seqs[0]
         else:
             graph._index = dict(zip(ids, range(len(ids))))
         graph._unbuilt_types = dict(groups)
@@ -349,6 +353,9 @@ class MemoryGraph:
         node = self._nodes.get(node_id)
         if node is None:
             return None
+        base = self._seq_base
+        if base is not None:
+            return node.seq - base
         self._bisects_left -= 1
         if self._bisects_left < 0:
             return self._ids()[node_id]
@@ -366,7 +373,7 @@ class MemoryGraph:
         position (per-type indexes, the id → index map); returns the map."""
         self._build_types()
         index = self._ids()
-        self._seqs = None
+        self._seqs = self._seq_base = None
         return index
 
     def node(self, node_id: str) -> Node | None:
@@ -639,10 +646,18 @@ class MemoryGraph:
         memo: dict[str, tuple[str, ...]] = {}
         adjacency = self.out_adjacency if outgoing else self.in_adjacency
         nodes = self._nodes
+        # A graph read from a stored image: the answer read straight from the edge columns
+        # (no adjacency object made per node), while they are the edges.
+        csr = self._csr
+        at = None if csr is None else csr.finder(edge_type, node_type, outgoing)
 
         def find(node_id: str) -> tuple[str, ...]:
-            found = adjacency(node_id)
-            others = found.by_type.get(edge_type, ()) if node_type is None else found.of_type(edge_type, node_type, nodes)
+            if at is not None and self._csr is not None:
+                p = self._position(node_id)
+                others = () if p is None else at(p)
+            else:
+                found = adjacency(node_id)
+                others = found.by_type.get(edge_type, ()) if node_type is None else found.of_type(edge_type, node_type, nodes)
             if node_id in nodes:  # an unknown id may be a node later: nothing remembered
                 memo[node_id] = others
             return others

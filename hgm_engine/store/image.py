@@ -142,7 +142,8 @@ def decode_image(data: bytes) -> Image:
         ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data, root_data = columns
         values = {tuple(key.split("\x1f", 1)): {value: _array("i", where) for value, where in buckets.items()} for key, buckets in value_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
-        node_types = list(map(list(groups).__getitem__, _array("i", node_types)))  # one string per type name
+        type_codes = _array("i", node_types)
+        node_types = list(map(list(groups).__getitem__, type_codes))  # one string per type name
         source, target, types, seqs, out_start, in_start, in_other, in_type = (
             _array(kind, data) for kind, data in zip("iiiqiiii", arrays)
         )
@@ -155,7 +156,7 @@ def decode_image(data: bytes) -> Image:
         if sum(map(len, groups.values())) != node_count:
             raise ImageMismatch("the image's node types do not cover its nodes")
         nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
-        edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq)
+        edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq, type_codes, groups)
         graph = MemoryGraph.from_columns(
             nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0), node_seqs
         )
