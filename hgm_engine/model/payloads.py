@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import operator
 import sys
 from collections import Counter, deque
 from itertools import accumulate, compress, repeat
@@ -42,6 +43,7 @@ __all__ = [
     "packed_attrs",
     "stored_value_indexes",
     "decode_payloads",
+    "NumberIndex",
 ]
 
 _EMPTY = EMPTY_ATTRS
@@ -119,41 +121,93 @@ def _packed(attrs: FrozenDict) -> bytes | str | None:
     return marshal.dumps({intern(k): intern(v) if v.__class__ is str and len(v) <= _INTERNED_LENGTH else v for k, v in attrs.items()})
 
 
-def stored_value_indexes(nodes: list[Node], limit: int = 64) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]]]:
+def stored_value_indexes(
+    nodes: list[Node], limit: int = 64
+) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]], dict[tuple[str, str], dict[int | float, list[int]]]]:
     """``packed_attrs`` of every node, and the value indexes worth keeping with them: for each
     (node type, attribute) whose string values take at most ``limit`` distinct values (a
-    status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions.
+    status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions;
+    and for each (node type, attribute) whose *numbers* take at most ``limit`` distinct values
+    (a priority: what ``where(priority >= 4)`` tests), each number's node positions. A number
+    is an ``int`` or a ``float``, never a ``bool`` (``true`` is not ``1`` in the language); equal
+    numbers share a bucket (``4`` and ``4.0``, as ``=`` has it). Other values of the attribute
+    (strings, booleans, lists, missing) are in neither kind of number bucket: no comparison
+    with a number holds for them.
 
-    >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x"}), 1), Node("b", "action", freeze({"status": "failed"}), 2)]
-    >>> stored_value_indexes(nodes, limit=1)[1]
-    {('action', 'content'): {'x': [0]}}
+    >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x", "priority": 4}), 1),
+    ...          Node("b", "action", freeze({"status": "failed", "priority": True}), 2),
+    ...          Node("c", "action", freeze({"priority": 4.0}), 3)]
+    >>> stored_value_indexes(nodes, limit=1)[1:]
+    ({('action', 'content'): {'x': [0]}}, {('action', 'priority'): {4: [0, 2]}})
     """
     packed = []
     found: dict[tuple[str, str], dict[str, list[int]]] = {}
+    numbers: dict[tuple[str, str], dict[int | float, list[int]]] = {}
     dropped: set[tuple[str, str]] = set()
+    dropped_numbers: set[tuple[str, str]] = set()
     for position, node in enumerate(nodes):
         raw = node._raw
         attrs = node.attrs if raw is None else _decoded_attrs(raw, node)
         packed.append(packed_attrs(node) if raw.__class__ is bytes else _packed(attrs))
         node_type = node.type
         for attribute, value in attrs.items():
-            if value.__class__ is not str:
+            kind = value.__class__
+            if kind is str:
+                kept, lost = found, dropped
+            elif kind is int or kind is float:
+                kept, lost = numbers, dropped_numbers
+            else:
                 continue
             key = (node_type, attribute)
-            if key in dropped:
+            if key in lost:
                 continue
-            buckets = found.get(key)
+            buckets = kept.get(key)
             if buckets is None:
-                buckets = found[key] = {}
+                buckets = kept[key] = {}
             bucket = buckets.get(value)
             if bucket is None:
-                if len(buckets) >= limit:
-                    dropped.add(key)
-                    del found[key]
+                if len(buckets) >= limit or value != value:  # too many values, or NaN (no bucket is its own)
+                    lost.add(key)
+                    del kept[key]
                     continue
                 bucket = buckets[value] = []
             bucket.append(position)
-    return packed, found
+    return packed, found, numbers
+
+
+_NUMBER_TESTS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq, "==": operator.eq}
+
+
+class NumberIndex:
+    """A number index kept in a stored image: for one node type and attribute, each number
+    (int or float, not bool; equal numbers share one) → the ascending positions of the nodes
+    whose attribute is that number. :meth:`positions` answers a comparison with a number as
+    a union of buckets, remembered (the index is dropped with the graph's image indexes at the
+    first change to a node).
+
+    >>> index = NumberIndex({1: [0, 3], 4: [1], 5.0: [2]})
+    >>> sorted(index.positions(">=", 4)), sorted(index.positions("=", 5)), sorted(index.positions("<", 1.5))
+    ([1, 2], [2], [0, 3])
+    """
+
+    __slots__ = ("buckets", "_memo")
+
+    def __init__(self, buckets: Mapping[Any, Iterable[int]]):
+        self.buckets = buckets
+        self._memo: dict[tuple[str, Any], frozenset[int]] = {}
+
+    def positions(self, op: str, number: int | float) -> frozenset[int]:
+        """The positions of the nodes whose number ``op`` ``number`` holds (``op``: ``<``,
+        ``<=``, ``>``, ``>=``, ``=`` or ``==``; ``number`` an int or a float, never a bool)."""
+        if number.__class__ is not int and number.__class__ is not float:
+            raise TypeError(f"a number index compares with numbers, not {number!r}")
+        key = (op, number)
+        found = self._memo.get(key)
+        if found is None:
+            holds = _NUMBER_TESTS[op]
+            found = frozenset().union(*(where for value, where in self.buckets.items() if holds(value, number)))
+            self._memo[key] = found
+        return found
 
 
 def _flat_or_list(value: Any) -> bool:

@@ -39,11 +39,11 @@ import sys
 import zlib
 from typing import NamedTuple
 
-from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_nodes, stored_value_indexes
+from hgm_engine.model import EdgeColumns, MemoryGraph, NumberIndex, lazy_nodes, stored_value_indexes
 
 __all__ = ["IMAGE_FORMAT", "ImageMismatch", "Image", "encode_image", "decode_image", "image_header"]
 
-IMAGE_FORMAT = 2
+IMAGE_FORMAT = 3
 """The layout of the columns; an image of another layout is not read (the rows are)."""
 
 _ID, _TYPE, _SEQ = attrgetter("id"), attrgetter("type"), attrgetter("seq")
@@ -80,7 +80,7 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
     codes = list(map(code.__getitem__, types))
     groups = {name: array("i", compress(range(len(nodes)), map(i.__eq__, codes))) for name, i in code.items()}
     edges = EdgeColumns.of_edges(nodes, graph.edges())
-    packed, values = stored_value_indexes(nodes)
+    packed, values, numbers = stored_value_indexes(nodes)
     position = dict(zip(ids, range(len(ids))))
     roots = array("i", map(position.__getitem__, graph.roots()))
     columns = (
@@ -95,6 +95,7 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
         edges.last_seq,
         {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in values.items()},
         roots.tobytes(),
+        {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in numbers.items()},
     )
     body = marshal.dumps(columns)
     major, minor = _python()
@@ -139,8 +140,9 @@ def decode_image(data: bytes) -> Image:
         raise ImageMismatch("the image does not match its checksum")
     try:
         columns = marshal.loads(body)
-        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data, root_data = columns
+        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data, root_data, number_data = columns
         values = {tuple(key.split("\x1f", 1)): {value: _array("i", where) for value, where in buckets.items()} for key, buckets in value_data.items()}
+        numbers = {tuple(key.split("\x1f", 1)): NumberIndex({value: _array("i", where) for value, where in buckets.items()}) for key, buckets in number_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
         type_codes = _array("i", node_types)
         node_types = list(map(list(groups).__getitem__, type_codes))  # one string per type name
@@ -158,7 +160,7 @@ def decode_image(data: bytes) -> Image:
         nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
         edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq, type_codes, groups)
         graph = MemoryGraph.from_columns(
-            nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0), node_seqs
+            nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0), node_seqs, numbers
         )
     except ImageMismatch:
         raise
