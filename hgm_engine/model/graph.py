@@ -689,8 +689,12 @@ class MemoryGraph:
 
         def find(node_id: str) -> tuple[str, ...]:
             if at is not None and self._csr is not None:
-                p = self._position(node_id)
-                others = () if p is None else at(p)
+                node = nodes.get(node_id)
+                if node is None:  # an unknown id may be a node later: nothing remembered
+                    return ()
+                base = self._seq_base  # (the position's lookup inline: a call less per node)
+                others = memo[node_id] = at(node.seq - base if base is not None else self._position(node_id))
+                return others
             else:
                 found = adjacency(node_id)
                 others = found.by_type.get(edge_type, ()) if node_type is None else found.of_type(edge_type, node_type, nodes)
