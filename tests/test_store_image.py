@@ -428,7 +428,11 @@ _NUMBER_FILTERS = [
         "score = 100000000000000000000", "score > 1e299", "score >= 4, score < 5", "score >= 4, score != 5",
         "score = true", "score = '5'", "score >= '4'", "score != 4", "score >= 4 and status = 'failed'",
     ]
+] + [  # a type scan: the number index alone
+    "nodes.where(type = 'action', score >= 4)", "nodes.where(type = 'action', score < 4, score >= 0)",
+    "nodes.where(type = 'action', score >= 4, content = null)", "nodes.where(type = 'goal', score >= 4)",
 ]
+_ANSWERED = _NUMBER_FILTERS[:14] + _NUMBER_FILTERS[-4:-2]  # comparisons with a number only
 
 
 def _ids(memory: Memory, texts) -> dict:
@@ -450,8 +454,9 @@ def test_number_filters_after_a_value_scan_answer_from_the_image_as_the_rows_do(
     real = payloads.decode_payloads
     monkeypatch.setattr("hgm_engine.query.executor.sources.decode_payloads", lambda found: decoded.append(len(found)) or real(found))
     monkeypatch.setattr("hgm_engine.model.graph.decode_payloads", lambda found: decoded.append(len(found)) or real(found))
-    answered = [text for text in _NUMBER_FILTERS[:14]]  # comparisons with a number only
+    answered = _ANSWERED
     with _open(path) as memory:
+        assert all("value index" in memory.explain(text) or "type index" in memory.explain(text) for text in answered)
         assert _ids(memory, answered) == {text: expected[text] for text in answered}
         graph = memory.graph
         assert all(node._raw is not None for node in graph.nodes() if node.type == "action")

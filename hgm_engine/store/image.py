@@ -4,10 +4,14 @@ Opening a memory from its state rows decodes, checks and builds every node and e
 CPU at 100,000 nodes). An *image* is the graph as columns in one blob: node ids, types and
 creation numbers; each edge's ends as positions in the node column, its type and creation
 number; every payload's attributes as ``marshal`` bytes (decoded only when a query first
-reads them, several times faster than JSON); the root goals; and the value indexes a query such as
+reads them, several times faster than JSON); the root goals; the value indexes a query such as
 ``where(status = 'failed')`` starts from (the positions of the nodes of each string value, for
-each type and attribute with few distinct values). One checksum covers the blob, so opening checks one CRC-32 instead of
-one per row, and builds no attribute map it does not need.
+each type and attribute with few distinct values); and, since format 3, the number indexes that
+answer a comparison such as ``priority >= 4`` after it (the positions of the nodes of each
+number, int or float but never bool, for each type and attribute whose numbers take few
+values). One checksum covers the blob, so opening checks one CRC-32 instead of
+one per row, and builds no attribute map it does not need. The node type column (codes) is
+kept as it is read: hops to one node type read it (``EdgeColumns.finder``).
 
 The blob is ``marshal`` data behind a fixed header: the format (:data:`IMAGE_FORMAT`), this
 Python's marshal version and ``major.minor`` (marshal's format may differ between Pythons), the
@@ -44,7 +48,8 @@ from hgm_engine.model import EdgeColumns, MemoryGraph, NumberIndex, lazy_nodes, 
 __all__ = ["IMAGE_FORMAT", "ImageMismatch", "Image", "encode_image", "decode_image", "image_header"]
 
 IMAGE_FORMAT = 3
-"""The layout of the columns; an image of another layout is not read (the rows are)."""
+"""The layout of the columns; an image of another layout is not read (the rows are, and the open
+writes an image of this layout). 3: the number indexes were added after the roots."""
 
 _ID, _TYPE, _SEQ = attrgetter("id"), attrgetter("type"), attrgetter("seq")
 _MAGIC = b"hgm-image\x00"

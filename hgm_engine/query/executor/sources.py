@@ -174,34 +174,43 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
     reads_attrs = writer.reads_attrs
     strategy = Strategy("generated payload scan", "the index's payloads, the filter inline", (generated_name(scan),))
     weight = condition_weight(path.ops[0].condition)
+    tests, exact = number_tests(path.ops[0].condition)
+
+    def indexed(ctx, view, narrowed):
+        # A graph read from its image: its number indexes narrow the scan (all of the
+        # filter, when every conjunct is such a test), no payload decoded for them.
+        size, positions, ids, complete = narrowed
+        ctx.charge(size * weight)
+        if exact and complete:
+            return list(map(ids.__getitem__, positions))
+        nodes = view.node_map()
+        payloads = list(map(nodes.__getitem__, map(ids.__getitem__, positions)))
+        if reads_attrs:
+            decode_payloads(payloads)
+        return scan(payloads, ctx)
+
     if isinstance(path.source, TypeScan):
         node_type = path.source.node_type
 
         def scan_type(ctx):
-            ctx.charge(ctx.view.count_of_type(node_type) * weight)
-            return scan(ctx.view.nodes_of_type(node_type), ctx)
+            view = ctx.view
+            if tests and isinstance(view, MemoryGraph):
+                narrowed = _narrowed(view, node_type, None, tests)
+                if narrowed is not None:
+                    return indexed(ctx, view, narrowed)
+            ctx.charge(view.count_of_type(node_type) * weight)
+            return scan(view.nodes_of_type(node_type), ctx)
 
         return scan_type, strategy
     if isinstance(path.source, ValueScan):
         node_type, attribute, value = path.source.node_type, path.source.attribute, path.source.value
-        tests, exact = number_tests(path.ops[0].condition)
 
         def scan_values(ctx):
             view = ctx.view
             if tests and isinstance(view, MemoryGraph):
-                # A graph read from its image: its number indexes narrow the bucket (all of
-                # the filter, when every conjunct is such a test), no payload decoded for them.
-                narrowed = _narrowed(view, node_type, attribute, value, tests)
+                narrowed = _narrowed(view, node_type, (attribute, value), tests)
                 if narrowed is not None:
-                    size, positions, ids, complete = narrowed
-                    ctx.charge(size * weight)
-                    if exact and complete:
-                        return list(map(ids.__getitem__, positions))
-                    nodes = view.node_map()
-                    payloads = list(map(nodes.__getitem__, map(ids.__getitem__, positions)))
-                    if reads_attrs:
-                        decode_payloads(payloads)
-                    return scan(payloads, ctx)
+                    return indexed(ctx, view, narrowed)
             if reads_attrs and isinstance(view, MemoryGraph):
                 # a graph read from its image decodes the bucket's thousands at once, once
                 payloads = view.nodes_with(node_type, attribute, value, decoded=True)
@@ -262,14 +271,18 @@ def number_tests(condition) -> tuple[list[tuple[str, str, int | float]], bool]:
     return tests, whole
 
 
-def _narrowed(view: MemoryGraph, node_type: str, attribute: str, value: str, tests) -> tuple | None:
-    """``(bucket size, positions, ids, complete)``: the positions (ascending: creation order)
-    of the nodes of ``node_type`` whose ``attribute`` is ``value`` and which pass the number
-    ``tests`` the graph's stored image has indexes for (``complete``: all of them); None when
-    the image does not answer (another view's way then)."""
-    bucket = view.stored_positions(node_type, attribute, value)
-    if bucket is None:
-        return None
+def _narrowed(view: MemoryGraph, node_type: str, start: tuple[str, str] | None, tests) -> tuple | None:
+    """``(scanned, positions, ids, complete)``: the positions (ascending: creation order) of
+    the nodes of ``node_type`` — those whose attribute is the string value when ``start`` is
+    ``(attribute, value)``, every one when it is None — which pass the number ``tests`` the
+    graph's stored image has indexes for (``complete``: all of them), and how many nodes the
+    scan covers (its work); None when the image does not answer (another view's way then)."""
+    if start is None:
+        bucket = None
+    else:
+        bucket = view.stored_positions(node_type, *start)
+        if bucket is None:
+            return None
     sets, ids = [], None
     for name, op, number in tests:
         found = view.stored_numbers(node_type, name)
@@ -278,10 +291,12 @@ def _narrowed(view: MemoryGraph, node_type: str, attribute: str, value: str, tes
             sets.append(index.positions(op, number))
     if not sets:
         return None
-    kept = bucket
-    for allowed in sorted(sets, key=len):
+    sets.sort(key=len)
+    kept = sets[0] if bucket is None else sets[0].intersection(bucket)
+    for allowed in sets[1:]:
         kept = allowed.intersection(kept)
-    return len(bucket), sorted(kept), ids, len(sets) == len(tests)
+    scanned = view.count_of_type(node_type) if bucket is None else len(bucket)
+    return scanned, sorted(kept), ids, len(sets) == len(tests)
 
 
 def valid_at_scan(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | None:
