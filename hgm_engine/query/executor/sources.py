@@ -172,9 +172,15 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
     writer = condition_writer(compile_path)
     scan = writer.payload_scan(path.ops[0].condition)
     reads_attrs = writer.reads_attrs
-    strategy = Strategy("generated payload scan", "the index's payloads, the filter inline", (generated_name(scan),))
     weight = condition_weight(path.ops[0].condition)
     tests, exact = number_tests(path.ops[0].condition)
+    detail = "the index's payloads, the filter inline"
+    if tests and not isinstance(path.source, AllNodes):
+        detail += (
+            "; on a graph read from its stored image, its number indexes "
+            + ("answer the filter (no payload decoded)" if exact else "narrow the payloads first")
+        )
+    strategy = Strategy("generated payload scan", detail, (generated_name(scan),))
 
     def indexed(ctx, view, narrowed):
         # A graph read from its image: its number indexes narrow the scan (all of the
