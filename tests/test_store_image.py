@@ -362,6 +362,8 @@ def test_a_hop_read_from_the_edge_columns_is_the_adjacency_s_answer():
     ids = [f"n{i}" for i in range(count)]
     nodes = lazy_nodes(ids, [rng.choice(node_types) for _ in ids], [None] * count, list(range(1, count + 1)))
     keys = {(rng.randrange(count), rng.randrange(count), rng.choice(["parent_of", "related_to", "produces"])) for _ in range(300)}
+    keys |= {(0, j, rng.choice(["parent_of", "related_to"])) for j in range(1, 40)}  # a hub: the long-slice path
+    keys |= {(j, 1, rng.choice(["parent_of", "related_to"])) for j in range(2, 40)}
     keys = sorted(keys, key=lambda _: rng.random())
     raws = [None if rng.random() < 0.5 else f'{{"order":{rng.choice([0, 1, 2, 1.5, "x"])!r}}}'.replace("'", '"') for _ in keys]
     edges = lazy_edges([ids[a] for a, _, _ in keys], [ids[b] for _, b, _ in keys], [t for _, _, t in keys], raws, list(range(1, len(keys) + 1)))

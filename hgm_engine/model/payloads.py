@@ -574,6 +574,10 @@ class EdgeColumns:
                 if kind is not None and kinds[q] != kind:
                     return ()
                 return (ids[q],)
+            if b - a <= 8:  # a few edges: one pass over them beats slicing the columns
+                if kind is None:
+                    return tuple([ids[others[j]] for j in range(a, b) if types[j] == code])
+                return tuple([ids[q] for j in range(a, b) if types[j] == code and kinds[q := others[j]] == kind])
             found = others[a:b]
             codes = types[a:b]
             if codes.count(code) != b - a:
