@@ -135,10 +135,62 @@ def test_cycles_are_found_in_a_graph_read_from_its_image():
 
 
 def test_a_query_that_looks_up_many_nodes_builds_the_id_index_once_and_answers_the_same():
+    # seqs with gaps (nodes deleted before the image): a position is found by bisection
+    nodes = [Node(f"g{i}", "goal", freeze({}), 2 * i + 1) for i in range(3000)]
+    edges = [Edge(f"g{i}", f"g{i + 1}", "parent_of", freeze({}), i + 1) for i in range(2999)]
+    built = MemoryGraph.from_payloads(nodes, edges)
+    read = _read(built)
+    answers = [read.out_ids(f"g{i}", "parent_of") + read.in_ids(f"g{i}", "parent_of") for i in range(3000)]
+    assert read._index is not None  # built after the first thousand lookups by seq
+    assert answers == [built.out_ids(f"g{i}", "parent_of") + built.in_ids(f"g{i}", "parent_of") for i in range(3000)]
+
+
+def test_consecutive_seqs_give_positions_without_an_id_index_and_the_same_answers():
     nodes = [(f"g{i}", "goal", {}) for i in range(3000)]
     edges = [(f"g{i}", f"g{i + 1}", "parent_of", {}) for i in range(2999)]
     built = MemoryGraph.from_records(nodes, edges)
     read = _read(built)
     answers = [read.out_ids(f"g{i}", "parent_of") + read.in_ids(f"g{i}", "parent_of") for i in range(3000)]
-    assert read._index is not None  # built after the first thousand lookups by seq
+    assert read._index is None  # a position is seq - the first seq: nothing to build
     assert answers == [built.out_ids(f"g{i}", "parent_of") + built.in_ids(f"g{i}", "parent_of") for i in range(3000)]
+
+
+# -- number indexes: the filter's exact answers, whatever kinds of value the nodes hold ---------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SCORE = st.one_of(
+    st.integers(-3, 6), st.sampled_from([0.0, -0.0, 2.5, 4.0, 1e20, -1e300]), st.booleans(), st.none(),
+    st.sampled_from(["4", "x", "missing"]), st.just([4]),
+)
+_LITERAL = st.one_of(st.integers(-4, 7), st.sampled_from([0.0, 2.5, 4.0, 3.999, 1e20, -1e301]))
+
+
+_PROGRAMS: dict = {}  # text -> program: the literals repeat between examples
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["action", "fact"]), st.sampled_from(["done", "failed"]), _SCORE), min_size=1, max_size=40),
+    st.data(),
+)
+def test_number_filters_on_a_graph_read_from_its_image_answer_as_the_filter_does(specs, data):
+    from hgm_engine.query.pipeline import compile_uncached
+
+    records = []
+    for i, (node_type, status, score) in enumerate(specs):
+        attrs = {"status": status}
+        if score != "missing":
+            attrs["score"] = score
+        records.append((f"n{i}", node_type, attrs))
+    graph = MemoryGraph.from_records(records, [])
+    read = _read(graph)
+    present = [score for _, _, score in specs if type(score) in (int, float)]
+    literal = data.draw(st.sampled_from(present) | _LITERAL if present else _LITERAL)  # often a value some node holds
+    for op in ("<", "<=", ">", ">=", "=", "=="):
+        for test in (f"score {op} {literal!r}", f"{literal!r} {op} score"):
+            for text in (f"nodes.where(type = 'action', status = 'failed', {test})", f"nodes.where(type = 'action', {test})",
+                         f"nodes.where(type = 'fact', status = 'done', {test}, status != 'x')"):
+                program = _PROGRAMS.get(text) or _PROGRAMS.setdefault(text, compile_uncached(text).program)
+                assert program.run(read) == program.run(graph), text

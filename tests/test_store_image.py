@@ -292,7 +292,7 @@ def test_an_image_whose_columns_have_another_shape_falls_back_to_the_rows(stored
     assert any("columns cannot be read" in r.getMessage() for r in caplog.records)
 
 
-# string equalities in filters; failed_urgent's priority >= 4 reads its payloads, decoded in bulk
+# string equalities in filters; failed_urgent's priority >= 4 is answered by the number index
 _FILTERS = {name: QUERIES[name][0] for name in ("card", "project_pending", "five_steps", "failed_urgent")}
 
 
@@ -331,7 +331,9 @@ def test_a_value_scan_decodes_its_bucket_in_bulk_once_not_at_every_call(stored, 
     from hgm_engine.model import graph as graph_module
 
     path, anchors = stored
-    text = _FILTERS["failed_urgent"].format(**anchors)
+    # failed_urgent's own filter is answered by the image's number index (next tests): a
+    # disjunction is not, so this one decodes the bucket
+    text = "nodes.where(type = 'action', status = 'failed', priority >= 4 or priority = 0)"
     with _open(path, image=False) as memory:
         expected = memory.query(text).ids
     passes = []
@@ -344,3 +346,138 @@ def test_a_value_scan_decodes_its_bucket_in_bulk_once_not_at_every_call(stored, 
         after = memory.query(text).ids
     assert answers == [expected] * 3 and after == expected[1:]
     assert len(passes) == 1  # the nodes a change brings into a bucket are decoded ones
+
+
+# -- hops read straight from the image's edge columns -------------------------------------------
+
+
+def test_a_hop_read_from_the_edge_columns_is_the_adjacency_s_answer():
+    import random
+
+    from hgm_engine.model import EdgeColumns, lazy_edges, lazy_nodes
+
+    rng = random.Random(7)
+    count = 60
+    node_types = ["goal", "action", "fact", "entity"]
+    ids = [f"n{i}" for i in range(count)]
+    nodes = lazy_nodes(ids, [rng.choice(node_types) for _ in ids], [None] * count, list(range(1, count + 1)))
+    keys = {(rng.randrange(count), rng.randrange(count), rng.choice(["parent_of", "related_to", "produces"])) for _ in range(300)}
+    keys |= {(0, j, rng.choice(["parent_of", "related_to"])) for j in range(1, 40)}  # a hub: the long-slice path
+    keys |= {(j, 1, rng.choice(["parent_of", "related_to"])) for j in range(2, 40)}
+    keys = sorted(keys, key=lambda _: rng.random())
+    raws = [None if rng.random() < 0.5 else f'{{"order":{rng.choice([0, 1, 2, 1.5, "x"])!r}}}'.replace("'", '"') for _ in keys]
+    edges = lazy_edges([ids[a] for a, _, _ in keys], [ids[b] for _, b, _ in keys], [t for _, _, t in keys], raws, list(range(1, len(keys) + 1)))
+    columns = EdgeColumns.of_edges(nodes, edges)
+    by_id = {node.id: node for node in nodes}
+    for outgoing in (True, False):
+        for edge_type in ("parent_of", "related_to", "produces", "unknown"):
+            for node_type in (None, *node_types, "result"):
+                find = columns.finder(edge_type, node_type, outgoing)
+                for p in range(count + 2):  # two positions past the columns: nodes added since
+                    adjacency = columns.adjacency(p, outgoing)
+                    expected = adjacency.by_type.get(edge_type, ()) if node_type is None else adjacency.of_type(edge_type, node_type, by_id)
+                    assert find(p) == expected, (p, edge_type, node_type, outgoing)
+
+
+def test_hops_on_a_memory_read_from_its_image_make_no_adjacency_and_follow_later_edges(stored, monkeypatch):
+    from hgm_engine.model import EdgeColumns
+
+    path, anchors = stored
+    with _open(path, image=False) as memory:
+        expected = _answers(memory, anchors)
+    made = []
+    real = EdgeColumns.adjacency
+    monkeypatch.setattr(EdgeColumns, "adjacency", lambda self, p, outgoing: made.append(p) or real(self, p, outgoing))
+    hops = ("card", "project_pending", "five_steps", "hub_facts", "grandchildren", "lineage", "following")
+    with _open(path) as memory:
+        assert memory._store.last_load == "image"
+        assert {name: memory.query(QUERIES[name][0].format(**anchors)).value for name in hops} == {name: expected[name] for name in hops}
+        assert made == []  # every hop read from the columns
+        root = anchors["big_root"]
+        assert memory.apply({"ops": [{"op": "add_node", "id": "late-action", "type": "action", "parent": root, "status": "pending"}]}).committed
+        after = {name: memory.query(QUERIES[name][0].format(**anchors)).value for name in hops}
+    assert "late-action" in after["project_pending"]
+    with _open(path, image=False) as memory:
+        assert {name: memory.query(QUERIES[name][0].format(**anchors)).value for name in hops} == after
+
+
+# -- number indexes: a comparison with a number after a value scan, no payload decoded ------------
+
+_SCORES = [4, 4.0, 5, 3, 3.5, -1, 0, 0.0, True, False, "5", "4", None, [5], {"n": 5}, 10**20, 1e300, "missing"]
+
+
+def _mixed(tmp_path, kinds=_SCORES):
+    nodes = [{"id": "g", "type": "goal", "status": "active"}]
+    edges = []
+    for i in range(60):
+        value = kinds[i % len(kinds)]
+        node = {"id": f"a{i}", "type": "action", "status": "failed" if i % 3 else "done"}
+        if value != "missing":
+            node["score"] = value
+        nodes.append(node)
+        edges.append({"from": "g", "to": f"a{i}", "type": "parent_of"})
+    path = tmp_path / "mixed.db"
+    with _open(path) as memory:
+        memory.load({"format": "hgm-graph/1", "nodes": nodes, "edges": edges}, reason="mixed priorities")
+    return path
+
+
+_NUMBER_FILTERS = [
+    f"nodes.where(type = 'action', status = 'failed', {test})"
+    for test in [
+        "score >= 4", "score > 4", "score < 4", "score <= 3.5", "score = 4", "score == 4.0",
+        "score = 5", "score >= -1", "score < 0.5", "4 <= score", "3.5 > score", "score >= 1e20",
+        "score = 100000000000000000000", "score > 1e299", "score >= 4, score < 5", "score >= 4, score != 5",
+        "score = true", "score = '5'", "score >= '4'", "score != 4", "score >= 4 and status = 'failed'",
+    ]
+] + [  # a type scan: the number index alone
+    "nodes.where(type = 'action', score >= 4)", "nodes.where(type = 'action', score < 4, score >= 0)",
+    "nodes.where(type = 'action', score >= 4, content = null)", "nodes.where(type = 'goal', score >= 4)",
+]
+_ANSWERED = _NUMBER_FILTERS[:14] + _NUMBER_FILTERS[-4:-2]  # comparisons with a number only
+
+
+def _ids(memory: Memory, texts) -> dict:
+    return {text: memory.query(text).ids for text in texts}
+
+
+def test_number_filters_after_a_value_scan_answer_from_the_image_as_the_rows_do(tmp_path, monkeypatch):
+    from hgm_engine.model import payloads
+
+    path = _mixed(tmp_path)
+    with _open(path, image=False) as memory:
+        expected = _ids(memory, _NUMBER_FILTERS)
+    assert expected[_NUMBER_FILTERS[0]] and expected[_NUMBER_FILTERS[4]]  # the filters find something
+    with _open(path) as memory:
+        assert memory._store.last_load == "image"
+        assert _ids(memory, _NUMBER_FILTERS) == expected
+        assert _ids(memory, _NUMBER_FILTERS) == expected  # warm: the remembered unions
+    decoded = []
+    real = payloads.decode_payloads
+    monkeypatch.setattr("hgm_engine.query.executor.sources.decode_payloads", lambda found: decoded.append(len(found)) or real(found))
+    monkeypatch.setattr("hgm_engine.model.graph.decode_payloads", lambda found: decoded.append(len(found)) or real(found))
+    answered = _ANSWERED
+    with _open(path) as memory:
+        assert all("value index" in memory.explain(text) or "type index" in memory.explain(text) for text in answered)
+        assert _ids(memory, answered) == {text: expected[text] for text in answered}
+        graph = memory.graph
+        assert all(node._raw is not None for node in graph.nodes() if node.type == "action")
+    assert decoded == []
+
+
+def test_number_filters_follow_later_commits_and_as_of(tmp_path):
+    path = _mixed(tmp_path)
+    with _open(path) as memory:
+        before = _ids(memory, _NUMBER_FILTERS)
+        report = memory.apply({"ops": [
+            {"op": "update_node", "id": "a1", "set": {"score": 9}},
+            {"op": "update_node", "id": "a2", "set": {"score": True}},
+            {"op": "add_node", "id": "late", "type": "action", "parent": "g", "status": "failed", "score": 4.0},
+        ]})
+        assert report.committed
+        after = _ids(memory, _NUMBER_FILTERS)
+        then = {text: memory.as_of(report.t - 1).query(text).ids for text in _NUMBER_FILTERS}
+    with _open(path, image=False) as memory:
+        assert _ids(memory, _NUMBER_FILTERS) == after
+    assert then == before
+    assert "late" in after[_NUMBER_FILTERS[0]] and "a1" in after[_NUMBER_FILTERS[0]] and after != before

@@ -32,6 +32,7 @@ from hgm_engine.model.payloads import (
     packed_attrs,
     stored_value_indexes,
     decode_payloads,
+    NumberIndex,
 )
 from hgm_engine.model.graph import (
     MemoryGraph,
@@ -119,6 +120,7 @@ __all__ = [
     "EdgeColumns",
     "packed_attrs",
     "stored_value_indexes",
+    "NumberIndex",
     "decode_payloads",
     "GraphOverlay",
     "Change",

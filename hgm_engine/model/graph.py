@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import rustworkx as rx
 
-from hgm_engine.model.payloads import NO_ADJACENCY, Adjacency, Edge, EdgeColumns, Node, decode_payloads
+from hgm_engine.model.payloads import NO_ADJACENCY, Adjacency, Edge, EdgeColumns, Node, NumberIndex, decode_payloads
 from hgm_engine.model.values import EMPTY_ATTRS, freeze
 
 __all__ = [
@@ -134,6 +134,8 @@ class MemoryGraph:
         # until something needs it whole (a change to the nodes, find_cycles), and a node's
         # position is found from its seq in this list (positions are rustworkx indices there).
         self._seqs: list[int] | None = None
+        # When those seqs are consecutive (a memory loaded at once), a position is seq - base.
+        self._seq_base: int | None = None
         self._bisects_left = 0  # lookups by seq before the id -> index map is built after all
         self._nodes: dict[str, Node] = {}  # id -> payload, in creation order
         # (source, target, type) -> rustworkx edge index; None until first needed (a graph read
@@ -166,6 +168,9 @@ class MemoryGraph:
         # ``_stored_ids``; used until the first change to a node (then built by scanning).
         self._stored_values: dict[tuple[str, str], dict[str, Iterable[int]]] | None = None
         self._stored_ids: list[str] = []
+        # Number indexes kept in that image: (type, attribute) -> number -> positions; dropped
+        # at the first change to a node (filters then test the attributes), see stored_numbers.
+        self._stored_numbers: dict[tuple[str, str], NumberIndex] | None = None
         # (type, attribute, value) -> the payloads of one of those buckets, made on first use
         # (a query asks for one value: the others are not made); dropped with them.
         self._stored_buckets: dict[tuple[str, str, str], tuple[Node, ...]] = {}
@@ -255,6 +260,7 @@ class MemoryGraph:
         roots: tuple[str, ...] | None = None,
         last_seq: int | None = None,
         seqs: list[int] | None = None,
+        numbers: dict[tuple[str, str], NumberIndex] | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
@@ -264,7 +270,8 @@ class MemoryGraph:
         :meth:`nodes_with` until a node changes; ``roots``: the root goals in creation order,
         when known (:meth:`roots` then needs no pass over the edges); ``last_seq``: the highest
         ``seq`` of ``nodes``, when known; ``seqs``: their seqs by position, when known (when
-        they ascend, no id → position index is built until one is needed). Each type's index of
+        they ascend, no id → position index is built until one is needed); ``numbers``: number
+        indexes kept with them (:meth:`stored_numbers`). Each type's index of
         nodes is built when first read.
         Nothing is checked: the caller read them from a store image whose checksum matched.
 
@@ -284,11 +291,14 @@ class MemoryGraph:
             # A bisection costs ~2 dict lookups: a query that looks up more than one node in 32
             # pays for the map (built once, then kept) instead.
             graph._bisects_left = max(1024, len(seqs) >> 5)
+            if seqs and seqs[-1] - seqs[0] == len(seqs) - 1:  # ascending and consecutive
+                graph._seq_base = seqs[0]
         else:
             graph._index = dict(zip(ids, range(len(ids))))
         graph._unbuilt_types = dict(groups)
         graph._csr = edges
         graph._stored_values, graph._stored_ids = values, ids
+        graph._stored_numbers = numbers
         if roots is not None:
             graph._roots, graph._root_ids = roots, set(roots)
         graph._edge_index = None
@@ -349,6 +359,9 @@ class MemoryGraph:
         node = self._nodes.get(node_id)
         if node is None:
             return None
+        base = self._seq_base
+        if base is not None:
+            return node.seq - base
         self._bisects_left -= 1
         if self._bisects_left < 0:
             return self._ids()[node_id]
@@ -366,7 +379,7 @@ class MemoryGraph:
         position (per-type indexes, the id → index map); returns the map."""
         self._build_types()
         index = self._ids()
-        self._seqs = None
+        self._seqs = self._seq_base = None
         return index
 
     def node(self, node_id: str) -> Node | None:
@@ -477,6 +490,35 @@ class MemoryGraph:
             self._unsorted.discard((node_type, attribute, value))
         return bucket.values()
 
+    def stored_numbers(self, node_type: str, attribute: str) -> tuple[NumberIndex, list[str]] | None:
+        """The number index kept in the stored image this graph was read from for ``node_type``
+        and ``attribute`` (:class:`~hgm_engine.model.payloads.NumberIndex`: each number → the
+        positions of the nodes of that type whose attribute is that number) and the ids by
+        position; None when there is none, or once a node has changed (the
+        positions no longer describe the nodes). With :meth:`stored_positions`, a filter such as
+        ``priority >= 4`` after ``status = 'failed'`` is answered without decoding a payload.
+
+        >>> MemoryGraph().stored_numbers("action", "priority") is None
+        True
+        """
+        numbers = self._stored_numbers
+        found = None if numbers is None else numbers.get((node_type, attribute))
+        return None if found is None else (found, self._stored_ids)
+
+    def stored_positions(self, node_type: str, attribute: str, value: str) -> Iterable[int] | None:
+        """The ascending positions (in :meth:`stored_numbers`' ids) of the nodes of
+        ``node_type`` whose ``attribute`` is the string ``value``, from the stored image's value
+        index, while it describes the nodes (None otherwise: use :meth:`nodes_with`).
+
+        >>> MemoryGraph().stored_positions("action", "status", "failed") is None
+        True
+        """
+        stored = self._stored_values
+        if stored is None:
+            return None
+        buckets = stored.get((node_type, attribute))
+        return None if buckets is None else buckets.get(value, ())
+
     def value_members(self, attribute: str, value: str) -> Mapping[str, Any]:
         """For each node type whose index of ``attribute`` is at hand (kept in the image the
         graph was read from, or built by :meth:`nodes_with`), the ids of the nodes of that type
@@ -512,6 +554,7 @@ class MemoryGraph:
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
         self._members = {}
+        self._stored_numbers = None  # positions of the nodes before the change: not kept up
         if self._stored_values is not None:
             # The image's positions describe the nodes before this change: every index kept
             # there becomes a built one (the node just changed is in the bucket of its old
@@ -639,10 +682,22 @@ class MemoryGraph:
         memo: dict[str, tuple[str, ...]] = {}
         adjacency = self.out_adjacency if outgoing else self.in_adjacency
         nodes = self._nodes
+        # A graph read from a stored image: the answer read straight from the edge columns
+        # (no adjacency object made per node), while they are the edges.
+        csr = self._csr
+        at = None if csr is None else csr.finder(edge_type, node_type, outgoing)
 
         def find(node_id: str) -> tuple[str, ...]:
-            found = adjacency(node_id)
-            others = found.by_type.get(edge_type, ()) if node_type is None else found.of_type(edge_type, node_type, nodes)
+            if at is not None and self._csr is not None:
+                node = nodes.get(node_id)
+                if node is None:  # an unknown id may be a node later: nothing remembered
+                    return ()
+                base = self._seq_base  # (the position's lookup inline: a call less per node)
+                others = memo[node_id] = at(node.seq - base if base is not None else self._position(node_id))
+                return others
+            else:
+                found = adjacency(node_id)
+                others = found.by_type.get(edge_type, ()) if node_type is None else found.of_type(edge_type, node_type, nodes)
             if node_id in nodes:  # an unknown id may be a node later: nothing remembered
                 memo[node_id] = others
             return others

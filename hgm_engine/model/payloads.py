@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import marshal
+import operator
 import sys
 from collections import Counter, deque
 from itertools import accumulate, compress, repeat
 from operator import attrgetter
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import attrs
 import rustworkx as rx
@@ -42,6 +43,7 @@ __all__ = [
     "packed_attrs",
     "stored_value_indexes",
     "decode_payloads",
+    "NumberIndex",
 ]
 
 _EMPTY = EMPTY_ATTRS
@@ -119,41 +121,93 @@ def _packed(attrs: FrozenDict) -> bytes | str | None:
     return marshal.dumps({intern(k): intern(v) if v.__class__ is str and len(v) <= _INTERNED_LENGTH else v for k, v in attrs.items()})
 
 
-def stored_value_indexes(nodes: list[Node], limit: int = 64) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]]]:
+def stored_value_indexes(
+    nodes: list[Node], limit: int = 64
+) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]], dict[tuple[str, str], dict[int | float, list[int]]]]:
     """``packed_attrs`` of every node, and the value indexes worth keeping with them: for each
     (node type, attribute) whose string values take at most ``limit`` distinct values (a
-    status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions.
+    status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions;
+    and for each (node type, attribute) whose *numbers* take at most ``limit`` distinct values
+    (a priority: what ``where(priority >= 4)`` tests), each number's node positions. A number
+    is an ``int`` or a ``float``, never a ``bool`` (``true`` is not ``1`` in the language); equal
+    numbers share a bucket (``4`` and ``4.0``, as ``=`` has it). Other values of the attribute
+    (strings, booleans, lists, missing) are in neither kind of number bucket: no comparison
+    with a number holds for them.
 
-    >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x"}), 1), Node("b", "action", freeze({"status": "failed"}), 2)]
-    >>> stored_value_indexes(nodes, limit=1)[1]
-    {('action', 'content'): {'x': [0]}}
+    >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x", "priority": 4}), 1),
+    ...          Node("b", "action", freeze({"status": "failed", "priority": True}), 2),
+    ...          Node("c", "action", freeze({"priority": 4.0}), 3)]
+    >>> stored_value_indexes(nodes, limit=1)[1:]
+    ({('action', 'content'): {'x': [0]}}, {('action', 'priority'): {4: [0, 2]}})
     """
     packed = []
     found: dict[tuple[str, str], dict[str, list[int]]] = {}
+    numbers: dict[tuple[str, str], dict[int | float, list[int]]] = {}
     dropped: set[tuple[str, str]] = set()
+    dropped_numbers: set[tuple[str, str]] = set()
     for position, node in enumerate(nodes):
         raw = node._raw
         attrs = node.attrs if raw is None else _decoded_attrs(raw, node)
         packed.append(packed_attrs(node) if raw.__class__ is bytes else _packed(attrs))
         node_type = node.type
         for attribute, value in attrs.items():
-            if value.__class__ is not str:
+            kind = value.__class__
+            if kind is str:
+                kept, lost = found, dropped
+            elif kind is int or kind is float:
+                kept, lost = numbers, dropped_numbers
+            else:
                 continue
             key = (node_type, attribute)
-            if key in dropped:
+            if key in lost:
                 continue
-            buckets = found.get(key)
+            buckets = kept.get(key)
             if buckets is None:
-                buckets = found[key] = {}
+                buckets = kept[key] = {}
             bucket = buckets.get(value)
             if bucket is None:
-                if len(buckets) >= limit:
-                    dropped.add(key)
-                    del found[key]
+                if len(buckets) >= limit or value != value:  # too many values, or NaN (no bucket is its own)
+                    lost.add(key)
+                    del kept[key]
                     continue
                 bucket = buckets[value] = []
             bucket.append(position)
-    return packed, found
+    return packed, found, numbers
+
+
+_NUMBER_TESTS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq, "==": operator.eq}
+
+
+class NumberIndex:
+    """A number index kept in a stored image: for one node type and attribute, each number
+    (int or float, not bool; equal numbers share one) → the ascending positions of the nodes
+    whose attribute is that number. :meth:`positions` answers a comparison with a number as
+    a union of buckets, remembered (the index is dropped with the graph's image indexes at the
+    first change to a node).
+
+    >>> index = NumberIndex({1: [0, 3], 4: [1], 5.0: [2]})
+    >>> sorted(index.positions(">=", 4)), sorted(index.positions("=", 5)), sorted(index.positions("<", 1.5))
+    ([1, 2], [2], [0, 3])
+    """
+
+    __slots__ = ("buckets", "_memo")
+
+    def __init__(self, buckets: Mapping[Any, Iterable[int]]):
+        self.buckets = buckets
+        self._memo: dict[tuple[str, Any], frozenset[int]] = {}
+
+    def positions(self, op: str, number: int | float) -> frozenset[int]:
+        """The positions of the nodes whose number ``op`` ``number`` holds (``op``: ``<``,
+        ``<=``, ``>``, ``>=``, ``=`` or ``==``; ``number`` an int or a float, never a bool)."""
+        if number.__class__ is not int and number.__class__ is not float:
+            raise TypeError(f"a number index compares with numbers, not {number!r}")
+        key = (op, number)
+        found = self._memo.get(key)
+        if found is None:
+            holds = _NUMBER_TESTS[op]
+            found = frozenset().union(*(where for value, where in self.buckets.items() if holds(value, number)))
+            self._memo[key] = found
+        return found
 
 
 def _flat_or_list(value: Any) -> bool:
@@ -375,6 +429,10 @@ def _pairs_adjacency(pairs: tuple) -> Adjacency:
     return _adjacency(pairs, {k: tuple(v) for k, v in by_type.items()})
 
 
+def _nothing_at(p: int) -> tuple[str, ...]:
+    return ()
+
+
 class EdgeColumns:
     """The edges of a graph as columns, in *out order* (by source position, then edge
     order): each edge's source and target as positions in ``ids`` (the node ids in creation
@@ -391,13 +449,20 @@ class EdgeColumns:
     ((('parent_of', 'b'), ('parent_of', 'a')), (('parent_of', 'g'),))
     """
 
-    __slots__ = ("ids", "type_names", "source", "target", "type", "seq", "raw", "out_start", "in_start", "in_other", "in_type", "last_seq")
+    __slots__ = (
+        "ids", "type_names", "source", "target", "type", "seq", "raw", "out_start", "in_start", "in_other", "in_type", "last_seq",
+        "node_types", "node_type_names",
+    )
 
-    def __init__(self, ids, type_names, source, target, type_, seq, raw, out_start, in_start, in_other, in_type, last_seq):
+    def __init__(self, ids, type_names, source, target, type_, seq, raw, out_start, in_start, in_other, in_type, last_seq,
+                 node_types=None, node_type_names=()):
         self.ids, self.type_names = ids, type_names
         self.source, self.target, self.type, self.seq, self.raw = source, target, type_, seq, raw
         self.out_start, self.in_start, self.in_other, self.in_type = out_start, in_start, in_other, in_type
         self.last_seq = last_seq
+        # each node's type as a position in node_type_names (None: not known, typed hops
+        # then read the adjacency)
+        self.node_types, self.node_type_names = node_types, list(node_type_names)
 
     @classmethod
     def of_edges(cls, nodes: list[Node], edges: list[Edge]) -> "EdgeColumns":
@@ -424,6 +489,8 @@ class EdgeColumns:
             return array("i", accumulate(map(counted.get, range(count), repeat(0)), initial=0))
 
         out_sources = list(map(sources.__getitem__, out))
+        type_codes: dict[str, int] = {}
+        node_types = array("i", (type_codes.setdefault(node.type, len(type_codes)) for node in nodes))
         return cls(
             list(map(_ID, nodes)),
             list(names),
@@ -437,6 +504,8 @@ class EdgeColumns:
             array("i", map(sources.__getitem__, incoming)),
             array("i", map(types.__getitem__, incoming)),
             max(map(_SEQ_OF, edges), default=0),
+            node_types,
+            list(type_codes),
         )
 
     @property
@@ -463,6 +532,61 @@ class EdgeColumns:
             edge_type = names[first]
             return _adjacency(tuple(zip(repeat(edge_type), found)), {edge_type: found})
         return _pairs_adjacency(tuple(zip(map(names.__getitem__, codes), found)))
+
+    def finder(self, edge_type: str, node_type: str | None, outgoing: bool) -> Callable[[int], tuple[str, ...]] | None:
+        """``find(p)``: the ids at the other end of node ``p``'s edges of ``edge_type`` in one
+        direction, of ``node_type`` only unless it is None, in edge order — what
+        ``adjacency(p, outgoing)`` gives for them (``by_type``, ``of_type``), read straight
+        from the columns: no adjacency made (a first query reading thousands of nodes' hops
+        pays ~1 µs a node instead of ~3). A node added since has none here. None when
+        ``node_type`` is given but the columns keep no node types.
+
+        >>> nodes = lazy_nodes(["g", "s", "a"], ["goal", "goal", "action"], [None] * 3, [1, 2, 3])
+        >>> edges = lazy_edges(["g", "g"], ["s", "a"], ["parent_of"] * 2, [None, None], [1, 2])
+        >>> columns = EdgeColumns.of_edges(nodes, edges)
+        >>> columns.finder("parent_of", None, True)(0), columns.finder("parent_of", "action", True)(0)
+        (('s', 'a'), ('a',))
+        >>> columns.finder("parent_of", "goal", False)(2), columns.finder("produces", None, True)(0)
+        (('g',), ())
+        """
+        if edge_type not in self.type_names or (node_type is not None and node_type not in self.node_type_names):
+            return _nothing_at
+        code = self.type_names.index(edge_type)
+        if node_type is not None and self.node_types is None:
+            return None  # no node types kept: the caller reads the adjacency
+        ids = self.ids
+        starts = self.out_start if outgoing else self.in_start
+        others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
+        limit = len(starts) - 1
+        kind = None if node_type is None else self.node_type_names.index(node_type)
+        kinds = self.node_types
+
+        def find(p: int) -> tuple[str, ...]:
+            if p >= limit:
+                return ()
+            a, b = starts[p], starts[p + 1]
+            if a == b:
+                return ()
+            if b - a == 1:  # most nodes have one edge each way
+                if types[a] != code:
+                    return ()
+                q = others[a]
+                if kind is not None and kinds[q] != kind:
+                    return ()
+                return (ids[q],)
+            if b - a <= 8:  # a few edges: one pass over them beats slicing the columns
+                if kind is None:
+                    return tuple([ids[others[j]] for j in range(a, b) if types[j] == code])
+                return tuple([ids[q] for j in range(a, b) if types[j] == code and kinds[q := others[j]] == kind])
+            found = others[a:b]
+            codes = types[a:b]
+            if codes.count(code) != b - a:
+                found = list(compress(found, map(code.__eq__, codes)))
+            if kind is not None:
+                found = compress(found, map(kind.__eq__, map(kinds.__getitem__, found)))
+            return tuple(map(ids.__getitem__, found))
+
+        return find
 
     def targets_of(self, edge_type: str) -> set[str]:
         """The ids at the end of an edge of ``edge_type``."""

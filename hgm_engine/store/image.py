@@ -4,10 +4,14 @@ Opening a memory from its state rows decodes, checks and builds every node and e
 CPU at 100,000 nodes). An *image* is the graph as columns in one blob: node ids, types and
 creation numbers; each edge's ends as positions in the node column, its type and creation
 number; every payload's attributes as ``marshal`` bytes (decoded only when a query first
-reads them, several times faster than JSON); the root goals; and the value indexes a query such as
+reads them, several times faster than JSON); the root goals; the value indexes a query such as
 ``where(status = 'failed')`` starts from (the positions of the nodes of each string value, for
-each type and attribute with few distinct values). One checksum covers the blob, so opening checks one CRC-32 instead of
-one per row, and builds no attribute map it does not need.
+each type and attribute with few distinct values); and, since format 3, the number indexes that
+answer a comparison such as ``priority >= 4`` after it (the positions of the nodes of each
+number, int or float but never bool, for each type and attribute whose numbers take few
+values). One checksum covers the blob, so opening checks one CRC-32 instead of
+one per row, and builds no attribute map it does not need. The node type column (codes) is
+kept as it is read: hops to one node type read it (``EdgeColumns.finder``).
 
 The blob is ``marshal`` data behind a fixed header: the format (:data:`IMAGE_FORMAT`), this
 Python's marshal version and ``major.minor`` (marshal's format may differ between Pythons), the
@@ -39,12 +43,13 @@ import sys
 import zlib
 from typing import NamedTuple
 
-from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_nodes, stored_value_indexes
+from hgm_engine.model import EdgeColumns, MemoryGraph, NumberIndex, lazy_nodes, stored_value_indexes
 
 __all__ = ["IMAGE_FORMAT", "ImageMismatch", "Image", "encode_image", "decode_image", "image_header"]
 
-IMAGE_FORMAT = 2
-"""The layout of the columns; an image of another layout is not read (the rows are)."""
+IMAGE_FORMAT = 3
+"""The layout of the columns; an image of another layout is not read (the rows are, and the open
+writes an image of this layout). 3: the number indexes were added after the roots."""
 
 _ID, _TYPE, _SEQ = attrgetter("id"), attrgetter("type"), attrgetter("seq")
 _MAGIC = b"hgm-image\x00"
@@ -80,7 +85,7 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
     codes = list(map(code.__getitem__, types))
     groups = {name: array("i", compress(range(len(nodes)), map(i.__eq__, codes))) for name, i in code.items()}
     edges = EdgeColumns.of_edges(nodes, graph.edges())
-    packed, values = stored_value_indexes(nodes)
+    packed, values, numbers = stored_value_indexes(nodes)
     position = dict(zip(ids, range(len(ids))))
     roots = array("i", map(position.__getitem__, graph.roots()))
     columns = (
@@ -95,6 +100,7 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
         edges.last_seq,
         {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in values.items()},
         roots.tobytes(),
+        {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in numbers.items()},
     )
     body = marshal.dumps(columns)
     major, minor = _python()
@@ -139,10 +145,12 @@ def decode_image(data: bytes) -> Image:
         raise ImageMismatch("the image does not match its checksum")
     try:
         columns = marshal.loads(body)
-        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data, root_data = columns
+        ids, group_data, node_types, node_seqs, node_raws, edge_type_names, *arrays, edge_raws, last_seq, value_data, root_data, number_data = columns
         values = {tuple(key.split("\x1f", 1)): {value: _array("i", where) for value, where in buckets.items()} for key, buckets in value_data.items()}
+        numbers = {tuple(key.split("\x1f", 1)): NumberIndex({value: _array("i", where) for value, where in buckets.items()}) for key, buckets in number_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
-        node_types = list(map(list(groups).__getitem__, _array("i", node_types)))  # one string per type name
+        type_codes = _array("i", node_types)
+        node_types = list(map(list(groups).__getitem__, type_codes))  # one string per type name
         source, target, types, seqs, out_start, in_start, in_other, in_type = (
             _array(kind, data) for kind, data in zip("iiiqiiii", arrays)
         )
@@ -155,9 +163,9 @@ def decode_image(data: bytes) -> Image:
         if sum(map(len, groups.values())) != node_count:
             raise ImageMismatch("the image's node types do not cover its nodes")
         nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
-        edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq)
+        edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq, type_codes, groups)
         graph = MemoryGraph.from_columns(
-            nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0), node_seqs
+            nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))), max(node_seqs, default=0), node_seqs, numbers
         )
     except ImageMismatch:
         raise

@@ -20,6 +20,10 @@ from hgm_engine.query.executor.operators import Strategy, generated_name
 from hgm_engine.query.executor.validity import holding_at, instant_of, split_valid_at
 from hgm_engine.query.plan import (
     AllNodes,
+    AllOf,
+    Attr,
+    Cmp,
+    Const,
     CurrentGoal,
     Filter,
     FocusNode,
@@ -32,7 +36,7 @@ from hgm_engine.query.plan import (
     ValueScan,
 )
 
-__all__ = ["source", "charged", "scan_filter", "valid_at_scan", "index_counter", "search_source"]
+__all__ = ["source", "charged", "scan_filter", "valid_at_scan", "index_counter", "search_source", "number_tests"]
 
 
 def _current_goal(ctx) -> list[str]:
@@ -168,14 +172,40 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
     writer = condition_writer(compile_path)
     scan = writer.payload_scan(path.ops[0].condition)
     reads_attrs = writer.reads_attrs
-    strategy = Strategy("generated payload scan", "the index's payloads, the filter inline", (generated_name(scan),))
     weight = condition_weight(path.ops[0].condition)
+    tests, exact = number_tests(path.ops[0].condition)
+    detail = "the index's payloads, the filter inline"
+    if tests and not isinstance(path.source, AllNodes):
+        detail += (
+            "; on a graph read from its stored image, its number indexes "
+            + ("answer the filter (no payload decoded)" if exact else "narrow the payloads first")
+        )
+    strategy = Strategy("generated payload scan", detail, (generated_name(scan),))
+
+    def indexed(ctx, view, narrowed):
+        # A graph read from its image: its number indexes narrow the scan (all of the
+        # filter, when every conjunct is such a test), no payload decoded for them.
+        size, positions, ids, complete = narrowed
+        ctx.charge(size * weight)
+        if exact and complete:
+            return list(map(ids.__getitem__, positions))
+        nodes = view.node_map()
+        payloads = list(map(nodes.__getitem__, map(ids.__getitem__, positions)))
+        if reads_attrs:
+            decode_payloads(payloads)
+        return scan(payloads, ctx)
+
     if isinstance(path.source, TypeScan):
         node_type = path.source.node_type
 
         def scan_type(ctx):
-            ctx.charge(ctx.view.count_of_type(node_type) * weight)
-            return scan(ctx.view.nodes_of_type(node_type), ctx)
+            view = ctx.view
+            if tests and isinstance(view, MemoryGraph):
+                narrowed = _narrowed(view, node_type, None, tests)
+                if narrowed is not None:
+                    return indexed(ctx, view, narrowed)
+            ctx.charge(view.count_of_type(node_type) * weight)
+            return scan(view.nodes_of_type(node_type), ctx)
 
         return scan_type, strategy
     if isinstance(path.source, ValueScan):
@@ -183,6 +213,10 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
 
         def scan_values(ctx):
             view = ctx.view
+            if tests and isinstance(view, MemoryGraph):
+                narrowed = _narrowed(view, node_type, (attribute, value), tests)
+                if narrowed is not None:
+                    return indexed(ctx, view, narrowed)
             if reads_attrs and isinstance(view, MemoryGraph):
                 # a graph read from its image decodes the bucket's thousands at once, once
                 payloads = view.nodes_with(node_type, attribute, value, decoded=True)
@@ -200,6 +234,75 @@ def scan_filter(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | Non
         return scan(ctx.nodes.values(), ctx)
 
     return scan_all, strategy
+
+
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "==": "=="}
+
+
+def number_tests(condition) -> tuple[list[tuple[str, str, int | float]], bool]:
+    """The conjuncts of a filter that compare an attribute with a number literal
+    (``priority >= 4``, ``4 <= priority``, ``cost = 780.0``), as ``(attribute, op, number)``
+    with the attribute on the left, and whether they are the whole filter. A number index
+    answers each: it holds only for nodes whose attribute is a number (never a bool, a
+    string, a list or missing) and compares as numbers, as the language does. ``!=``, ``in``
+    and bool literals are not such tests (``!=`` holds for the nodes without a number).
+
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const, AllOf
+    >>> number_tests(AllOf((Cmp(">=", Attr("priority"), Const(4)), Cmp("<", Const(1), Attr("cost")))))
+    ([('priority', '>=', 4), ('cost', '>', 1)], True)
+    >>> number_tests(AllOf((Cmp("=", Attr("ok"), Const(True)), Cmp("!=", Attr("n"), Const(1)), Cmp("<", Attr("n"), Const(2.5)))))
+    ([('n', '<', 2.5)], False)
+    """
+    items = list(condition.items) if isinstance(condition, AllOf) else [condition]
+    tests, whole = [], True
+    while items:
+        item = items.pop(0)
+        if isinstance(item, AllOf):
+            items[:0] = item.items
+            continue
+        found = None
+        if isinstance(item, Cmp) and item.op in _FLIPPED:
+            left, right, op = item.left, item.right, item.op
+            if isinstance(left, Const) and isinstance(right, Attr):
+                left, right, op = right, left, _FLIPPED[op]
+            if (
+                isinstance(left, Attr) and isinstance(right, Const) and left.name not in ("id", "type")
+                and right.value.__class__ in (int, float)
+            ):
+                found = (left.name, op, right.value)
+        if found is None:
+            whole = False
+        else:
+            tests.append(found)
+    return tests, whole
+
+
+def _narrowed(view: MemoryGraph, node_type: str, start: tuple[str, str] | None, tests) -> tuple | None:
+    """``(scanned, positions, ids, complete)``: the positions (ascending: creation order) of
+    the nodes of ``node_type`` — those whose attribute is the string value when ``start`` is
+    ``(attribute, value)``, every one when it is None — which pass the number ``tests`` the
+    graph's stored image has indexes for (``complete``: all of them), and how many nodes the
+    scan covers (its work); None when the image does not answer (another view's way then)."""
+    if start is None:
+        bucket = None
+    else:
+        bucket = view.stored_positions(node_type, *start)
+        if bucket is None:
+            return None
+    sets, ids = [], None
+    for name, op, number in tests:
+        found = view.stored_numbers(node_type, name)
+        if found is not None:
+            index, ids = found
+            sets.append(index.positions(op, number))
+    if not sets:
+        return None
+    sets.sort(key=len)
+    kept = sets[0] if bucket is None else sets[0].intersection(bucket)
+    for allowed in sets[1:]:
+        kept = allowed.intersection(kept)
+    scanned = view.count_of_type(node_type) if bucket is None else len(bucket)
+    return scanned, sorted(kept), ids, len(sets) == len(tests)
 
 
 def valid_at_scan(path: PathPlan, compile_path) -> tuple[Callable, Strategy] | None:
