@@ -23,7 +23,7 @@ import operator
 import threading
 from bisect import bisect_left
 from itertools import islice
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Container, Iterable, Iterator, Mapping
 
 import rustworkx as rx
 
@@ -174,6 +174,9 @@ class MemoryGraph:
         self._decoded_buckets: set[tuple[str, str, str]] = set()
         # (attribute, value) -> what value_members answered; dropped by every node change.
         self._members: dict[tuple[str, str], dict[str, Any]] = {}
+        # (type, attribute) -> nodes filters have read for it without an index (see
+        # tested_without_index): the index is built once they add up to the type's size.
+        self._tested: dict[tuple[str, str], int] = {}
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -462,12 +465,15 @@ class MemoryGraph:
                     )
                 return made
         if buckets is None:
-            buckets = self._values[key] = {}
-            self._members = {}  # value_members may answer for this type now
+            # Filled before it is put in place: a reader at the same time (under the read
+            # lock) sees no index or the whole one, never part of it.
+            buckets = {}
             for node in self._of_type(node_type).values():
                 found = node.attrs.get(attribute)
                 if type(found) is str:
                     buckets.setdefault(found, {})[node.id] = node
+            self._values[key] = buckets
+            self._members = {}  # value_members may answer for this type now
         bucket = buckets.get(value)
         if bucket is None:
             return ()
@@ -508,6 +514,51 @@ class MemoryGraph:
                     found[node_type] = buckets.get(value, {})
             self._members[key] = found
         return found
+
+    def value_bucket(self, node_type: str, attribute: str, value: str) -> Container[str] | None:
+        """The ids of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
+        as a container (``id in found``), when the value index of (``node_type``,
+        ``attribute``) is at hand (:meth:`value_members`); None when it is not. A filter that
+        knows its nodes' type (after a hop to one type, or with a ``type = ...`` term) tests
+        an id against it without reaching the node; when it gets None it reads the nodes and
+        says how many (:meth:`tested_without_index`).
+
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("g", "goal", {})], [])
+        >>> g.value_bucket("action", "status", "done") is None
+        True
+        >>> g.tested_without_index("action", "status", 1)  # as many as there are actions
+        >>> "a" in g.value_bucket("action", "status", "done"), "a" in g.value_bucket("action", "status", "failed")
+        (True, False)
+        """
+        return self.value_members(attribute, value).get(node_type)
+
+    def tested_without_index(self, node_type: str, attribute: str, count: int) -> None:
+        """A filter has just read ``attribute`` of ``count`` nodes of ``node_type`` (which had
+        no value index of it at hand): once filters have read as many as there are nodes of
+        that type, the index is built (as :meth:`nodes_with` builds it, kept up to date by
+        every change after), and the filters after that test ids against it.
+
+        The rule is the one of renting or buying: building the index costs about one read of
+        every node of the type, so a filter that runs once never pays for it, and one that
+        runs again and again pays at most twice what it would have paid either way. Nothing
+        is counted for another view (a transaction's overlay, an earlier state): only a graph
+        keeps value indexes.
+
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {})], [])
+        >>> g.tested_without_index("action", "status", 1); g.value_bucket("action", "status", "done") is None
+        True
+        >>> g.tested_without_index("action", "status", 1); sorted(g.value_bucket("action", "status", "done"))
+        ['a']
+        """
+        key = (node_type, attribute)
+        if key in self._values or (self._stored_values is not None and key in self._stored_values):
+            return
+        tested = self._tested.get(key, 0) + count
+        if tested < self.count_of_type(node_type):
+            self._tested[key] = tested
+            return
+        self._tested.pop(key, None)
+        self._nodes_with(node_type, attribute, "")
 
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
