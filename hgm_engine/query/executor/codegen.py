@@ -499,7 +499,17 @@ def per_source_step(
         "        if targets is None:\n"
         "            targets = find(s)\n"
     )
-    if keep and stop is not None:
+    index = positional[0].index if positional and isinstance(positional[0], Index) else None
+    if keep and index == 0:
+        # the first match (actions.where(...)[0]): taken, and the loop stops there
+        body = (
+            "            for t in targets:\n"
+            "                scanned += 1\n"
+            f"                if {keep}:\n"
+            "                    append(t)\n"
+            "                    break\n"
+        )
+    elif keep and stop is not None:
         # A pick from the front after a filter (actions.where(...)[0]) stops at the last
         # match it needs instead of testing every target.
         body = (
@@ -512,6 +522,11 @@ def per_source_step(
             "                        break\n"
             f"            extend(picked{pick})\n"
         )
+    elif not keep and index == -1:  # the last target (subgoals[-1]): no slice made
+        body = "            scanned += len(targets)\n            append(targets[-1])\n"
+    elif not keep and index is not None and index >= 0:  # one target by position (subgoals[0])
+        at = writer.constant(index)
+        body = f"            scanned += len(targets)\n            if len(targets) > {at}:\n                append(targets[{at}])\n"
     else:
         chosen = f"[t for t in targets if {keep}]" if keep else "targets"
         body = "            scanned += len(targets)\n" f"            extend({chosen}{pick})\n"
@@ -521,13 +536,15 @@ def per_source_step(
         f"    get, find = ctx.hop({hop_args})\n"
         "    nodes = ctx.nodes\n"
         "    out = []\n"
-        "    extend = out.extend\n"
+        "    extend, append = out.extend, out.append\n"
         "    scanned = 0\n"
         "    for s in ids:\n"
         f"{lookup}"
         "        if targets:\n"
         f"{body}"
-        "    if len(ids) > 1:\n"
+        # repeats are rare (two sources sharing an other end): a set finds whether there are
+        # any for about half of what dropping them costs
+        "    if len(ids) > 1 and len(set(out)) != len(out):\n"
         "        out = list(dict.fromkeys(out))\n"
         f"{writer.epilogue('scanned')}"
         f"    ctx.charge(scanned{' * ' + writer.constant(weight) if weight > 1 and tests else ''})\n"
@@ -604,7 +621,7 @@ def hop_then_filters_step(
         "    for s in ids:\n"
         "        targets = get(s)\n"
         "        extend(targets if targets is not None else find(s))\n"
-        "    if len(ids) > 1:\n"
+        "    if len(ids) > 1 and len(set(out)) != len(out):\n"
         "        out = list(dict.fromkeys(out))\n"
         "    ctx.charge(len(out))\n"
         f"{body}"
