@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 import threading
 from bisect import bisect_left
-from itertools import islice
+from itertools import compress, islice
 from typing import Any, Callable, Container, Iterable, Iterator, Mapping
 
 import rustworkx as rx
@@ -177,6 +177,10 @@ class MemoryGraph:
         # (type, attribute) -> nodes filters have read for it without an index (see
         # tested_without_index): the index is built once they add up to the type's size.
         self._tested: dict[tuple[str, str], int] = {}
+        # (edge type, outgoing) -> whether no node is the far end of two such edges (then a hop
+        # from distinct sources reaches each node once): distinct_ends; absent while unknown.
+        self._distinct: dict[tuple[str, bool], bool] = {}
+        self._distinct_work: dict[tuple[str, bool], int] = {}
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -701,6 +705,46 @@ class MemoryGraph:
         known = kinds[(node_type, outgoing)] = (memo, find)
         return known
 
+    def distinct_ends(self, edge_type: str, outgoing: bool, work: int = 0) -> bool:
+        """Whether no node is the far end of two ``edge_type`` edges in that direction (for an
+        outgoing hop: no node has two incoming ones), so that a hop from distinct sources
+        reaches every node once and its list needs no pass to drop repeats. False while it is
+        not known: it is found out (one pass over the edges) once hops have dropped repeats
+        from as many ids (``work``, added up) as the graph has edges, and kept up to date by
+        every change to the edges of that type after that (an edge added checks its ends; an
+        edge removed where it did not hold makes it unknown again).
+
+        >>> g = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {}), ("b", "action", {})],
+        ...                              [("g", "a", "parent_of", {}), ("g", "b", "parent_of", {})])
+        >>> g.distinct_ends("parent_of", True), g.distinct_ends("parent_of", True, work=2)
+        (False, True)
+        >>> _ = g.add_node("h", "goal", {}); _ = g.add_edge("h", "a", "parent_of")
+        >>> g.distinct_ends("parent_of", True), g.distinct_ends("parent_of", False)
+        (False, False)
+        """
+        key = (edge_type, outgoing)
+        known = self._distinct.get(key)
+        if known is not None:
+            return known
+        if not work:
+            return False
+        done = self._distinct_work.get(key, 0) + work
+        if done < self.edge_count:
+            self._distinct_work[key] = done
+            return False
+        self._distinct_work.pop(key, None)
+        csr = self._csr
+        if csr is not None:
+            if edge_type in csr.type_names:
+                code = csr.type_names.index(edge_type)
+                ends = list(compress(csr.target if outgoing else csr.source, map(code.__eq__, csr.type)))
+            else:
+                ends = []
+        else:
+            ends = [e.target if outgoing else e.source for e in self._rx.edges() if e.type == edge_type]
+        known = self._distinct[key] = len(set(ends)) == len(ends)
+        return known
+
     def out_ids(self, node_id: str, edge_type: str) -> tuple[str, ...]:
         return self.out_adjacency(node_id).by_type.get(edge_type, ())
 
@@ -854,15 +898,30 @@ class MemoryGraph:
         return edge
 
     def _insert_edge(self, edge: Edge) -> None:
-        index = self._edge_graph().add_edge(self._at(edge.source), self._at(edge.target), edge)
+        rxg = self._edge_graph()
+        source, target = self._at(edge.source), self._at(edge.target)
+        index = rxg.add_edge(source, target, edge)
         self._keys()[edge.key] = index
         self._invalidate(edge.source, edge.target, edge.type)
+        distinct = self._distinct
+        if distinct:
+            edge_type = edge.type
+            if distinct.get((edge_type, True)):  # is the target now the end of two?
+                if sum(1 for other in rxg.in_edges(target) if other[2].type == edge_type) > 1:
+                    distinct[(edge_type, True)] = False
+            if distinct.get((edge_type, False)):
+                if sum(1 for other in rxg.out_edges(source) if other[2].type == edge_type) > 1:
+                    distinct[(edge_type, False)] = False
         self.version += 1
 
     def _forget_edge(self, edge: Edge) -> None:
         index = self._keys().pop(edge.key)
         self._edge_graph().remove_edge_from_index(index)
         self._invalidate(edge.source, edge.target, edge.type)
+        if self._distinct:  # it may hold now where it did not: unknown until found out again
+            for outgoing in (True, False):
+                if self._distinct.get((edge.type, outgoing)) is False:
+                    del self._distinct[(edge.type, outgoing)]
 
     def _invalidate(self, source: str, target: str, edge_type: str) -> None:
         self._out.pop(source, None)

@@ -542,9 +542,7 @@ def per_source_step(
         f"{lookup}"
         "        if targets:\n"
         f"{body}"
-        # repeats are rare (two sources sharing an other end): a set finds whether there are
-        # any for about half of what dropping them costs
-        "    if len(ids) > 1 and len(set(out)) != len(out):\n"
+        f"    if len(ids) > 1 and {_repeats_possible(relation, writer)}:\n"
         "        out = list(dict.fromkeys(out))\n"
         f"{writer.epilogue('scanned')}"
         f"    ctx.charge(scanned{' * ' + writer.constant(weight) if weight > 1 and tests else ''})\n"
@@ -621,7 +619,7 @@ def hop_then_filters_step(
         "    for s in ids:\n"
         "        targets = get(s)\n"
         "        extend(targets if targets is not None else find(s))\n"
-        "    if len(ids) > 1 and len(set(out)) != len(out):\n"
+        f"    if len(ids) > 1 and {_repeats_possible(relation, writer)}:\n"
         "        out = list(dict.fromkeys(out))\n"
         "    ctx.charge(len(out))\n"
         f"{body}"
@@ -633,6 +631,22 @@ def hop_then_filters_step(
         hop += f" to type {relation.node_type!r} (cached per adjacency)"
     shown = f"{len(conditions)} filter{'s' if len(conditions) > 1 else ''} inline"
     return writer.define(source, "_step", "step"), f"{hop}, {shown}"
+
+
+def _repeats_possible(relation: Hop, writer: ConditionWriter) -> str:
+    """The test, on a hop's list ``out`` from several distinct sources, that it may hold a
+    node twice: not when the graph knows that no node is the far end of two edges of the type
+    in that direction (``MemoryGraph.distinct_ends``); else whether a set of it is shorter
+    (repeats are rare, and a set finds them for about half of what dropping them costs)."""
+    args = f"ctx.view, {writer.constant(relation.edge_types[0])}, {writer.constant(relation.direction == 'out')}"
+    return f"not {writer.constant(_distinct_ends)}({args}, len(out)) and len(set(out)) != len(out)"
+
+
+def _distinct_ends(view, edge_type: str, outgoing: bool, work: int) -> bool:
+    """``view.distinct_ends(...)`` for a graph; False (not known) for other views."""
+    if isinstance(view, MemoryGraph):
+        return view.distinct_ends(edge_type, outgoing, work)
+    return False
 
 
 def _shown_number(value: int) -> str:
