@@ -371,17 +371,28 @@ class RxMemo(RxFloor):
     def tested(self, node_type: str, attribute: str, count: int) -> None:
         """A filter has read ``attribute`` of ``count`` nodes of ``node_type`` without its
         value index: once filters have read as many as there are nodes of that type, the
-        index is built and the filters after that test membership in its buckets — hgm's
-        ``MemoryGraph.tested_without_index``, the same rule at the same count."""
+        index is built and the filters after that test membership in its buckets (unless its
+        values are mostly held by one node each: then it is not kept, nor tried again) —
+        hgm's ``MemoryGraph.tested_without_index``, the same rule at the same count."""
         key = (node_type, attribute)
-        if key in self._values or not count:
+        tested = self._tested.get(key, 0)
+        if key in self._values or not count or tested < 0:
             return
-        tested = self._tested.get(key, 0) + count
+        tested += count
         if tested < len(self.by_type.get(node_type, ())):
             self._tested[key] = tested
             return
+        buckets: dict[str, dict[int, None]] = {}
+        g = self.g
+        for i in self.by_type.get(node_type, ()):
+            found = g[i].get(attribute)
+            if type(found) is str:
+                buckets.setdefault(found, {})[i] = None
+        if 2 * len(buckets) > sum(map(len, buckets.values())):  # mostly one node per value: not kept
+            self._tested[key] = -1
+            return
         self._tested.pop(key, None)
-        self.with_value(node_type, attribute, "")
+        self._values[key] = buckets
 
     def _levels(self, source: int, edge_type: str, direction: int, low: int, high: int | None) -> list[int]:
         """Breadth-first repetition over one edge type, the memo read inline."""

@@ -168,3 +168,13 @@ def test_a_value_that_is_not_a_string_leaves_the_bucket_on_the_graph() -> None:
     assert program.run(graph) == ["a1", "a2"]
     graph.remove_node("a2")
     assert program.run(graph) == ["a1"]
+
+
+def test_an_index_of_mostly_unique_values_is_not_kept_for_a_filter() -> None:
+    nodes = [("g", "goal", {})] + [(f"a{k}", "action", {"name": f"n{k}", "status": "done"}) for k in range(6)]
+    graph = MemoryGraph.from_records(nodes, [("g", f"a{k}", "parent_of", {}) for k in range(6)])
+    program = compile_uncached("root.actions.where(name = 'n3')").program
+    for _ in range(5):  # 30 nodes read: five times the actions
+        assert program.run(graph) == ["a3"]
+    assert graph.value_bucket("action", "name", "n3") is None
+    assert graph._tested[("action", "name")] == -1  # not tried again

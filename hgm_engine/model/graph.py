@@ -469,13 +469,9 @@ class MemoryGraph:
                     )
                 return made
         if buckets is None:
+            buckets = self._value_index(node_type, attribute)
             # Filled before it is put in place: a reader at the same time (under the read
             # lock) sees no index or the whole one, never part of it.
-            buckets = {}
-            for node in self._of_type(node_type).values():
-                found = node.attrs.get(attribute)
-                if type(found) is str:
-                    buckets.setdefault(found, {})[node.id] = node
             self._values[key] = buckets
             self._members = {}  # value_members may answer for this type now
         bucket = buckets.get(value)
@@ -486,6 +482,15 @@ class MemoryGraph:
             buckets[value] = bucket = ordered
             self._unsorted.discard((node_type, attribute, value))
         return bucket.values()
+
+    def _value_index(self, node_type: str, attribute: str) -> dict[str, dict[str, Node]]:
+        """The value index of (``node_type``, ``attribute``), made now from the nodes."""
+        buckets: dict[str, dict[str, Node]] = {}
+        for node in self._of_type(node_type).values():
+            found = node.attrs.get(attribute)
+            if type(found) is str:
+                buckets.setdefault(found, {})[node.id] = node
+        return buckets
 
     def value_members(self, attribute: str, value: str) -> Mapping[str, Any]:
         """For each node type whose index of ``attribute`` is at hand (kept in the image the
@@ -527,10 +532,10 @@ class MemoryGraph:
         an id against it without reaching the node; when it gets None it reads the nodes and
         says how many (:meth:`tested_without_index`).
 
-        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("g", "goal", {})], [])
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "done"})], [])
         >>> g.value_bucket("action", "status", "done") is None
         True
-        >>> g.tested_without_index("action", "status", 1)  # as many as there are actions
+        >>> g.tested_without_index("action", "status", 2)  # as many as there are actions
         >>> "a" in g.value_bucket("action", "status", "done"), "a" in g.value_bucket("action", "status", "failed")
         (True, False)
         """
@@ -544,25 +549,40 @@ class MemoryGraph:
 
         The rule is the one of renting or buying: building the index costs about one read of
         every node of the type, so a filter that runs once never pays for it, and one that
-        runs again and again pays at most twice what it would have paid either way. Nothing
+        runs again and again pays at most twice what it would have paid either way. An index
+        whose values are mostly held by one node each (fewer than two nodes per value on
+        average: names, texts) is not kept, and not tried again for that type. Nothing
         is counted for another view (a transaction's overlay, an earlier state): only a graph
         keeps value indexes.
 
-        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {})], [])
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done", "name": "x"}),
+        ...                               ("b", "action", {"status": "done", "name": "y"})], [])
         >>> g.tested_without_index("action", "status", 1); g.value_bucket("action", "status", "done") is None
         True
         >>> g.tested_without_index("action", "status", 1); sorted(g.value_bucket("action", "status", "done"))
-        ['a']
+        ['a', 'b']
+        >>> g.tested_without_index("action", "name", 2); g.value_bucket("action", "name", "x") is None
+        True
         """
         key = (node_type, attribute)
         if key in self._values or (self._stored_values is not None and key in self._stored_values):
             return
-        tested = self._tested.get(key, 0) + count
+        tested = self._tested.get(key, 0)
+        if tested < 0:  # refused before (below)
+            return
+        tested += count
         if tested < self.count_of_type(node_type):
             self._tested[key] = tested
             return
+        buckets = self._value_index(node_type, attribute)
+        if 2 * len(buckets) > sum(map(len, buckets.values())):
+            # Mostly one node per value (a name, a text): the index would cost about a dict per
+            # node and spare a filter one read per node; it is not kept, nor tried again.
+            self._tested[key] = -1
+            return
         self._tested.pop(key, None)
-        self._nodes_with(node_type, attribute, "")
+        self._values[key] = buckets
+        self._members = {}
 
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
