@@ -83,6 +83,9 @@ def test_a_filter_that_knows_the_type_tests_ids_against_the_bucket_without_reach
         Counting.reads = 0
         assert program.run(graph) == answer, query
         assert Counting.reads == 0, query
+    Counting.reads = 0
+    assert compile_uncached("root.actions.where(status = $s)").program.run(graph, params={"s": "pending"}) == ["a0", "a2"]
+    assert Counting.reads == 0
     # a term the index cannot answer still reads the nodes the bucket let through
     Counting.reads = 0
     assert compile_uncached("root.actions.where(status = 'pending', priority >= 2)").program.run(graph) == ["a2"]
@@ -178,3 +181,16 @@ def test_an_index_of_mostly_unique_values_is_not_kept_for_a_filter() -> None:
         assert program.run(graph) == ["a3"]
     assert graph.value_bucket("action", "name", "n3") is None
     assert graph._tested[("action", "name")] == -1  # not tried again
+
+
+def test_a_parameter_bound_to_a_string_is_tested_against_the_bucket_and_any_other_value_on_the_attributes() -> None:
+    memory = hgm_engine.Memory.from_document(_doc())
+    query = "root.actions.where(status = $s)"
+    answers = [memory.query(query, params={"s": "pending"}).ids for _ in range(6)]
+    assert memory.graph.value_bucket("action", "status", "pending") is not None  # built on the way
+    assert answers == [["a0", "a2"]] * 6
+    assert memory.query(query, params={"s": "done"}).ids == ["a1"]
+    assert memory.query(query, params={"s": 3}).ids == []
+    with memory.transaction() as tx:
+        tx.update_node("a1", set={"status": "pending"})
+    assert memory.query(query, params={"s": "pending"}).ids == ["a0", "a1", "a2"]

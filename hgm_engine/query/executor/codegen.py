@@ -167,7 +167,7 @@ class ConditionWriter:
         >>> writer.typed_test([Cmp("=", Attr("s"), Const("p"))], "action", "i")
         '((i in _b1) if _b1 is not None else (a := (n := nodes[i]).attrs) is not None and (a.get(_k7) == _k8))'
         >>> writer.preamble()
-        '    _b1 = _k4(ctx.view, _k1, _k2, _k3)\\n'
+        '    _b1 = _k4(ctx.view, _k2, _k3, _k1)\\n'
         >>> writer.epilogue("len(ids)")
         '    if _b1 is None:\\n        _k9(ctx.view, _k10, _k11, len(ids))\\n'
         """
@@ -181,7 +181,9 @@ class ConditionWriter:
             name = self._bucket_names.get(key)
             if name is None:
                 name = self._bucket_names[key] = f"_b{len(self._bucket_names) + 1}"
-                args = f"ctx.view, {self.constant(kept_type)}, {self.constant(attribute)}, {self.constant(value)}"
+                # a parameter's value is read once per call (a bucket only for a string)
+                wanted = f"ctx.params[{self.constant(value.name)}]" if isinstance(value, Param) else self.constant(value)
+                args = f"ctx.view, {self.constant(kept_type)}, {self.constant(attribute)}, {wanted}"
                 self.prologue.append(f"{name} = {self.constant(_value_bucket)}({args})")
             names.append(name)
         probe = " and ".join(f"{var} in {name}" for name in names)
@@ -218,21 +220,21 @@ class ConditionWriter:
         lead = 0
         for term in terms:
             # only pure terms (no closure, no error) lead: their order does not matter
-            if not (
-                isinstance(term, Cmp)
-                and term.op == "="
-                and isinstance(term.left, Attr)
-                and term.left.name != "id"
-                and isinstance(term.right, Const)
-                and type(term.right.value) is str
-            ):
+            if not (isinstance(term, Cmp) and term.op == "=" and isinstance(term.left, Attr) and term.left.name != "id"):
+                break
+            right = term.right
+            if isinstance(right, Const) and type(right.value) is str:
+                wanted = right.value
+            elif isinstance(right, Param) and term.left.name != "type":
+                wanted = right  # its value is read when the function runs
+            else:
                 break
             if term.left.name == "type":
-                if node_type is not None and node_type != term.right.value:
+                if node_type is not None and node_type != wanted:
                     return None  # never true: the usual test says so
-                node_type = term.right.value
+                node_type = wanted
             else:
-                pairs.append((term.left.name, term.right.value))
+                pairs.append((term.left.name, wanted))
             lead += 1
         if node_type is None or not pairs:
             return None
@@ -433,9 +435,10 @@ def _value_members(view, attribute: str, value: str):
 _NO_MEMBERS: dict = {}
 
 
-def _value_bucket(view, node_type: str, attribute: str, value: str):
-    """``view.value_bucket(...)`` for a graph; None for other views (tested on attributes)."""
-    if isinstance(view, MemoryGraph):
+def _value_bucket(view, node_type: str, attribute: str, value: Any):
+    """``view.value_bucket(...)`` for a graph and a string; None for other views (tested on
+    attributes) and other values (a parameter bound to a number: compared as numbers are)."""
+    if type(value) is str and isinstance(view, MemoryGraph):
         return view.value_bucket(node_type, attribute, value)
     return None
 
