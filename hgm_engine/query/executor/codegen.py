@@ -190,8 +190,11 @@ class ConditionWriter:
         if rest:
             probe += " and " + self.node_test(rest, f"nodes[{var}]")
         present = " and ".join(f"{name} is not None" for name in names)
-        # the fallback first, so that its constants are numbered before it is needed
+        # Without the buckets the nodes' attributes are read: the graph has no index of that
+        # type and attribute at hand, so value_members would have none to offer either.
+        members, self.members = self.members, False
         whole = self.node_test(conditions, f"nodes[{var}]")
+        self.members = members
         return f"(({probe}) if {present} else {whole})"
 
     def epilogue(self, count: str, indent: str = "    ") -> str:
@@ -612,19 +615,13 @@ def hop_then_filters_step(
     )
     told = writer.epilogue("first")
     body = "    first = 0\n" + "".join(filters) if told else "".join(filters).replace("        first = len(out)\n", "")
+    # The hop itself is a plain function (the same loop for every query: only the filters
+    # are written, which keeps the source Python compiles on the first call short).
     source = (
         "def _step(ids, ctx):\n"
         f"{writer.preamble()}"
-        f"    get, find = ctx.hop({hop_args})\n"
+        f"    out = {writer.constant(_hop_ends)}(ids, ctx, {hop_args})\n"
         "    nodes = ctx.nodes\n"
-        "    out = []\n"
-        "    extend = out.extend\n"
-        "    for s in ids:\n"
-        "        targets = get(s)\n"
-        "        extend(targets if targets is not None else find(s))\n"
-        f"    if len(ids) > 1 and {_repeats_possible(relation, writer)}:\n"
-        "        out = list(dict.fromkeys(out))\n"
-        "    ctx.charge(len(out))\n"
         f"{body}"
         f"{told}"
         "    return out\n"
@@ -634,6 +631,22 @@ def hop_then_filters_step(
         hop += f" to type {relation.node_type!r} (cached per adjacency)"
     shown = f"{len(conditions)} filter{'s' if len(conditions) > 1 else ''} inline"
     return writer.define(source, "_step", "step"), f"{hop}, {shown}"
+
+
+def _hop_ends(ids: list, ctx, edge_type: str, node_type: str | None, outgoing: bool) -> list:
+    """The other ends of a one-type out or in hop from the distinct sources ``ids``, each
+    once, in order; charged the nodes it produces. Repeats are dropped unless the graph knows
+    there can be none (:func:`_repeats_possible`)."""
+    get, find = ctx.hop(edge_type, node_type, outgoing)
+    out: list = []
+    extend = out.extend
+    for s in ids:
+        targets = get(s)
+        extend(targets if targets is not None else find(s))
+    if len(ids) > 1 and not _distinct_ends(ctx.view, edge_type, outgoing, len(out)) and len(set(out)) != len(out):
+        out = list(dict.fromkeys(out))
+    ctx.charge(len(out))
+    return out
 
 
 def _repeats_possible(relation: Hop, writer: ConditionWriter) -> str:
