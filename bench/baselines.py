@@ -290,14 +290,17 @@ class RxMemo(RxFloor):
       one per direction: hgm keeps no memo of a ``both`` hop, so neither does the floor (a
       ``both`` hop joins the two and drops repeats on every call, as hgm does);
     - per (node type, attribute), a value index: string value → nodes in creation order —
-      hgm's ``nodes_with`` — built only by the query that asks for it (``failed_urgent``, as
-      hgm's ``nodes_with``). A string-equality filter (``status = 'pending'``) tests membership
-      in its bucket where that index exists and reads the attribute otherwise — hgm's
-      ``MemoryGraph.value_members`` as the generated filters use it: neither builds an index
-      for a filter.
+      hgm's ``nodes_with`` — built by the query that asks for it (``failed_urgent``), and by
+      filters: a string-equality filter on nodes of a known type (``status = 'pending'`` after
+      a hop to actions, or with ``type = 'action'``) tests membership in its bucket where that
+      index exists and reads the attribute otherwise, counting the nodes it read; once filters
+      have read as many nodes as the type has, the index is built (:meth:`tested`) — hgm's
+      ``MemoryGraph.value_bucket`` and ``tested_without_index`` as the generated filters use
+      them, the same rule at the same count.
 
-    All are filled on first use, so the benchmark's untimed warm-up call fills them for this
-    floor exactly as it does for hgm. They are written the way a hand-written traversal
+    All are filled on first use (a value index for a filter: on the call that crosses the
+    count), so the benchmark's untimed warm-up and calibration calls fill them for this floor
+    exactly as they do for hgm. They are written the way a hand-written traversal
     would keep them when it wants speed: one dictionary per (edge type[, node type],
     direction) keyed by node index, read inline in the loops (no method call per node); a
     miss calls the filler once.
@@ -312,6 +315,8 @@ class RxMemo(RxFloor):
         # (node type, attribute) -> string value -> node indices in creation order (a dict,
         # so that a filter can test membership as hgm's value_members does)
         self._values: dict[tuple[str, str], dict[str, dict[int, None]]] = {}
+        # (node type, attribute) -> nodes a filter has read without its index (``tested``)
+        self._tested: dict[tuple[str, str], int] = {}
 
     # -- the memos ------------------------------------------------------------------------------
 
@@ -362,6 +367,32 @@ class RxMemo(RxFloor):
         Builds nothing: hgm's ``MemoryGraph.value_members``."""
         buckets = self._values.get((node_type, attribute))
         return None if buckets is None else buckets.get(value, {})
+
+    def tested(self, node_type: str, attribute: str, count: int) -> None:
+        """A filter has read ``attribute`` of ``count`` nodes of ``node_type`` without its
+        value index: once filters have read as many as there are nodes of that type, the
+        index is built and the filters after that test membership in its buckets (unless its
+        values are mostly held by one node each: then it is not kept, nor tried again) —
+        hgm's ``MemoryGraph.tested_without_index``, the same rule at the same count."""
+        key = (node_type, attribute)
+        tested = self._tested.get(key, 0)
+        if key in self._values or not count or tested < 0:
+            return
+        tested += count
+        if tested < len(self.by_type.get(node_type, ())):
+            self._tested[key] = tested
+            return
+        buckets: dict[str, dict[int, None]] = {}
+        g = self.g
+        for i in self.by_type.get(node_type, ()):
+            found = g[i].get(attribute)
+            if type(found) is str:
+                buckets.setdefault(found, {})[i] = None
+        if 2 * len(buckets) > sum(map(len, buckets.values())):  # mostly one node per value: not kept
+            self._tested[key] = -1
+            return
+        self._tested.pop(key, None)
+        self._values[key] = buckets
 
     def _levels(self, source: int, edge_type: str, direction: int, low: int, high: int | None) -> list[int]:
         """Breadth-first repetition over one edge type, the memo read inline."""
@@ -419,6 +450,7 @@ class RxMemo(RxFloor):
         get_goals, get_actions = goals.get, actions.get
         pending = self.members("action", "status", "pending")
         out: dict[int, None] = {}
+        tested = 0
         for r in self.roots:
             subgoals = get_goals(r)
             if subgoals is None:
@@ -429,6 +461,7 @@ class RxMemo(RxFloor):
                 if found is None:
                     found = fill_actions(first)
                 if pending is None:
+                    tested += len(found)
                     for c in found:
                         if g[c].get("status") == "pending":
                             out[c] = None
@@ -436,6 +469,7 @@ class RxMemo(RxFloor):
                     for c in found:
                         if c in pending:
                             out[c] = None
+        self.tested("action", "status", tested)
         return [g[i]["id"] for i in out], 0
 
     def project_pending(self, a) -> tuple[list[str], int]:
@@ -446,10 +480,12 @@ class RxMemo(RxFloor):
         out = []
         pending = self.members("action", "status", "pending")
         if pending is None:
-            for i in self._levels(source, "parent_of", 1, 1, None):
+            found = self._levels(source, "parent_of", 1, 1, None)
+            for i in found:
                 node = g[i]
                 if node["type"] == "action" and node.get("status") == "pending":
                     out.append(node["id"])
+            self.tested("action", "status", len(found))
         else:
             for i in self._levels(source, "parent_of", 1, 1, None):
                 if i in pending:  # the bucket holds actions only: the type test is in it
@@ -510,16 +546,20 @@ class RxMemo(RxFloor):
             subgoals.update(dict.fromkeys(found if found is not None else fill_goals(r)))
         done: dict[int, None] = {}
         finished = self.members("action", "status", "done")
+        tested = 0
         for s in subgoals:
             found = actions.get(s)
             if finished is None:
-                for c in found if found is not None else fill_actions(s):
+                found = found if found is not None else fill_actions(s)
+                tested += len(found)
+                for c in found:
                     if g[c].get("status") == "done":
                         done[c] = None
             else:
                 for c in found if found is not None else fill_actions(s):
                     if c in finished:
                         done[c] = None
+        self.tested("action", "status", tested)
         results: dict[int, None] = {}
         for d in done:
             found = produces.get(d)

@@ -147,3 +147,20 @@ def test_the_memo_floors_typed_hops_are_the_ones_hgm_remembers() -> None:
             for direction in (1, -1):
                 filled_by_hgm = bool(graph.hop_memo(edge_type, node_type, direction > 0)[0])
                 assert filled_by_hgm == bool(memo._typed.get((edge_type, node_type, direction))), (edge_type, node_type, direction)
+
+
+@pytest.mark.parametrize("name", ["card", "project_pending", "five_steps"])
+def test_the_memo_floor_builds_a_filters_value_index_at_the_call_hgm_does(name: str) -> None:
+    # hgm builds the (action, status) index once its filters have read as many actions as
+    # there are (MemoryGraph.tested_without_index); the floor counts the same way (RxMemo.tested).
+    doc, meta = generate.generate(SIZE, seed=0)
+    memory, memo = hgm_engine.Memory.from_document(doc), baselines.RxMemo(doc)
+    expr = baselines.QUERIES[name][0].format(**meta["anchors"])
+    built = []
+    for call in range(20):
+        answer = memory.query(expr).ids
+        assert getattr(memo, name)(meta["anchors"])[0] == answer, (name, call)
+        hgm_has = memory.graph.value_bucket("action", "status", "pending") is not None
+        assert hgm_has == (memo.members("action", "status", "pending") is not None), (name, call)
+        built.append(hgm_has)
+    assert not built[0] and built[-1]  # not on the first call; within twenty

@@ -55,9 +55,13 @@ def _frames(error: BaseException) -> str:
     [
         # a string equality reads the value index where the view has one, else the attributes
         ("nodes.where(status = 'done')", "scan", "return [n.id for n in payloads if (n.id in _m1[_v1] if (_v1 := n.type) in _m1 else n.attrs.get(_k1) == _k2)]"),
-        ("root.actions.where(status = 'done')", "filter", "return [i for i in ids if ((n := nodes[i]) is not None) and (n.id in _m1"),
-        ("root.actions.where(status = 'done')[0]", "step", "if ((n := nodes[t]) is not None) and (n.id in _m1"),
-        ("root.actions.where(priority >= 2)", "filter", "return [i for i in ids if (a := (n := nodes[i]).attrs)"),
+        # after a hop to one type, by id in the index's bucket where there is one (none here)
+        ("root.actions.where(status = 'done')", "step", "out = [i for i in out if ((i in _b1) if _b1 is not None else (a := (n := nodes[i]).attrs) is not None and (a.get("),
+        ("root.actions.where(status = 'done')[0]", "step", "if ((t in _b1) if _b1 is not None else (a := (n := nodes[t]).attrs) is not None and (a.get("),
+        # with a type term, other types are skipped before the attributes are read
+        ("root.descendants.where(type = 'action', status = 'done')", "filter", "kept = [i for i in ids if ((i in _b1) if _b1 is not None else ((n := nodes[i]) is not None) and (n.type == _k"),
+        ("root.actions.where(priority >= 2)", "step", "out = [i for i in out if (a := (n := nodes[i]).attrs)"),
+        ("root.descendants.where(priority >= 2)", "filter", "return [i for i in ids if (a := (n := nodes[i]).attrs)"),
     ],
 )
 def test_a_traceback_through_a_generated_query_function_shows_the_generated_line(query, kind, line):

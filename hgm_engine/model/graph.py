@@ -22,8 +22,8 @@ from __future__ import annotations
 import operator
 import threading
 from bisect import bisect_left
-from itertools import islice
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from itertools import compress, islice
+from typing import Any, Callable, Container, Iterable, Iterator, Mapping
 
 import rustworkx as rx
 
@@ -179,6 +179,13 @@ class MemoryGraph:
         self._decoded_buckets: set[tuple[str, str, str]] = set()
         # (attribute, value) -> what value_members answered; dropped by every node change.
         self._members: dict[tuple[str, str], dict[str, Any]] = {}
+        # (type, attribute) -> nodes filters have read for it without an index (see
+        # tested_without_index): the index is built once they add up to the type's size.
+        self._tested: dict[tuple[str, str], int] = {}
+        # (edge type, outgoing) -> whether no node is the far end of two such edges (then a hop
+        # from distinct sources reaches each node once): distinct_ends; absent while unknown.
+        self._distinct: dict[tuple[str, bool], bool] = {}
+        self._distinct_work: dict[tuple[str, bool], int] = {}
 
     @classmethod
     def from_records(cls, nodes: Iterable[tuple], edges: Iterable[tuple]) -> "MemoryGraph":
@@ -475,12 +482,11 @@ class MemoryGraph:
                     )
                 return made
         if buckets is None:
-            buckets = self._values[key] = {}
+            buckets = self._value_index(node_type, attribute)
+            # Filled before it is put in place: a reader at the same time (under the read
+            # lock) sees no index or the whole one, never part of it.
+            self._values[key] = buckets
             self._members = {}  # value_members may answer for this type now
-            for node in self._of_type(node_type).values():
-                found = node.attrs.get(attribute)
-                if type(found) is str:
-                    buckets.setdefault(found, {})[node.id] = node
         bucket = buckets.get(value)
         if bucket is None:
             return ()
@@ -519,6 +525,15 @@ class MemoryGraph:
         buckets = stored.get((node_type, attribute))
         return None if buckets is None else buckets.get(value, ())
 
+    def _value_index(self, node_type: str, attribute: str) -> dict[str, dict[str, Node]]:
+        """The value index of (``node_type``, ``attribute``), made now from the nodes."""
+        buckets: dict[str, dict[str, Node]] = {}
+        for node in self._of_type(node_type).values():
+            found = node.attrs.get(attribute)
+            if type(found) is str:
+                buckets.setdefault(found, {})[node.id] = node
+        return buckets
+
     def value_members(self, attribute: str, value: str) -> Mapping[str, Any]:
         """For each node type whose index of ``attribute`` is at hand (kept in the image the
         graph was read from, or built by :meth:`nodes_with`), the ids of the nodes of that type
@@ -550,6 +565,66 @@ class MemoryGraph:
                     found[node_type] = buckets.get(value, {})
             self._members[key] = found
         return found
+
+    def value_bucket(self, node_type: str, attribute: str, value: str) -> Container[str] | None:
+        """The ids of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
+        as a container (``id in found``), when the value index of (``node_type``,
+        ``attribute``) is at hand (:meth:`value_members`); None when it is not. A filter that
+        knows its nodes' type (after a hop to one type, or with a ``type = ...`` term) tests
+        an id against it without reaching the node; when it gets None it reads the nodes and
+        says how many (:meth:`tested_without_index`).
+
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "done"})], [])
+        >>> g.value_bucket("action", "status", "done") is None
+        True
+        >>> g.tested_without_index("action", "status", 2)  # as many as there are actions
+        >>> "a" in g.value_bucket("action", "status", "done"), "a" in g.value_bucket("action", "status", "failed")
+        (True, False)
+        """
+        return self.value_members(attribute, value).get(node_type)
+
+    def tested_without_index(self, node_type: str, attribute: str, count: int) -> None:
+        """A filter has just read ``attribute`` of ``count`` nodes of ``node_type`` (which had
+        no value index of it at hand): once filters have read as many as there are nodes of
+        that type, the index is built (as :meth:`nodes_with` builds it, kept up to date by
+        every change after), and the filters after that test ids against it.
+
+        The rule is the one of renting or buying: building the index costs about one read of
+        every node of the type, so a filter that runs once never pays for it, and one that
+        runs again and again pays at most twice what it would have paid either way. An index
+        whose values are mostly held by one node each (fewer than two nodes per value on
+        average: names, texts) is not kept, and not tried again for that type. Nothing
+        is counted for another view (a transaction's overlay, an earlier state): only a graph
+        keeps value indexes.
+
+        >>> g = MemoryGraph.from_records([("a", "action", {"status": "done", "name": "x"}),
+        ...                               ("b", "action", {"status": "done", "name": "y"})], [])
+        >>> g.tested_without_index("action", "status", 1); g.value_bucket("action", "status", "done") is None
+        True
+        >>> g.tested_without_index("action", "status", 1); sorted(g.value_bucket("action", "status", "done"))
+        ['a', 'b']
+        >>> g.tested_without_index("action", "name", 2); g.value_bucket("action", "name", "x") is None
+        True
+        """
+        key = (node_type, attribute)
+        if key in self._values or (self._stored_values is not None and key in self._stored_values):
+            return
+        tested = self._tested.get(key, 0)
+        if tested < 0:  # refused before (below)
+            return
+        tested += count
+        if tested < self.count_of_type(node_type):
+            self._tested[key] = tested
+            return
+        buckets = self._value_index(node_type, attribute)
+        if 2 * len(buckets) > sum(map(len, buckets.values())):
+            # Mostly one node per value (a name, a text): the index would cost about a dict per
+            # node and spare a filter one read per node; it is not kept, nor tried again.
+            self._tested[key] = -1
+            return
+        self._tested.pop(key, None)
+        self._values[key] = buckets
+        self._members = {}
 
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
@@ -705,6 +780,46 @@ class MemoryGraph:
         known = kinds[(node_type, outgoing)] = (memo, find)
         return known
 
+    def distinct_ends(self, edge_type: str, outgoing: bool, work: int = 0) -> bool:
+        """Whether no node is the far end of two ``edge_type`` edges in that direction (for an
+        outgoing hop: no node has two incoming ones), so that a hop from distinct sources
+        reaches every node once and its list needs no pass to drop repeats. False while it is
+        not known: it is found out (one pass over the edges) once hops have dropped repeats
+        from as many ids (``work``, added up) as the graph has edges, and kept up to date by
+        every change to the edges of that type after that (an edge added checks its ends; an
+        edge removed where it did not hold makes it unknown again).
+
+        >>> g = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {}), ("b", "action", {})],
+        ...                              [("g", "a", "parent_of", {}), ("g", "b", "parent_of", {})])
+        >>> g.distinct_ends("parent_of", True), g.distinct_ends("parent_of", True, work=2)
+        (False, True)
+        >>> _ = g.add_node("h", "goal", {}); _ = g.add_edge("h", "a", "parent_of")
+        >>> g.distinct_ends("parent_of", True), g.distinct_ends("parent_of", False)
+        (False, False)
+        """
+        key = (edge_type, outgoing)
+        known = self._distinct.get(key)
+        if known is not None:
+            return known
+        if not work:
+            return False
+        done = self._distinct_work.get(key, 0) + work
+        if done < self.edge_count:
+            self._distinct_work[key] = done
+            return False
+        self._distinct_work.pop(key, None)
+        csr = self._csr
+        if csr is not None:
+            if edge_type in csr.type_names:
+                code = csr.type_names.index(edge_type)
+                ends = list(compress(csr.target if outgoing else csr.source, map(code.__eq__, csr.type)))
+            else:
+                ends = []
+        else:
+            ends = [e.target if outgoing else e.source for e in self._rx.edges() if e.type == edge_type]
+        known = self._distinct[key] = len(set(ends)) == len(ends)
+        return known
+
     def out_ids(self, node_id: str, edge_type: str) -> tuple[str, ...]:
         return self.out_adjacency(node_id).by_type.get(edge_type, ())
 
@@ -858,15 +973,30 @@ class MemoryGraph:
         return edge
 
     def _insert_edge(self, edge: Edge) -> None:
-        index = self._edge_graph().add_edge(self._at(edge.source), self._at(edge.target), edge)
+        rxg = self._edge_graph()
+        source, target = self._at(edge.source), self._at(edge.target)
+        index = rxg.add_edge(source, target, edge)
         self._keys()[edge.key] = index
         self._invalidate(edge.source, edge.target, edge.type)
+        distinct = self._distinct
+        if distinct:
+            edge_type = edge.type
+            if distinct.get((edge_type, True)):  # is the target now the end of two?
+                if sum(1 for other in rxg.in_edges(target) if other[2].type == edge_type) > 1:
+                    distinct[(edge_type, True)] = False
+            if distinct.get((edge_type, False)):
+                if sum(1 for other in rxg.out_edges(source) if other[2].type == edge_type) > 1:
+                    distinct[(edge_type, False)] = False
         self.version += 1
 
     def _forget_edge(self, edge: Edge) -> None:
         index = self._keys().pop(edge.key)
         self._edge_graph().remove_edge_from_index(index)
         self._invalidate(edge.source, edge.target, edge.type)
+        if self._distinct:  # it may hold now where it did not: unknown until found out again
+            for outgoing in (True, False):
+                if self._distinct.get((edge.type, outgoing)) is False:
+                    del self._distinct[(edge.type, outgoing)]
 
     def _invalidate(self, source: str, target: str, edge_type: str) -> None:
         self._out.pop(source, None)

@@ -27,7 +27,7 @@ from hgm_engine.query.executor.values import NUMBER_TYPES
 from hgm_engine.model import INSTANTS, VALID_FROM, VALID_TO, parse_instant
 from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, Filter, HasAttr, Index, Negate, Param, Truthy, ValidAt
 
-__all__ = ["ConditionWriter", "per_source_step", "MAX_INLINE_DEPTH"]
+__all__ = ["ConditionWriter", "per_source_step", "hop_then_filters_step", "MAX_INLINE_DEPTH"]
 
 # How deep connectives (and, or, not) nest inside one generated function: each adds a pair of
 # parentheses, and Python's parser refuses more than 200 nested ones.
@@ -66,6 +66,9 @@ class ConditionWriter:
         # per call, not once per node.
         self.members = False
         self._member_names: dict[tuple[str, str], str] = {}
+        # (node type, attribute, value) -> the local name of its value-index bucket (bound by
+        # the prologue; None when the graph has no such index at hand): see typed_test.
+        self._bucket_names: dict[tuple[str, str, str], str] = {}
 
     def preamble(self, indent: str = "    ") -> str:
         """The prologue's statements as source lines at ``indent`` (empty when none).
@@ -146,7 +149,101 @@ class ConditionWriter:
             terms.extend(parts)
         return " and ".join(terms)
 
-    def id_filter(self, cond) -> Callable:
+    def typed_test(self, conditions, node_type: str | None, var: str) -> str:
+        """The conjunction of ``conditions`` as one expression on the node id ``var``, whose
+        node is of ``node_type`` when that is given (the targets of a hop to one type).
+
+        Its leading terms that are ``type = '...'`` or an attribute equal to a string, with
+        the type known (given, or from such a term), are tested against the graph's value
+        index of that type and attribute when it is at hand (``var in bucket``: the node is
+        not reached, nor its attributes read); the other terms follow on the node. Without
+        the index the whole conjunction is tested on the node (:meth:`node_test`), and how
+        many nodes were read is told to the graph (:meth:`epilogue`), which builds the index
+        once filters have read as many nodes as there are of the type
+        (``MemoryGraph.tested_without_index``).
+
+        >>> from hgm_engine.query.plan import Attr, Cmp, Const
+        >>> writer = ConditionWriter(fallback=None)
+        >>> writer.typed_test([Cmp("=", Attr("s"), Const("p"))], "action", "i")
+        '((i in _b1) if _b1 is not None else (a := (n := nodes[i]).attrs) is not None and (a.get(_k7) == _k8))'
+        >>> writer.preamble()
+        '    _b1 = _k4(ctx.view, _k2, _k3, _k1)\\n'
+        >>> writer.epilogue("len(ids)")
+        '    if _b1 is None:\\n        _k9(ctx.view, _k10, _k11, len(ids))\\n'
+        """
+        found = self._bucket_terms(conditions, node_type)
+        if found is None:
+            return self.node_test(conditions, f"nodes[{var}]")
+        kept_type, pairs, rest = found
+        names = []
+        for attribute, value in pairs:
+            key = (kept_type, attribute, value)
+            name = self._bucket_names.get(key)
+            if name is None:
+                name = self._bucket_names[key] = f"_b{len(self._bucket_names) + 1}"
+                # a parameter's value is read once per call (a bucket only for a string)
+                wanted = f"ctx.params[{self.constant(value.name)}]" if isinstance(value, Param) else self.constant(value)
+                args = f"ctx.view, {self.constant(kept_type)}, {self.constant(attribute)}, {wanted}"
+                self.prologue.append(f"{name} = {self.constant(_value_bucket)}({args})")
+            names.append(name)
+        probe = " and ".join(f"{var} in {name}" for name in names)
+        if rest:
+            probe += " and " + self.node_test(rest, f"nodes[{var}]")
+        present = " and ".join(f"{name} is not None" for name in names)
+        # Without the buckets the nodes' attributes are read: the graph has no index of that
+        # type and attribute at hand, so value_members would have none to offer either.
+        members, self.members = self.members, False
+        whole = self.node_test(conditions, f"nodes[{var}]")
+        self.members = members
+        return f"(({probe}) if {present} else {whole})"
+
+    def epilogue(self, count: str, indent: str = "    ") -> str:
+        """Statements that tell the graph how many nodes (``count``, an expression) a loop read
+        for each bucket of :meth:`typed_test` it found missing (empty when there is none).
+
+        >>> ConditionWriter(fallback=None).epilogue("len(ids)")
+        ''
+        """
+        lines = []
+        for (node_type, attribute, _), name in self._bucket_names.items():
+            told = self.constant(_tested_without_index)
+            lines.append(
+                f"{indent}if {name} is None:\n"
+                f"{indent}    {told}(ctx.view, {self.constant(node_type)}, {self.constant(attribute)}, {count})\n"
+            )
+        return "".join(lines)
+
+    def _bucket_terms(self, conditions, node_type: str | None):
+        """``(node type, [(attribute, string)], the other conditions)`` when the leading terms
+        of the conjunction include equalities a value index can answer, else None."""
+        terms = []
+        for cond in conditions:
+            terms.extend(cond.items if isinstance(cond, AllOf) else (cond,))
+        pairs: list[tuple[str, str]] = []
+        lead = 0
+        for term in terms:
+            # only pure terms (no closure, no error) lead: their order does not matter
+            if not (isinstance(term, Cmp) and term.op == "=" and isinstance(term.left, Attr) and term.left.name != "id"):
+                break
+            right = term.right
+            if isinstance(right, Const) and type(right.value) is str:
+                wanted = right.value
+            elif isinstance(right, Param) and term.left.name != "type":
+                wanted = right  # its value is read when the function runs
+            else:
+                break
+            if term.left.name == "type":
+                if node_type is not None and node_type != wanted:
+                    return None  # never true: the usual test says so
+                node_type = wanted
+            else:
+                pairs.append((term.left.name, wanted))
+            lead += 1
+        if node_type is None or not pairs:
+            return None
+        return node_type, list(dict.fromkeys(pairs)), terms[lead:]
+
+    def id_filter(self, cond, node_type: str | None = None) -> Callable:
         """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
 
         >>> from hgm_engine.query.plan import Attr, Cmp, Const
@@ -158,12 +255,13 @@ class ConditionWriter:
         ['b']
         """
         self.members = True
-        body = self.node_test([cond], "nodes[i]")
+        body = self.typed_test([cond], node_type, "i")
+        told = self.epilogue("len(ids)")
         return self.define(
             "def _keep(ids, ctx):\n"
             f"{self.preamble()}"
             "    nodes = ctx.nodes\n"
-            f"    return [i for i in ids if {body}]\n",
+            + (f"    kept = [i for i in ids if {body}]\n{told}    return kept\n" if told else f"    return [i for i in ids if {body}]\n"),
             "_keep",
             "filter",
         )
@@ -340,6 +438,20 @@ def _value_members(view, attribute: str, value: str):
 _NO_MEMBERS: dict = {}
 
 
+def _value_bucket(view, node_type: str, attribute: str, value: Any):
+    """``view.value_bucket(...)`` for a graph and a string; None for other views (tested on
+    attributes) and other values (a parameter bound to a number: compared as numbers are)."""
+    if type(value) is str and isinstance(view, MemoryGraph):
+        return view.value_bucket(node_type, attribute, value)
+    return None
+
+
+def _tested_without_index(view, node_type: str, attribute: str, count: int) -> None:
+    """``view.tested_without_index(...)`` for a graph; nothing for other views."""
+    if count and isinstance(view, MemoryGraph):
+        view.tested_without_index(node_type, attribute, count)
+
+
 def per_source_step(
     relation: Hop, predicates: tuple, writer: ConditionWriter, weight: int = 1
 ) -> tuple[Callable, str] | None:
@@ -363,7 +475,7 @@ def per_source_step(
         return None
     writer.members = True
     tests = [f.condition for f in filters]
-    keep = writer.node_test(tests, "nodes[t]") if tests else None
+    keep = writer.typed_test(tests, relation.node_type, "t") if tests else None
     pick, stop, shown = "", None, ""
     # Positions are passed in as constants, not pasted as text: an index may have thousands
     # of digits, which Python will not turn into text.
@@ -393,7 +505,17 @@ def per_source_step(
         "        if targets is None:\n"
         "            targets = find(s)\n"
     )
-    if keep and stop is not None:
+    index = positional[0].index if positional and isinstance(positional[0], Index) else None
+    if keep and index == 0:
+        # the first match (actions.where(...)[0]): taken, and the loop stops there
+        body = (
+            "            for t in targets:\n"
+            "                scanned += 1\n"
+            f"                if {keep}:\n"
+            "                    append(t)\n"
+            "                    break\n"
+        )
+    elif keep and stop is not None:
         # A pick from the front after a filter (actions.where(...)[0]) stops at the last
         # match it needs instead of testing every target.
         body = (
@@ -406,6 +528,11 @@ def per_source_step(
             "                        break\n"
             f"            extend(picked{pick})\n"
         )
+    elif not keep and index == -1:  # the last target (subgoals[-1]): no slice made
+        body = "            scanned += len(targets)\n            append(targets[-1])\n"
+    elif not keep and index is not None and index >= 0:  # one target by position (subgoals[0])
+        at = writer.constant(index)
+        body = f"            scanned += len(targets)\n            if len(targets) > {at}:\n                append(targets[{at}])\n"
     else:
         chosen = f"[t for t in targets if {keep}]" if keep else "targets"
         body = "            scanned += len(targets)\n" f"            extend({chosen}{pick})\n"
@@ -415,14 +542,15 @@ def per_source_step(
         f"    get, find = ctx.hop({hop_args})\n"
         "    nodes = ctx.nodes\n"
         "    out = []\n"
-        "    extend = out.extend\n"
+        "    extend, append = out.extend, out.append\n"
         "    scanned = 0\n"
         "    for s in ids:\n"
         f"{lookup}"
         "        if targets:\n"
         f"{body}"
-        "    if len(ids) > 1:\n"
+        f"    if len(ids) > 1 and {_repeats_possible(relation, writer)}:\n"
         "        out = list(dict.fromkeys(out))\n"
+        f"{writer.epilogue('scanned')}"
         f"    ctx.charge(scanned{' * ' + writer.constant(weight) if weight > 1 and tests else ''})\n"
         "    return out\n"
     )
@@ -437,6 +565,104 @@ def per_source_step(
     if keep and stop is not None:
         inlined.append(f"stops after {_shown_number(stop)} match{'es' if stop != 1 else ''}")
     return writer.define(source, "_step", "step"), ", ".join(inlined)
+
+
+def hop_then_filters_step(
+    relation: Hop, conditions: list, weights: list[int], writer: ConditionWriter
+) -> tuple[Callable, str] | None:
+    """A one-type out or in hop followed by filters over its whole result (``actions.where(
+    status = 'pending')``), generated as one function: the hop's loop over each source's
+    remembered other ends, the repeats dropped, then each filter over the list, an equality
+    on a string tested by id against the value index of the hop's node type when the graph
+    has it at hand (:meth:`ConditionWriter.typed_test`). The same list and the same work as
+    the hop followed by the filters one by one: the hop is charged the nodes it produces,
+    each filter ``weight`` times the nodes it tests (``weights``, one per condition).
+
+    Returns ``(step(ids, ctx) -> ids, what was inlined)``, or None for other hops.
+
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> g = MemoryGraph.from_records(
+    ...     [("g", "goal", {}), ("a", "action", {"s": "p"}), ("b", "action", {"s": "d"})],
+    ...     [("g", "a", "parent_of", {}), ("g", "b", "parent_of", {})])
+    >>> step, inlined = hop_then_filters_step(
+    ...     Hop("out", ("parent_of",), "action"), [Cmp("=", Attr("s"), Const("p"))], [1], ConditionWriter(fallback=None))
+    >>> ctx = Context(g, {}, None, DEFAULT_LIMITS); step(["g"], ctx), ctx.work
+    (['a'], 4)
+    >>> inlined
+    "out(parent_of) to type 'action' (cached per adjacency), 1 filter inline"
+    """
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both" or not conditions:
+        return None
+    writer.members = True
+    # Each filter runs while the list is not empty (as the filters one by one stop at an
+    # empty list); the buckets are looked up once, before the hop. The nodes read without a
+    # bucket are told after the last filter: the first filter's count (the others read fewer).
+    filters = []
+    for k, (cond, weight) in enumerate(zip(conditions, weights)):
+        test = writer.typed_test([cond], relation.node_type, "i")
+        charge = "len(out)" if weight == 1 else f"len(out) * {writer.constant(weight)}"
+        filters.append(
+            "    if out:\n"
+            f"        ctx.charge({charge})\n"
+            + ("        first = len(out)\n" if k == 0 else "")
+            + f"        out = [i for i in out if {test}]\n"
+        )
+    hop_args = (
+        f"{writer.constant(relation.edge_types[0])}, {writer.constant(relation.node_type)}, "
+        f"{writer.constant(relation.direction == 'out')}"
+    )
+    told = writer.epilogue("first")
+    body = "    first = 0\n" + "".join(filters) if told else "".join(filters).replace("        first = len(out)\n", "")
+    # The hop itself is a plain function (the same loop for every query: only the filters
+    # are written, which keeps the source Python compiles on the first call short).
+    source = (
+        "def _step(ids, ctx):\n"
+        f"{writer.preamble()}"
+        f"    out = {writer.constant(_hop_ends)}(ids, ctx, {hop_args})\n"
+        "    nodes = ctx.nodes\n"
+        f"{body}"
+        f"{told}"
+        "    return out\n"
+    )
+    hop = f"{relation.direction}({relation.edge_types[0]})"
+    if relation.node_type is not None:
+        hop += f" to type {relation.node_type!r} (cached per adjacency)"
+    shown = f"{len(conditions)} filter{'s' if len(conditions) > 1 else ''} inline"
+    return writer.define(source, "_step", "step"), f"{hop}, {shown}"
+
+
+def _hop_ends(ids: list, ctx, edge_type: str, node_type: str | None, outgoing: bool) -> list:
+    """The other ends of a one-type out or in hop from the distinct sources ``ids``, each
+    once, in order; charged the nodes it produces. Repeats are dropped unless the graph knows
+    there can be none (:func:`_repeats_possible`)."""
+    get, find = ctx.hop(edge_type, node_type, outgoing)
+    out: list = []
+    extend = out.extend
+    for s in ids:
+        targets = get(s)
+        extend(targets if targets is not None else find(s))
+    if len(ids) > 1 and not _distinct_ends(ctx.view, edge_type, outgoing, len(out)) and len(set(out)) != len(out):
+        out = list(dict.fromkeys(out))
+    ctx.charge(len(out))
+    return out
+
+
+def _repeats_possible(relation: Hop, writer: ConditionWriter) -> str:
+    """The test, on a hop's list ``out`` from several distinct sources, that it may hold a
+    node twice: not when the graph knows that no node is the far end of two edges of the type
+    in that direction (``MemoryGraph.distinct_ends``); else whether a set of it is shorter
+    (repeats are rare, and a set finds them for about half of what dropping them costs)."""
+    args = f"ctx.view, {writer.constant(relation.edge_types[0])}, {writer.constant(relation.direction == 'out')}"
+    return f"not {writer.constant(_distinct_ends)}({args}, len(out)) and len(set(out)) != len(out)"
+
+
+def _distinct_ends(view, edge_type: str, outgoing: bool, work: int) -> bool:
+    """``view.distinct_ends(...)`` for a graph; False (not known) for other views."""
+    if isinstance(view, MemoryGraph):
+        return view.distinct_ends(edge_type, outgoing, work)
+    return False
 
 
 def _shown_number(value: int) -> str:

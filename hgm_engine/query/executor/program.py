@@ -29,7 +29,7 @@ import itertools
 from typing import Any, Callable, Mapping
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
-from hgm_engine.query.executor.codegen import per_source_step
+from hgm_engine.query.executor.codegen import hop_then_filters_step, per_source_step
 from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context, Limits
 from hgm_engine.query.executor.operators import (
@@ -81,6 +81,14 @@ def navigation_step(op: Navigate, compile_path) -> Step:
     if single is not None and all(isinstance(p, Filter) for p in op.predicates):
         # Filters alone keep or drop a node whichever source reached it: they can run once
         # over the whole hop's result instead of per source.
+        conditions = [p.condition for p in op.predicates]
+        generated = hop_then_filters_step(
+            relation, conditions, [condition_weight(c) for c in conditions], condition_writer(compile_path)
+        )
+        if generated is not None:  # the hop and the filters in one generated function
+            step, inlined = generated
+            return Step(step, traced, Strategy(
+                "one-type hop, then filters over the whole list", inlined, (generated_name(step),)))
         filters = [step.fast for step in predicate_steps()]
         return Step(hop_then_filters(single, filters), traced, Strategy(
             "one-type hop, then filters over the whole list", _one_loop(relation), _generated(predicate_steps())))
