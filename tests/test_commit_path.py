@@ -8,7 +8,7 @@ import json
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hgm_engine import Memory
@@ -159,3 +159,105 @@ def test_the_node_index_t_a_store_remembers_gives_way_to_another_connections_wri
     with store.write():
         assert store.node_index_t() == 7  # what was rolled back is not remembered
     store.close()
+
+
+# -- the constraints check what the changes can break (fourth session) --------------------------
+
+def _planned() -> Memory:
+    memory = Memory()
+    memory.apply({"ops": [
+        {"op": "add_node", "id": "g", "type": "goal", "content": "Trip"},
+        {"op": "add_node", "id": "h", "type": "goal", "content": "Other"},
+        {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"},
+        {"op": "add_node", "id": "b", "type": "action", "parent": "a", "status": "pending"},
+        {"op": "add_node", "id": "r", "type": "result", "content": "Booked"},
+        {"op": "add_edge", "from": "a", "to": "r", "type": "produces"},
+        {"op": "add_node", "id": "e", "type": "entity", "name": "Hotel"},
+    ]})
+    return memory
+
+
+@pytest.mark.parametrize(
+    "ops, expected",
+    [
+        ([{"op": "add_node", "id": "c", "type": "action"}], {("action_has_one_parent", "c")}),
+        ([{"op": "add_edge", "from": "h", "to": "a", "type": "parent_of"}], {("action_has_one_parent", "a")}),
+        ([{"op": "update_node", "id": "b", "set": {"status": "active"}},
+          {"op": "add_edge", "from": "h", "to": "b", "type": "parent_of"}], {("action_has_one_parent", "b")}),
+        ([{"op": "delete_edge", "from": "g", "to": "a", "type": "parent_of"}], {("action_has_one_parent", "a")}),
+        ([{"op": "delete_edge", "from": "a", "to": "r", "type": "produces"}], {("result_is_produced", "r")}),
+        ([{"op": "add_node", "id": "r2", "type": "result"}, {"op": "add_edge", "from": "e", "to": "r2", "type": "produces"}],
+         {("produces_endpoints", "e"), ("result_is_produced", "r2")}),
+        ([{"op": "delete_node", "id": "a", "cascade": False}],
+         {("action_has_one_parent", "b"), ("delete_leaves_orphans", "a"), ("result_is_produced", "r")}),
+        # a made again as an entity: b's parent is not a goal or an action
+        ([{"op": "delete_node", "id": "a", "cascade": True}, {"op": "add_node", "id": "a", "type": "entity"},
+          {"op": "add_node", "id": "b", "type": "action"}, {"op": "add_edge", "from": "a", "to": "b", "type": "parent_of"}],
+         {("action_parent_is_goal_or_action", "b"), ("parent_of_endpoints", "a"), ("result_is_produced", "r")}),
+    ],
+)
+def test_a_change_that_breaks_a_structure_rule_is_still_refused_and_changes_nothing(ops, expected):
+    """The structure rules are checked only on nodes added or whose incoming edges changed."""
+    memory = _planned()
+    before, t = memory.export(), memory.t
+    report = memory.apply({"ops": ops})
+    # every violation, as the check of every touched node found them (pinned from before)
+    assert {(v.constraint, v.node) for v in report.violations} == expected
+    assert not report.committed
+    assert memory.export() == before and memory.t == t
+
+
+def test_an_update_of_every_node_passes_the_structure_rules():
+    memory = _planned()
+    ops = [{"op": "update_node", "id": node_id, "set": {"note": "seen"}} for node_id in ("g", "h", "a", "b", "r", "e")]
+    report = memory.apply({"ops": ops})
+    assert report.committed and report.violations == ()
+
+
+# -- attribute values: the usual ones pass at once, every other one is looked at closer ----------
+
+_any_text = st.text(st.characters(), max_size=6)  # lone surrogates included
+_any_scalar = st.one_of(
+    st.none(), st.booleans(), st.integers(-2**70, 2**70), st.sampled_from([4299, 4300, -4300]).map(lambda n: 10**n if n > 0 else -(10**-n)), st.sampled_from([2**63, -2**63, 2**63 - 1]),
+    st.floats(), st.sampled_from([float("nan"), float("inf"), -float("inf")]), _any_text,
+)
+_any_value = st.recursive(
+    _any_scalar | st.text("abc", max_size=3), lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_any_text, inner, max_size=2), max_leaves=5
+)
+_attribute_names = (st.text("abcdef_", min_size=1, max_size=4) | _any_text | st.integers(0, 3)).filter(lambda k: k not in ("id", "type", "dirty", "dirty_marks", "valid_from", "valid_to"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_attribute_names, _any_value, max_size=4))
+@example({"a": float("nan")})
+@example({"a": "ok", "b": float("-inf")})
+@example({"a": 10**4300})
+@example({"a": -(2**63)})
+@example({"a": "\ud800"})
+@example({"\ud800": 1})
+@example({1: "a"})
+@example({"a": [float("nan")]})
+@example({"a": {"b": "\udfff"}})
+@example({"a": "é", "b": 1.5, "c": None, "d": True})
+def test_an_attribute_value_is_refused_exactly_when_value_problem_finds_a_problem(attributes):
+    from hgm_engine.errors import TransactionError
+    from hgm_engine.model import text_problem, value_problem
+
+    expected = None
+    for key, value in attributes.items():
+        if not isinstance(key, str):
+            expected = ("invalid-value", f"attribute names are strings, not {key!r}", "ops[1].set")
+            break
+        problem = text_problem(key, "ops[1].set", "an attribute name") or value_problem(value, f"ops[1].set.{key}")
+        if problem is not None:
+            expected = (problem.category, problem.message, problem.where)
+            break
+    memory = Memory()
+    try:
+        memory.apply({"ops": [{"op": "add_node", "id": "n", "type": "fact"}, {"op": "update_node", "id": "n", "set": attributes}]})
+        refused = None
+    except TransactionError as err:
+        refused = (err.problems[0].category, err.problems[0].message, err.problems[0].where)
+    assert refused == expected
+    if refused is not None:
+        assert memory.t == 0 and memory.node("n") is None

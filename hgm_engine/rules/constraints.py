@@ -200,16 +200,29 @@ class ConstraintChecker:
         """Every violation caused by ``changes`` in ``view`` (the state after them)."""
         violations = list(extra)
         touched: dict[str, None] = {}
+        # The structure rules of a node (one parent for an action, of a goal or an action; a
+        # producer for a result) read its type, its incoming edges and their sources' types;
+        # types never change, so only a node added or one whose incoming edges changed can
+        # break them (an attribute update, the source end of an edge cannot).
+        placed: set[str] = set()
         added_edges = []
         changed_nodes = []
         for change in changes:
+            kind = change.kind
             for node_id in change.touched:
                 touched[node_id] = None
-            if change.kind in ("edge_added", "edge_updated"):
+            if kind == "edge_added" or kind == "edge_updated":
                 added_edges.append(change.after)
-            elif change.kind in ("node_added", "node_updated"):
+                placed.add(change.after.target)
+            elif kind == "edge_removed":
+                placed.add(change.before.target)
+            elif kind == "node_added":
                 changed_nodes.append(change.after)
-        present = [node_id for node_id in touched if node_id in view]
+                placed.add(change.after.id)
+            elif kind == "node_updated":
+                changed_nodes.append(change.after)
+        # in the order the changes touch them, as before
+        present = [node_id for node_id in touched if node_id in placed and node_id in view]
         violations.extend(self._structure(view, present))
         violations.extend(self._edges(view, added_edges))
         violations.extend(self._attributes(changed_nodes))

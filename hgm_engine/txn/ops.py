@@ -255,9 +255,32 @@ def _check_edge_attrs(attributes: Any, where: str) -> None:
             raise _fail(f"{key!r} names the edge itself (from, to, type); it is not an attribute and cannot be set", where)
 
 
+_PLAIN_INT = 2**63  # far inside MAX_INT_DIGITS
+_PLAIN_FLOAT = 1.7976931348623157e308  # the largest finite float
+
+
 def _check_values(attributes: Mapping[Any, Any], where: str, prefix: str = "") -> None:
     """Every attribute name and value of ``attributes`` can be stored (model.value_problem);
     the place of a bad one is ``WHERE.PREFIX.NAME...`` (``ops[3].set.tags[1]``)."""
+    for key, value in attributes.items():
+        # the usual attributes, at once: ASCII names, ASCII strings, numbers of any use, flags
+        kind = type(value)
+        if type(key) is not str or not key.isascii():
+            break
+        if kind is str:
+            if not value.isascii():
+                break
+        elif kind is int:
+            if not -_PLAIN_INT < value < _PLAIN_INT:
+                break
+        elif kind is float:
+            if not -_PLAIN_FLOAT <= value <= _PLAIN_FLOAT:  # False for NaN and the infinities
+                break
+        elif value is not None and kind is not bool:
+            break
+    else:
+        return
+    # look closer (model.value_problem names the first problem and its place)
     base = f"{where}.{prefix}" if prefix else where
     for key, value in attributes.items():
         if not isinstance(key, str):
