@@ -261,3 +261,63 @@ def test_an_attribute_value_is_refused_exactly_when_value_problem_finds_a_proble
     assert refused == expected
     if refused is not None:
         assert memory.t == 0 and memory.node("n") is None
+
+
+# -- the root goals after commits: decided when asked, the same as computed from scratch ------------
+
+
+def test_the_root_goals_after_each_commit_are_those_of_the_same_memory_built_afresh():
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "h", "type": "goal"},
+                          {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+    assert memory.graph.roots() == ("g", "h")  # known from here on: commits keep them
+    steps = [
+        [{"op": "add_node", "id": "k", "type": "goal"}],                                      # a new root
+        [{"op": "add_edge", "from": "h", "to": "k", "type": "parent_of"}],                    # no longer one
+        [{"op": "add_node", "id": "m", "type": "goal", "parent": "k"},                        # added with its parent
+         {"op": "add_node", "id": "n", "type": "goal"}],
+        [{"op": "delete_edge", "from": "h", "to": "k", "type": "parent_of"}],                 # a root again
+        [{"op": "delete_node", "id": "g", "cascade": True}],                                  # a root gone
+        [{"op": "add_node", "id": "g", "type": "goal", "parent": "n"}],                       # made again, under n
+        [{"op": "delete_edge", "from": "n", "to": "g", "type": "parent_of"}],                 # g a root again
+        [{"op": "update_node", "id": "k", "set": {"content": "renamed"}}],
+    ]
+    for ops in steps:
+        assert memory.apply({"ops": ops}).committed
+        afresh = Memory.from_document(memory.export())
+        assert memory.graph.roots() == afresh.graph.roots()
+        assert memory.query("root").value == list(afresh.graph.roots())
+
+
+# -- the shape checks of ops: the same refusals, with the same place, made with less work ----------
+
+
+@pytest.mark.parametrize(
+    "op, category, message, where",
+    [
+        ({"op": "add_node", "id": "a\x00b", "type": "goal"}, "invalid-value",
+         "an id may not hold the character NUL (PostgreSQL cannot store it)", "ops[0].id"),
+        ({"op": "add_node", "id": "a\ud800", "type": "goal"}, "invalid-value",
+         "a string may not hold a lone surrogate ('\\ud800' at character 2): it is not a Unicode character", "ops[0].id"),
+        ({"op": "add_edge", "from": "g", "to": "x\udfff", "type": "parent_of"}, "invalid-value",
+         "a string may not hold a lone surrogate ('\\udfff' at character 2): it is not a Unicode character", "ops[0].to"),
+        ({"op": "add_node", "id": "n"}, "invalid-transaction", "add_node needs 'type'", "ops[0]"),
+        ({"op": "update_node", "id": "g", "set": {}, "colour": "red"}, "invalid-transaction", "update_node does not take 'colour'", "ops[0]"),
+        ({"op": "delete_edge", "from": "g", "to": "h"}, "invalid-transaction", "delete_edge needs 'type'", "ops[0]"),
+        ({"op": "add_node", "id": "f", "type": "fact", "valid_from": "2026-06-01", "valid_to": "2026-01-01"}, "invalid-value",
+         "valid_to '2026-01-01' is before valid_from '2026-06-01'", "ops[0].valid_to"),
+        ({"op": "update_node", "id": "g", "set": {"valid_from": "soon"}}, "invalid-value",
+         "valid_from 'soon' is not an ISO 8601 date or date-time (e.g. '2026-03-01' or '2026-03-01T09:30:00Z')", "ops[0].set.valid_from"),
+    ],
+)
+def test_a_malformed_op_is_refused_naming_what_and_where_and_nothing_changes(op, category, message, where):
+    from hgm_engine.errors import TransactionError
+
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    before = memory.export()
+    with pytest.raises(TransactionError) as caught:
+        memory.apply({"ops": [op]})
+    problem = caught.value.problems[0]
+    assert (problem.category, problem.message, problem.where) == (category, message, where)
+    assert memory.export() == before and memory.t == 1
