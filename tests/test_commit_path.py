@@ -321,3 +321,48 @@ def test_a_malformed_op_is_refused_naming_what_and_where_and_nothing_changes(op,
     problem = caught.value.problems[0]
     assert (problem.category, problem.message, problem.where) == (category, message, where)
     assert memory.export() == before and memory.t == 1
+
+
+# -- an overlay's adjacency: each change touches the directions it changes, and only those ------
+
+_overlay_ids = st.sampled_from(["a", "b", "c", "d", "e"])
+_overlay_steps = st.lists(
+    st.tuples(st.sampled_from(["add_node", "remove_node", "add_edge", "remove_edge", "set_edge"]), _overlay_ids, _overlay_ids,
+              st.sampled_from(["parent_of", "before", "related_to"])),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_overlay_steps)
+def test_an_overlays_adjacency_is_that_of_its_state_built_afresh(steps):
+    from hgm_engine.model import GraphOverlay, MemoryGraph
+
+    base = MemoryGraph()
+    for node_id in "abc":
+        base.add_node(node_id, "goal", {})
+    base.add_edge("a", "b", "parent_of", {})
+    base.add_edge("b", "c", "before", {"order": 2})
+    base.add_edge("c", "a", "related_to", {})
+    ids = "abcde"
+    for node_id in ids:  # the base's adjacencies known first, as a commit finds them
+        base.out_adjacency(node_id), base.in_adjacency(node_id)
+    overlay = GraphOverlay(base)
+    for kind, one, other, edge_type in steps:
+        if kind == "add_node" and one not in overlay:
+            overlay.add_node(one, "goal", {})
+        elif kind == "remove_node" and one in overlay:
+            overlay.remove_node(one)
+        elif kind == "add_edge" and one in overlay and other in overlay and overlay.edge(one, other, edge_type) is None:
+            overlay.add_edge(one, other, edge_type, {"order": len(steps)})
+        elif kind == "remove_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.remove_edge(one, other, edge_type)
+        elif kind == "set_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.set_edge_attrs(one, other, edge_type, {"order": -1})
+        for node_id in ids:  # read between changes too: a stale cached adjacency would show
+            overlay.out_adjacency(node_id), overlay.in_adjacency(node_id)
+    afresh = MemoryGraph.from_payloads(list(overlay.nodes()), list(overlay.iter_edges()))
+    for node_id in ids:
+        assert overlay.out_adjacency(node_id).pairs == afresh.out_adjacency(node_id).pairs
+        assert overlay.in_adjacency(node_id).pairs == afresh.in_adjacency(node_id).pairs
+        assert sorted(e.key for e in overlay.out_edges(node_id)) == sorted(e.key for e in afresh.out_edges(node_id)) if node_id in overlay else True

@@ -422,14 +422,13 @@ class GraphOverlay:
         self._touch_edges(edge.source, edge.target)
 
     def _touch_edges(self, source: str, target: str) -> None:
+        """An edge ``source -> target`` changed: the outgoing edges of ``source`` and the
+        incoming ones of ``target`` are no longer the base's (a node's own change passes its id
+        as both). The other two directions stay the base's, and so do their adjacencies."""
         self._out_touched.add(source)
         self._in_touched.add(target)
         self._out_cache.pop(source, None)
         self._in_cache.pop(target, None)
-        self._out_touched.add(target)
-        self._in_touched.add(source)
-        self._out_cache.pop(target, None)
-        self._in_cache.pop(source, None)
 
     def undo_later(self, changes: list[Change]) -> None:
         """Keep showing the same earlier state after ``changes`` were applied to the base.
