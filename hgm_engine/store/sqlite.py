@@ -159,6 +159,24 @@ _EDGE_ROWS = "SELECT source, target, type, attrs, seq, {crc} FROM edges NOT INDE
 _BY_SEQ = {"nodes": operator.itemgetter(3), "edges": operator.itemgetter(4)}
 
 
+class _Guard:
+    """:meth:`SQLiteStore._guard`'s context: a SQLite, Unicode or overflow error raised inside
+    becomes the store's :class:`StoreError` (one that is a StoreError already passes)."""
+
+    __slots__ = ("store", "action", "written")
+
+    def __init__(self, store: "SQLiteStore", action: str, written: bool) -> None:
+        self.store, self.action, self.written = store, action, written
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, traceback: Any) -> bool:
+        if kind is not None and not issubclass(kind, StoreError) and issubclass(kind, (sqlite3.Error, UnicodeError, OverflowError)):
+            raise self.store._failure(self.action, exc, written=self.written) from None
+        return False
+
+
 def row_crc(*values: Any) -> int:
     """The checksum a row carries: CRC-32 of its values as text, joined by U+001F.
 
@@ -343,15 +361,10 @@ class SQLiteStore(Store):
         ways.append(f"or recover what SQLite can still read: sqlite3 {loc} .recover | sqlite3 RECOVERED.db")
         return self._problem(f"{self.location} is damaged: {what}. To recover, " + "; ".join(ways))
 
-    @contextlib.contextmanager
-    def _guard(self, action: str, *, written: bool = False) -> Iterator[None]:
-        """Turn SQLite errors raised inside into StoreErrors (see :meth:`_failure`)."""
-        try:
-            yield
-        except StoreError:
-            raise
-        except (sqlite3.Error, UnicodeError, OverflowError) as exc:
-            raise self._failure(action, exc, written=written) from None
+    def _guard(self, action: str, *, written: bool = False) -> "_Guard":
+        """Turn SQLite errors raised inside into StoreErrors (see :meth:`_failure`); a plain
+        context manager, not a generator's (a commit enters several)."""
+        return _Guard(self, action, written)
 
     # -- opening and creating -----------------------------------------------------------------
 
