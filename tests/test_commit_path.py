@@ -366,3 +366,58 @@ def test_an_overlays_adjacency_is_that_of_its_state_built_afresh(steps):
         assert overlay.out_adjacency(node_id).pairs == afresh.out_adjacency(node_id).pairs
         assert overlay.in_adjacency(node_id).pairs == afresh.in_adjacency(node_id).pairs
         assert sorted(e.key for e in overlay.out_edges(node_id)) == sorted(e.key for e in afresh.out_edges(node_id)) if node_id in overlay else True
+
+
+# -- cycles: an edge into a node the commit made is walked from only when that node leads on --------
+
+
+def _actions() -> Memory:
+    memory = Memory()
+    memory.apply({"ops": [
+        {"op": "add_node", "id": "g", "type": "goal"},
+        *({"op": "add_node", "id": name, "type": "action", "parent": "g"} for name in ("x", "y", "z")),
+        {"op": "add_edge", "from": "y", "to": "z", "type": "before"},
+    ]})
+    return memory
+
+
+@pytest.mark.parametrize(
+    "ops, expected",
+    [
+        # new n between x and x
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"},
+          {"op": "add_edge", "from": "x", "to": "n", "type": "before"}, {"op": "add_edge", "from": "n", "to": "x", "type": "before"}],
+         {("before_acyclic", "x"), ("before_acyclic", "n")}),
+        # new n leads on to z, which leads back to n through the existing y -> z? no: z -> n -> y -> z
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"},
+          {"op": "add_edge", "from": "z", "to": "n", "type": "before"}, {"op": "add_edge", "from": "n", "to": "y", "type": "before"}],
+         {("before_acyclic", "z"), ("before_acyclic", "n")}),
+        # two new nodes in a ring
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"}, {"op": "add_node", "id": "m", "type": "action", "parent": "g"},
+          {"op": "add_edge", "from": "n", "to": "m", "type": "before"}, {"op": "add_edge", "from": "m", "to": "n", "type": "before"}],
+         {("before_acyclic", "n"), ("before_acyclic", "m")}),
+        # a self-loop on a new node
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"}, {"op": "add_edge", "from": "n", "to": "n", "type": "before"}],
+         {("before_acyclic", "n")}),
+        # a new goal above g's parent chain, made its own child's parent: g -> k -> g
+        ([{"op": "add_node", "id": "k", "type": "goal", "parent": "g"}, {"op": "add_edge", "from": "k", "to": "g", "type": "parent_of"}],
+         {("parent_of_acyclic", "g"), ("parent_of_acyclic", "k")}),
+    ],
+)
+def test_a_cycle_through_a_node_the_commit_made_is_refused_and_changes_nothing(ops, expected):
+    memory = _actions()
+    before, t = memory.export(), memory.t
+    report = memory.apply({"ops": ops})
+    assert not report.committed
+    assert {(v.constraint, v.node) for v in report.violations if v.constraint.endswith("_acyclic")} == expected
+    assert memory.export() == before and memory.t == t
+
+
+def test_new_leaves_under_new_and_old_nodes_close_no_cycle():
+    memory = _actions()
+    report = memory.apply({"ops": [
+        {"op": "add_node", "id": "k", "type": "goal", "parent": "g"},
+        *({"op": "add_node", "id": name, "type": "action", "parent": "k"} for name in ("p", "q")),
+        {"op": "add_edge", "from": "p", "to": "q", "type": "before"}, {"op": "add_edge", "from": "z", "to": "p", "type": "before"},
+    ]})
+    assert report.committed and report.violations == ()

@@ -205,6 +205,7 @@ class ConstraintChecker:
         # types never change, so only a node added or one whose incoming edges changed can
         # break them (an attribute update, the source end of an edge cannot).
         placed: set[str] = set()
+        created: set[str] = set()
         added_edges = []
         changed_nodes = []
         for change in changes:
@@ -219,12 +220,13 @@ class ConstraintChecker:
             elif kind == "node_added":
                 changed_nodes.append(change.after)
                 placed.add(change.after.id)
+                created.add(change.after.id)
             elif kind == "node_updated":
                 changed_nodes.append(change.after)
         # in the order the changes touch them, as before
         present = [node_id for node_id in touched if node_id in placed and node_id in view]
         violations.extend(self._structure(view, present))
-        violations.extend(self._edges(view, added_edges))
+        violations.extend(self._edges(view, added_edges, created=created))
         violations.extend(self._attributes(changed_nodes))
         if self.user:
             node_seeds = [c.after.id for c in changes if c.kind in ("node_added", "node_updated")]
@@ -322,15 +324,25 @@ class ConstraintChecker:
                     )
         return out
 
-    def _edges(self, view, edges: list, check_cycles: bool = True) -> list[Violation]:
+    def _edges(self, view, edges: list, check_cycles: bool = True, created: set[str] = frozenset()) -> list[Violation]:
+        """Endpoint and cycle violations of ``edges`` (the commit's added and updated ones,
+        ``created``: the nodes it added, whose every edge is among them)."""
         out = []
         nodes = view.node_map()
         allowed: dict[tuple[str, str, str], bool] = {}
         rules = self.schema.edge_rules
         closing: dict[str, set[tuple[str, str]]] = {}
         if check_cycles:
+            # A node made by this commit has only the commit's edges: when none of them leaves
+            # it over a type, an edge into it closes no cycle of that type (a new leaf under its
+            # parent), and the walk need not start there.
+            leaving = {(e.source, e.type) for e in edges if e is not None} if created else ()
             for edge_type in self.schema.acyclic_edge_types:
-                typed = [e for e in edges if e is not None and e.type == edge_type and e.source in nodes and e.target in nodes]
+                typed = [
+                    e for e in edges
+                    if e is not None and e.type == edge_type and e.source in nodes and e.target in nodes
+                    and (e.source == e.target or e.target not in created or (e.target, edge_type) in leaving)
+                ]
                 if typed:
                     closing[edge_type] = _closing_cycles(view, typed, edge_type)
         for edge in edges:
