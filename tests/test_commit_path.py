@@ -181,6 +181,10 @@ def _planned() -> Memory:
     "ops, expected",
     [
         ([{"op": "add_node", "id": "c", "type": "action"}], {("action_has_one_parent", "c")}),
+        ([{"op": "add_node", "id": "c", "type": "action", "parent": "g"}, {"op": "add_edge", "from": "h", "to": "c", "type": "parent_of"}],
+         {("action_has_one_parent", "c")}),
+        ([{"op": "add_node", "id": "c", "type": "action", "parent": "r"}],
+         {("action_parent_is_goal_or_action", "c"), ("parent_of_endpoints", "r")}),
         ([{"op": "add_edge", "from": "h", "to": "a", "type": "parent_of"}], {("action_has_one_parent", "a")}),
         ([{"op": "update_node", "id": "b", "set": {"status": "active"}},
           {"op": "add_edge", "from": "h", "to": "b", "type": "parent_of"}], {("action_has_one_parent", "b")}),
@@ -205,6 +209,17 @@ def test_a_change_that_breaks_a_structure_rule_is_still_refused_and_changes_noth
     assert {(v.constraint, v.node) for v in report.violations} == expected
     assert not report.committed
     assert memory.export() == before and memory.t == t
+
+
+def test_new_actions_and_results_in_their_places_commit():
+    memory = _planned()
+    report = memory.apply({"ops": [
+        {"op": "add_node", "id": "k", "type": "goal", "parent": "g"},
+        {"op": "add_node", "id": "c", "type": "action", "parent": "k"},
+        {"op": "add_node", "id": "d", "type": "action", "parent": "c"},
+        {"op": "add_node", "id": "r2", "type": "result"}, {"op": "add_edge", "from": "d", "to": "r2", "type": "produces"},
+    ]})
+    assert report.committed and report.violations == ()
 
 
 def test_an_update_of_every_node_passes_the_structure_rules():

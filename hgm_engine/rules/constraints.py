@@ -225,7 +225,14 @@ class ConstraintChecker:
                 changed_nodes.append(change.after)
         # in the order the changes touch them, as before
         present = [node_id for node_id in touched if node_id in placed and node_id in view]
-        violations.extend(self._structure(view, present))
+        # a node the commit made has only the commit's edges: its parents and producers are
+        # read from them, without building its incoming adjacency
+        into_created: dict[str, dict[str, list[str]]] = {node_id: {} for node_id in created}
+        for edge in added_edges:
+            found = into_created.get(edge.target)
+            if found is not None:
+                found.setdefault(edge.type, []).append(edge.source)
+        violations.extend(self._structure(view, present, into_created))
         violations.extend(self._edges(view, added_edges, created=created))
         violations.extend(self._attributes(changed_nodes))
         if self.user:
@@ -288,13 +295,17 @@ class ConstraintChecker:
             violations.extend(constraint.violations(view, None))
         return _unique(violations)
 
-    def _structure(self, view, node_ids: list[str]) -> list[Violation]:
+    def _structure(self, view, node_ids: list[str], incoming: Mapping[str, Mapping[str, list[str]]] | None = None) -> list[Violation]:
+        """The structure rules of ``node_ids`` (``incoming``: for some of them, the sources of
+        their incoming edges by type, when known without their adjacency)."""
         out = []
         nodes = view.node_map()
+        known = incoming or {}
         for node_id in node_ids:
             node = nodes[node_id]
+            given = known.get(node_id)
             if node.type == "action":
-                parents = view.in_adjacency(node_id).by_type.get("parent_of", ())
+                parents = view.in_adjacency(node_id).by_type.get("parent_of", ()) if given is None else given.get("parent_of", ())
                 if len(parents) != 1:
                     out.append(
                         Violation(
@@ -313,7 +324,7 @@ class ConstraintChecker:
                         )
                     )
             elif node.type == "result":
-                producers = view.in_adjacency(node_id).by_type.get("produces", ())
+                producers = view.in_adjacency(node_id).by_type.get("produces", ()) if given is None else given.get("produces", ())
                 if not any(nodes[p].type == "action" for p in producers):
                     out.append(
                         Violation(
