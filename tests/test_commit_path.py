@@ -436,3 +436,25 @@ def test_new_leaves_under_new_and_old_nodes_close_no_cycle():
         {"op": "add_edge", "from": "p", "to": "q", "type": "before"}, {"op": "add_edge", "from": "z", "to": "p", "type": "before"},
     ]})
     assert report.committed and report.violations == ()
+
+
+def test_every_row_a_commit_writes_carries_the_checksum_row_crc_gives(tmp_path):
+    path = tmp_path / "m.db"
+    with Memory.open(path) as memory:
+        memory.apply({"ops": [
+            {"op": "add_node", "id": "é-goal", "type": "goal", "content": "Reise nach Köln"},
+            {"op": "add_node", "id": "a", "type": "action", "parent": "é-goal", "order": 1},
+            {"op": "add_node", "id": "f", "type": "fact", "content": "東京"},
+            {"op": "add_edge", "from": "f", "to": "a", "type": "related_to", "note": "ß"},
+        ]})
+        memory.apply({"ops": [
+            {"op": "update_edge", "from": "é-goal", "to": "a", "type": "parent_of", "set": {"order": 7}},
+            {"op": "update_node", "id": "f", "set": {"content": "大阪"}},
+            {"op": "delete_edge", "from": "f", "to": "a", "type": "related_to"},
+        ]})
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT id, type, attrs, seq, crc FROM nodes").fetchall() + db.execute(
+        "SELECT source, target, type, attrs, seq, crc FROM edges").fetchall()
+    db.close()
+    assert len(rows) == 4 and all(row[-1] == row_crc(*row[:-1]) for row in rows)
+    assert ("é-goal", "a", "parent_of", '{"order":7}', 1) in {row[:-1] for row in rows}

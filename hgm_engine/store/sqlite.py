@@ -913,6 +913,7 @@ class SQLiteStore(Store):
         node_inserts: list[tuple] = []
         edge_updates: list[tuple] = []
         edge_inserts: list[tuple] = []
+        crc32 = zlib.crc32  # row_crc of each row, inlined (the text it checksums, as an f-string)
         for change, attrs in zip(commit.changes, after_texts):
             kind = change.kind
             if kind == "edge_removed":
@@ -921,11 +922,15 @@ class SQLiteStore(Store):
                 node_deletes.append((change.before.id,))
             elif kind == "node_added" or kind == "node_updated":
                 node = change.after
-                row = (node.type, attrs, node.seq, row_crc(node.id, node.type, attrs, node.seq), node.id)
+                crc = crc32(f"{node.id}\x1f{node.type}\x1f{attrs}\x1f{node.seq:d}".encode("utf-8", "surrogatepass"))
+                row = (node.type, attrs, node.seq, crc, node.id)
                 (node_updates if kind == "node_updated" else node_inserts).append(row)
             elif kind == "edge_added" or kind == "edge_updated":
                 edge = change.after
-                row = (attrs, edge.seq, row_crc(edge.source, edge.target, edge.type, attrs, edge.seq), edge.source, edge.target, edge.type)
+                crc = crc32(
+                    f"{edge.source}\x1f{edge.target}\x1f{edge.type}\x1f{attrs}\x1f{edge.seq:d}".encode("utf-8", "surrogatepass")
+                )
+                row = (attrs, edge.seq, crc, edge.source, edge.target, edge.type)
                 (edge_updates if kind == "edge_updated" else edge_inserts).append(row)
         if edge_deletes:
             cursor = db.executemany("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?", edge_deletes)
