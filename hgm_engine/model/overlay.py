@@ -369,11 +369,14 @@ class GraphOverlay:
         return removed
 
     def add_edge(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None) -> Edge:
-        if self.edge(source, target, edge_type) is not None:
-            raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
+        nodes = self._nodes
         for end in (source, target):
-            if end not in self._nodes:
+            if end not in nodes:
                 raise KeyError(f"node {end!r} does not exist")
+        # both ends are here: self.edge() without asking for them again
+        key = (source, target, edge_type)
+        if key in self._added_edges or (key not in self._removed_edges and self.base.edge(source, target, edge_type) is not None):
+            raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
         self._edge_seq += 1
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._edge_seq)
         self._place_edge(edge)  # its key checked above

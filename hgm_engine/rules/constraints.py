@@ -349,17 +349,20 @@ class ConstraintChecker:
             # parent), and the walk need not start there.
             leaving = {(e.source, e.type) for e in edges if e is not None} if created else ()
             for edge_type in self.schema.acyclic_edge_types:
-                typed = [
+                typed = [  # the commit's edges: both ends are in the view
                     e for e in edges
-                    if e is not None and e.type == edge_type and e.source in nodes and e.target in nodes
+                    if e is not None and e.type == edge_type
                     and (e.source == e.target or e.target not in created or (e.target, edge_type) in leaving)
                 ]
                 if typed:
                     closing[edge_type] = _closing_cycles(view, typed, edge_type)
         for edge in edges:
-            if edge is None or edge.source not in nodes or edge.target not in nodes:
+            if edge is None:
                 continue
-            source_type, target_type = nodes[edge.source].type, nodes[edge.target].type
+            source, target = nodes.get(edge.source), nodes.get(edge.target)
+            if source is None or target is None:
+                continue
+            source_type, target_type = source.type, target.type
             key = (edge.type, source_type, target_type)
             ok = allowed.get(key)
             if ok is None:
