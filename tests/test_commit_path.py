@@ -8,7 +8,7 @@ import json
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hgm_engine import Memory
@@ -159,3 +159,302 @@ def test_the_node_index_t_a_store_remembers_gives_way_to_another_connections_wri
     with store.write():
         assert store.node_index_t() == 7  # what was rolled back is not remembered
     store.close()
+
+
+# -- the constraints check what the changes can break (fourth session) --------------------------
+
+def _planned() -> Memory:
+    memory = Memory()
+    memory.apply({"ops": [
+        {"op": "add_node", "id": "g", "type": "goal", "content": "Trip"},
+        {"op": "add_node", "id": "h", "type": "goal", "content": "Other"},
+        {"op": "add_node", "id": "a", "type": "action", "parent": "g", "status": "pending"},
+        {"op": "add_node", "id": "b", "type": "action", "parent": "a", "status": "pending"},
+        {"op": "add_node", "id": "r", "type": "result", "content": "Booked"},
+        {"op": "add_edge", "from": "a", "to": "r", "type": "produces"},
+        {"op": "add_node", "id": "e", "type": "entity", "name": "Hotel"},
+    ]})
+    return memory
+
+
+@pytest.mark.parametrize(
+    "ops, expected",
+    [
+        ([{"op": "add_node", "id": "c", "type": "action"}], {("action_has_one_parent", "c")}),
+        ([{"op": "add_node", "id": "c", "type": "action", "parent": "g"}, {"op": "add_edge", "from": "h", "to": "c", "type": "parent_of"}],
+         {("action_has_one_parent", "c")}),
+        ([{"op": "add_node", "id": "c", "type": "action", "parent": "r"}],
+         {("action_parent_is_goal_or_action", "c"), ("parent_of_endpoints", "r")}),
+        ([{"op": "add_edge", "from": "h", "to": "a", "type": "parent_of"}], {("action_has_one_parent", "a")}),
+        ([{"op": "update_node", "id": "b", "set": {"status": "active"}},
+          {"op": "add_edge", "from": "h", "to": "b", "type": "parent_of"}], {("action_has_one_parent", "b")}),
+        ([{"op": "delete_edge", "from": "g", "to": "a", "type": "parent_of"}], {("action_has_one_parent", "a")}),
+        ([{"op": "delete_edge", "from": "a", "to": "r", "type": "produces"}], {("result_is_produced", "r")}),
+        ([{"op": "add_node", "id": "r2", "type": "result"}, {"op": "add_edge", "from": "e", "to": "r2", "type": "produces"}],
+         {("produces_endpoints", "e"), ("result_is_produced", "r2")}),
+        ([{"op": "delete_node", "id": "a", "cascade": False}],
+         {("action_has_one_parent", "b"), ("delete_leaves_orphans", "a"), ("result_is_produced", "r")}),
+        # a made again as an entity: b's parent is not a goal or an action
+        ([{"op": "delete_node", "id": "a", "cascade": True}, {"op": "add_node", "id": "a", "type": "entity"},
+          {"op": "add_node", "id": "b", "type": "action"}, {"op": "add_edge", "from": "a", "to": "b", "type": "parent_of"}],
+         {("action_parent_is_goal_or_action", "b"), ("parent_of_endpoints", "a"), ("result_is_produced", "r")}),
+    ],
+)
+def test_a_change_that_breaks_a_structure_rule_is_still_refused_and_changes_nothing(ops, expected):
+    """The structure rules are checked only on nodes added or whose incoming edges changed."""
+    memory = _planned()
+    before, t = memory.export(), memory.t
+    report = memory.apply({"ops": ops})
+    # every violation, as the check of every touched node found them (pinned from before)
+    assert {(v.constraint, v.node) for v in report.violations} == expected
+    assert not report.committed
+    assert memory.export() == before and memory.t == t
+
+
+def test_new_actions_and_results_in_their_places_commit():
+    memory = _planned()
+    report = memory.apply({"ops": [
+        {"op": "add_node", "id": "k", "type": "goal", "parent": "g"},
+        {"op": "add_node", "id": "c", "type": "action", "parent": "k"},
+        {"op": "add_node", "id": "d", "type": "action", "parent": "c"},
+        {"op": "add_node", "id": "r2", "type": "result"}, {"op": "add_edge", "from": "d", "to": "r2", "type": "produces"},
+    ]})
+    assert report.committed and report.violations == ()
+
+
+def test_an_update_of_every_node_passes_the_structure_rules():
+    memory = _planned()
+    ops = [{"op": "update_node", "id": node_id, "set": {"note": "seen"}} for node_id in ("g", "h", "a", "b", "r", "e")]
+    report = memory.apply({"ops": ops})
+    assert report.committed and report.violations == ()
+
+
+# -- attribute values: the usual ones pass at once, every other one is looked at closer ----------
+
+_any_text = st.text(st.characters(), max_size=6)  # lone surrogates included
+_any_scalar = st.one_of(
+    st.none(), st.booleans(), st.integers(-2**70, 2**70), st.sampled_from([4299, 4300, -4300]).map(lambda n: 10**n if n > 0 else -(10**-n)), st.sampled_from([2**63, -2**63, 2**63 - 1]),
+    st.floats(), st.sampled_from([float("nan"), float("inf"), -float("inf")]), _any_text,
+)
+_any_value = st.recursive(
+    _any_scalar | st.text("abc", max_size=3), lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_any_text, inner, max_size=2), max_leaves=5
+)
+_attribute_names = (st.text("abcdef_", min_size=1, max_size=4) | _any_text | st.integers(0, 3)).filter(lambda k: k not in ("id", "type", "dirty", "dirty_marks", "valid_from", "valid_to"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_attribute_names, _any_value, max_size=4))
+@example({"a": float("nan")})
+@example({"a": "ok", "b": float("-inf")})
+@example({"a": 10**4300})
+@example({"a": -(2**63)})
+@example({"a": "\ud800"})
+@example({"\ud800": 1})
+@example({1: "a"})
+@example({"a": [float("nan")]})
+@example({"a": {"b": "\udfff"}})
+@example({"a": "é", "b": 1.5, "c": None, "d": True})
+def test_an_attribute_value_is_refused_exactly_when_value_problem_finds_a_problem(attributes):
+    from hgm_engine.errors import TransactionError
+    from hgm_engine.model import text_problem, value_problem
+
+    expected = None
+    for key, value in attributes.items():
+        if not isinstance(key, str):
+            expected = ("invalid-value", f"attribute names are strings, not {key!r}", "ops[1].set")
+            break
+        problem = text_problem(key, "ops[1].set", "an attribute name") or value_problem(value, f"ops[1].set.{key}")
+        if problem is not None:
+            expected = (problem.category, problem.message, problem.where)
+            break
+    memory = Memory()
+    try:
+        memory.apply({"ops": [{"op": "add_node", "id": "n", "type": "fact"}, {"op": "update_node", "id": "n", "set": attributes}]})
+        refused = None
+    except TransactionError as err:
+        refused = (err.problems[0].category, err.problems[0].message, err.problems[0].where)
+    assert refused == expected
+    if refused is not None:
+        assert memory.t == 0 and memory.node("n") is None
+
+
+# -- the root goals after commits: decided when asked, the same as computed from scratch ------------
+
+
+def test_the_root_goals_after_each_commit_are_those_of_the_same_memory_built_afresh():
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "h", "type": "goal"},
+                          {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+    assert memory.graph.roots() == ("g", "h")  # known from here on: commits keep them
+    steps = [
+        [{"op": "add_node", "id": "k", "type": "goal"}],                                      # a new root
+        [{"op": "add_edge", "from": "h", "to": "k", "type": "parent_of"}],                    # no longer one
+        [{"op": "add_node", "id": "m", "type": "goal", "parent": "k"},                        # added with its parent
+         {"op": "add_node", "id": "n", "type": "goal"}],
+        [{"op": "delete_edge", "from": "h", "to": "k", "type": "parent_of"}],                 # a root again
+        [{"op": "delete_node", "id": "g", "cascade": True}],                                  # a root gone
+        [{"op": "add_node", "id": "g", "type": "goal", "parent": "n"}],                       # made again, under n
+        [{"op": "delete_edge", "from": "n", "to": "g", "type": "parent_of"}],                 # g a root again
+        [{"op": "update_node", "id": "k", "set": {"content": "renamed"}}],
+    ]
+    for ops in steps:
+        assert memory.apply({"ops": ops}).committed
+        afresh = Memory.from_document(memory.export())
+        assert memory.graph.roots() == afresh.graph.roots()
+        assert memory.query("root").value == list(afresh.graph.roots())
+
+
+# -- the shape checks of ops: the same refusals, with the same place, made with less work ----------
+
+
+@pytest.mark.parametrize(
+    "op, category, message, where",
+    [
+        ({"op": "add_node", "id": "a\x00b", "type": "goal"}, "invalid-value",
+         "an id may not hold the character NUL (PostgreSQL cannot store it)", "ops[0].id"),
+        ({"op": "add_node", "id": "a\ud800", "type": "goal"}, "invalid-value",
+         "a string may not hold a lone surrogate ('\\ud800' at character 2): it is not a Unicode character", "ops[0].id"),
+        ({"op": "add_edge", "from": "g", "to": "x\udfff", "type": "parent_of"}, "invalid-value",
+         "a string may not hold a lone surrogate ('\\udfff' at character 2): it is not a Unicode character", "ops[0].to"),
+        ({"op": "add_node", "id": "n"}, "invalid-transaction", "add_node needs 'type'", "ops[0]"),
+        ({"op": "update_node", "id": "g", "set": {}, "colour": "red"}, "invalid-transaction", "update_node does not take 'colour'", "ops[0]"),
+        ({"op": "delete_edge", "from": "g", "to": "h"}, "invalid-transaction", "delete_edge needs 'type'", "ops[0]"),
+        ({"op": "add_node", "id": "f", "type": "fact", "valid_from": "2026-06-01", "valid_to": "2026-01-01"}, "invalid-value",
+         "valid_to '2026-01-01' is before valid_from '2026-06-01'", "ops[0].valid_to"),
+        ({"op": "update_node", "id": "g", "set": {"valid_from": "soon"}}, "invalid-value",
+         "valid_from 'soon' is not an ISO 8601 date or date-time (e.g. '2026-03-01' or '2026-03-01T09:30:00Z')", "ops[0].set.valid_from"),
+    ],
+)
+def test_a_malformed_op_is_refused_naming_what_and_where_and_nothing_changes(op, category, message, where):
+    from hgm_engine.errors import TransactionError
+
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    before = memory.export()
+    with pytest.raises(TransactionError) as caught:
+        memory.apply({"ops": [op]})
+    problem = caught.value.problems[0]
+    assert (problem.category, problem.message, problem.where) == (category, message, where)
+    assert memory.export() == before and memory.t == 1
+
+
+# -- an overlay's adjacency: each change touches the directions it changes, and only those ------
+
+_overlay_ids = st.sampled_from(["a", "b", "c", "d", "e"])
+_overlay_steps = st.lists(
+    st.tuples(st.sampled_from(["add_node", "remove_node", "add_edge", "remove_edge", "set_edge"]), _overlay_ids, _overlay_ids,
+              st.sampled_from(["parent_of", "before", "related_to"])),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_overlay_steps)
+def test_an_overlays_adjacency_is_that_of_its_state_built_afresh(steps):
+    from hgm_engine.model import GraphOverlay, MemoryGraph
+
+    base = MemoryGraph()
+    for node_id in "abc":
+        base.add_node(node_id, "goal", {})
+    base.add_edge("a", "b", "parent_of", {})
+    base.add_edge("b", "c", "before", {"order": 2})
+    base.add_edge("c", "a", "related_to", {})
+    ids = "abcde"
+    for node_id in ids:  # the base's adjacencies known first, as a commit finds them
+        base.out_adjacency(node_id), base.in_adjacency(node_id)
+    overlay = GraphOverlay(base)
+    for kind, one, other, edge_type in steps:
+        if kind == "add_node" and one not in overlay:
+            overlay.add_node(one, "goal", {})
+        elif kind == "remove_node" and one in overlay:
+            overlay.remove_node(one)
+        elif kind == "add_edge" and one in overlay and other in overlay and overlay.edge(one, other, edge_type) is None:
+            overlay.add_edge(one, other, edge_type, {"order": len(steps)})
+        elif kind == "remove_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.remove_edge(one, other, edge_type)
+        elif kind == "set_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.set_edge_attrs(one, other, edge_type, {"order": -1})
+        for node_id in ids:  # read between changes too: a stale cached adjacency would show
+            overlay.out_adjacency(node_id), overlay.in_adjacency(node_id)
+    afresh = MemoryGraph.from_payloads(list(overlay.nodes()), list(overlay.iter_edges()))
+    for node_id in ids:
+        assert overlay.out_adjacency(node_id).pairs == afresh.out_adjacency(node_id).pairs
+        assert overlay.in_adjacency(node_id).pairs == afresh.in_adjacency(node_id).pairs
+        assert sorted(e.key for e in overlay.out_edges(node_id)) == sorted(e.key for e in afresh.out_edges(node_id)) if node_id in overlay else True
+
+
+# -- cycles: an edge into a node the commit made is walked from only when that node leads on --------
+
+
+def _actions() -> Memory:
+    memory = Memory()
+    memory.apply({"ops": [
+        {"op": "add_node", "id": "g", "type": "goal"},
+        *({"op": "add_node", "id": name, "type": "action", "parent": "g"} for name in ("x", "y", "z")),
+        {"op": "add_edge", "from": "y", "to": "z", "type": "before"},
+    ]})
+    return memory
+
+
+@pytest.mark.parametrize(
+    "ops, expected",
+    [
+        # new n between x and x
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"},
+          {"op": "add_edge", "from": "x", "to": "n", "type": "before"}, {"op": "add_edge", "from": "n", "to": "x", "type": "before"}],
+         {("before_acyclic", "x"), ("before_acyclic", "n")}),
+        # new n leads on to z, which leads back to n through the existing y -> z? no: z -> n -> y -> z
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"},
+          {"op": "add_edge", "from": "z", "to": "n", "type": "before"}, {"op": "add_edge", "from": "n", "to": "y", "type": "before"}],
+         {("before_acyclic", "z"), ("before_acyclic", "n")}),
+        # two new nodes in a ring
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"}, {"op": "add_node", "id": "m", "type": "action", "parent": "g"},
+          {"op": "add_edge", "from": "n", "to": "m", "type": "before"}, {"op": "add_edge", "from": "m", "to": "n", "type": "before"}],
+         {("before_acyclic", "n"), ("before_acyclic", "m")}),
+        # a self-loop on a new node
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"}, {"op": "add_edge", "from": "n", "to": "n", "type": "before"}],
+         {("before_acyclic", "n")}),
+        # a new goal above g's parent chain, made its own child's parent: g -> k -> g
+        ([{"op": "add_node", "id": "k", "type": "goal", "parent": "g"}, {"op": "add_edge", "from": "k", "to": "g", "type": "parent_of"}],
+         {("parent_of_acyclic", "g"), ("parent_of_acyclic", "k")}),
+    ],
+)
+def test_a_cycle_through_a_node_the_commit_made_is_refused_and_changes_nothing(ops, expected):
+    memory = _actions()
+    before, t = memory.export(), memory.t
+    report = memory.apply({"ops": ops})
+    assert not report.committed
+    assert {(v.constraint, v.node) for v in report.violations if v.constraint.endswith("_acyclic")} == expected
+    assert memory.export() == before and memory.t == t
+
+
+def test_new_leaves_under_new_and_old_nodes_close_no_cycle():
+    memory = _actions()
+    report = memory.apply({"ops": [
+        {"op": "add_node", "id": "k", "type": "goal", "parent": "g"},
+        *({"op": "add_node", "id": name, "type": "action", "parent": "k"} for name in ("p", "q")),
+        {"op": "add_edge", "from": "p", "to": "q", "type": "before"}, {"op": "add_edge", "from": "z", "to": "p", "type": "before"},
+    ]})
+    assert report.committed and report.violations == ()
+
+
+def test_every_row_a_commit_writes_carries_the_checksum_row_crc_gives(tmp_path):
+    path = tmp_path / "m.db"
+    with Memory.open(path) as memory:
+        memory.apply({"ops": [
+            {"op": "add_node", "id": "é-goal", "type": "goal", "content": "Reise nach Köln"},
+            {"op": "add_node", "id": "a", "type": "action", "parent": "é-goal", "order": 1},
+            {"op": "add_node", "id": "f", "type": "fact", "content": "東京"},
+            {"op": "add_edge", "from": "f", "to": "a", "type": "related_to", "note": "ß"},
+        ]})
+        memory.apply({"ops": [
+            {"op": "update_edge", "from": "é-goal", "to": "a", "type": "parent_of", "set": {"order": 7}},
+            {"op": "update_node", "id": "f", "set": {"content": "大阪"}},
+            {"op": "delete_edge", "from": "f", "to": "a", "type": "related_to"},
+        ]})
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT id, type, attrs, seq, crc FROM nodes").fetchall() + db.execute(
+        "SELECT source, target, type, attrs, seq, crc FROM edges").fetchall()
+    db.close()
+    assert len(rows) == 4 and all(row[-1] == row_crc(*row[:-1]) for row in rows)
+    assert ("é-goal", "a", "parent_of", '{"order":7}', 1) in {row[:-1] for row in rows}

@@ -39,6 +39,7 @@ __all__ = [
 _EMPTY = EMPTY_ATTRS
 _SEQ = operator.attrgetter("seq")
 _NO_NODES: Mapping[str, Node] = {}  # the per-type index of a type with no nodes (never changed)
+_ROOTS = threading.Lock()  # roots() deciding the nodes a change left pending
 _MATERIALIZING = threading.Lock()  # one reader makes a graph's edge payloads from its columns
 
 
@@ -155,6 +156,9 @@ class MemoryGraph:
         # The root goals as a set, kept up to date by every change once computed (None: not
         # yet); ``_roots`` is its creation-ordered tuple, rebuilt from the set when needed.
         self._root_ids: set[str] | None = None
+        # Nodes whose root status a change may have changed since: decided when roots() is
+        # next asked (a commit adding a goal and its parent edge asks once, not twice).
+        self._root_pending: set[str] = set()
         # (type, attribute) -> string value -> id -> payload; built on first use, then kept.
         self._values: dict[tuple[str, str], dict[str, dict[str, Node]]] = {}
         self._unsorted: set[tuple[str, str, str]] = set()  # buckets whose order needs a sort
@@ -841,19 +845,23 @@ class MemoryGraph:
                 self._root_ids = set(self._roots)
             else:  # a commit changed a few roots: order the set, do not scan every goal
                 nodes = self._nodes
-                self._roots = tuple(sorted(self._root_ids, key=lambda node_id: nodes[node_id].seq))
+                with _ROOTS:  # readers may ask at the same time (under the state's read lock)
+                    root_ids = self._root_ids
+                    for node_id in self._root_pending:
+                        node = nodes.get(node_id)
+                        if node is not None and node.type == "goal" and not self.in_ids(node_id, "parent_of"):
+                            root_ids.add(node_id)
+                        else:
+                            root_ids.discard(node_id)
+                    self._root_pending.clear()
+                    self._roots = tuple(sorted(root_ids, key=lambda node_id: nodes[node_id].seq))
         return self._roots
 
     def _recheck_root(self, node_id: str) -> None:
         """``node_id``'s incoming ``parent_of`` edges or existence changed: is it a root now?"""
         self._roots = None
-        if self._root_ids is None:
-            return
-        node = self._nodes.get(node_id)
-        if node is not None and node.type == "goal" and not self.in_ids(node_id, "parent_of"):
-            self._root_ids.add(node_id)
-        else:
-            self._root_ids.discard(node_id)
+        if self._root_ids is not None:
+            self._root_pending.add(node_id)  # decided by roots(), on the state it asks about
 
     # -- changing -----------------------------------------------------------------------
 

@@ -324,13 +324,16 @@ class GraphOverlay:
             raise KeyError(f"node {node_id!r} already exists")
         self._node_seq += 1
         node = Node(node_id, node_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._node_seq)
-        self.restore_node(node)
+        self._place_node(node)  # its id checked above
         return node
 
     def restore_node(self, node: Node) -> None:
         """Put a node payload in place as it is (its creation number too)."""
         if node.id in self._nodes:
             raise KeyError(f"node {node.id!r} already exists")
+        self._place_node(node)
+
+    def _place_node(self, node: Node) -> None:
         dict.__setitem__(self._nodes, node.id, node)
         self._types_touched.add(node.type)
         # A node re-created under an old id must not inherit the old node's base edges.
@@ -366,21 +369,27 @@ class GraphOverlay:
         return removed
 
     def add_edge(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None) -> Edge:
-        if self.edge(source, target, edge_type) is not None:
-            raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
+        nodes = self._nodes
         for end in (source, target):
-            if end not in self._nodes:
+            if end not in nodes:
                 raise KeyError(f"node {end!r} does not exist")
+        # both ends are here: self.edge() without asking for them again
+        key = (source, target, edge_type)
+        if key in self._added_edges or (key not in self._removed_edges and self.base.edge(source, target, edge_type) is not None):
+            raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
         self._edge_seq += 1
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._edge_seq)
-        self.restore_edge(edge)
+        self._place_edge(edge)  # its key checked above
         return edge
 
     def restore_edge(self, edge: Edge) -> None:
         """Put an edge payload in place as it is (its creation number too)."""
+        if self.edge(*edge.key) is not None:
+            raise KeyError(f"edge {edge.key!r} already exists")
+        self._place_edge(edge)
+
+    def _place_edge(self, edge: Edge) -> None:
         key = edge.key
-        if self.edge(*key) is not None:
-            raise KeyError(f"edge {key!r} already exists")
         base_edge = self._removed_edges.get(key)
         if base_edge is not None and base_edge == edge:
             del self._removed_edges[key]  # back to the base's own edge
@@ -402,7 +411,7 @@ class GraphOverlay:
     def set_edge_attrs(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any]) -> Edge:
         old = self.remove_edge(source, target, edge_type)
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else EMPTY_ATTRS, old.seq)
-        self.restore_edge(edge)
+        self._place_edge(edge)  # just removed: not there
         return edge
 
     def _drop_edge(self, edge: Edge) -> None:
@@ -416,14 +425,13 @@ class GraphOverlay:
         self._touch_edges(edge.source, edge.target)
 
     def _touch_edges(self, source: str, target: str) -> None:
+        """An edge ``source -> target`` changed: the outgoing edges of ``source`` and the
+        incoming ones of ``target`` are no longer the base's (a node's own change passes its id
+        as both). The other two directions stay the base's, and so do their adjacencies."""
         self._out_touched.add(source)
         self._in_touched.add(target)
         self._out_cache.pop(source, None)
         self._in_cache.pop(target, None)
-        self._out_touched.add(target)
-        self._in_touched.add(source)
-        self._out_cache.pop(target, None)
-        self._in_cache.pop(source, None)
 
     def undo_later(self, changes: list[Change]) -> None:
         """Keep showing the same earlier state after ``changes`` were applied to the base.

@@ -69,6 +69,11 @@ STOP_WORDS = frozenset(
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _WORD = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# The same two tests for ASCII text, without look-arounds (whether _CAMEL matches anywhere:
+# a lower-case letter before an upper-case one, or two upper-case ones before a lower-case
+# one), and _WORD's words of lower-case ASCII text: a third of the cost each.
+_CAMEL_ASCII = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
+_WORD_ASCII = re.compile(r"[a-z0-9]+")
 
 _stemmer = snowballstemmer.stemmer("english")
 _stemmer_lock = threading.Lock()  # the pure-Python stemmer keeps state while it works
@@ -104,10 +109,10 @@ def words(text: str) -> list[str]:
     >>> words("iPhone")
     ['iphone', 'i', 'phone']
     """
-    if text.isascii() and _CAMEL.search(text) is None:
+    if text.isascii() and _CAMEL_ASCII.search(text) is None:
         # the usual text: no camel-case word to split, and lower() keeps every word and its
         # length (a commit analyses the text of every node it changes)
-        return [word for word in _WORD.findall(text.lower()) if len(word) <= MAX_WORD_LENGTH]
+        return [word for word in _WORD_ASCII.findall(text.lower()) if len(word) <= MAX_WORD_LENGTH]
     return _split_words(text)
 
 

@@ -200,18 +200,40 @@ class ConstraintChecker:
         """Every violation caused by ``changes`` in ``view`` (the state after them)."""
         violations = list(extra)
         touched: dict[str, None] = {}
+        # The structure rules of a node (one parent for an action, of a goal or an action; a
+        # producer for a result) read its type, its incoming edges and their sources' types;
+        # types never change, so only a node added or one whose incoming edges changed can
+        # break them (an attribute update, the source end of an edge cannot).
+        placed: set[str] = set()
+        created: set[str] = set()
         added_edges = []
         changed_nodes = []
         for change in changes:
+            kind = change.kind
             for node_id in change.touched:
                 touched[node_id] = None
-            if change.kind in ("edge_added", "edge_updated"):
+            if kind == "edge_added" or kind == "edge_updated":
                 added_edges.append(change.after)
-            elif change.kind in ("node_added", "node_updated"):
+                placed.add(change.after.target)
+            elif kind == "edge_removed":
+                placed.add(change.before.target)
+            elif kind == "node_added":
                 changed_nodes.append(change.after)
-        present = [node_id for node_id in touched if node_id in view]
-        violations.extend(self._structure(view, present))
-        violations.extend(self._edges(view, added_edges))
+                placed.add(change.after.id)
+                created.add(change.after.id)
+            elif kind == "node_updated":
+                changed_nodes.append(change.after)
+        # in the order the changes touch them, as before
+        present = [node_id for node_id in touched if node_id in placed and node_id in view]
+        # a node the commit made has only the commit's edges: its parents and producers are
+        # read from them, without building its incoming adjacency
+        into_created: dict[str, dict[str, list[str]]] = {node_id: {} for node_id in created}
+        for edge in added_edges:
+            found = into_created.get(edge.target)
+            if found is not None:
+                found.setdefault(edge.type, []).append(edge.source)
+        violations.extend(self._structure(view, present, into_created))
+        violations.extend(self._edges(view, added_edges, created=created))
         violations.extend(self._attributes(changed_nodes))
         if self.user:
             node_seeds = [c.after.id for c in changes if c.kind in ("node_added", "node_updated")]
@@ -273,13 +295,17 @@ class ConstraintChecker:
             violations.extend(constraint.violations(view, None))
         return _unique(violations)
 
-    def _structure(self, view, node_ids: list[str]) -> list[Violation]:
+    def _structure(self, view, node_ids: list[str], incoming: Mapping[str, Mapping[str, list[str]]] | None = None) -> list[Violation]:
+        """The structure rules of ``node_ids`` (``incoming``: for some of them, the sources of
+        their incoming edges by type, when known without their adjacency)."""
         out = []
         nodes = view.node_map()
+        known = incoming or {}
         for node_id in node_ids:
             node = nodes[node_id]
+            given = known.get(node_id)
             if node.type == "action":
-                parents = view.in_adjacency(node_id).by_type.get("parent_of", ())
+                parents = view.in_adjacency(node_id).by_type.get("parent_of", ()) if given is None else given.get("parent_of", ())
                 if len(parents) != 1:
                     out.append(
                         Violation(
@@ -298,7 +324,7 @@ class ConstraintChecker:
                         )
                     )
             elif node.type == "result":
-                producers = view.in_adjacency(node_id).by_type.get("produces", ())
+                producers = view.in_adjacency(node_id).by_type.get("produces", ()) if given is None else given.get("produces", ())
                 if not any(nodes[p].type == "action" for p in producers):
                     out.append(
                         Violation(
@@ -309,21 +335,34 @@ class ConstraintChecker:
                     )
         return out
 
-    def _edges(self, view, edges: list, check_cycles: bool = True) -> list[Violation]:
+    def _edges(self, view, edges: list, check_cycles: bool = True, created: set[str] = frozenset()) -> list[Violation]:
+        """Endpoint and cycle violations of ``edges`` (the commit's added and updated ones,
+        ``created``: the nodes it added, whose every edge is among them)."""
         out = []
         nodes = view.node_map()
         allowed: dict[tuple[str, str, str], bool] = {}
         rules = self.schema.edge_rules
         closing: dict[str, set[tuple[str, str]]] = {}
         if check_cycles:
+            # A node made by this commit has only the commit's edges: when none of them leaves
+            # it over a type, an edge into it closes no cycle of that type (a new leaf under its
+            # parent), and the walk need not start there.
+            leaving = {(e.source, e.type) for e in edges if e is not None} if created else ()
             for edge_type in self.schema.acyclic_edge_types:
-                typed = [e for e in edges if e is not None and e.type == edge_type and e.source in nodes and e.target in nodes]
+                typed = [  # the commit's edges: both ends are in the view
+                    e for e in edges
+                    if e is not None and e.type == edge_type
+                    and (e.source == e.target or e.target not in created or (e.target, edge_type) in leaving)
+                ]
                 if typed:
                     closing[edge_type] = _closing_cycles(view, typed, edge_type)
         for edge in edges:
-            if edge is None or edge.source not in nodes or edge.target not in nodes:
+            if edge is None:
                 continue
-            source_type, target_type = nodes[edge.source].type, nodes[edge.target].type
+            source, target = nodes.get(edge.source), nodes.get(edge.target)
+            if source is None or target is None:
+                continue
+            source_type, target_type = source.type, target.type
             key = (edge.type, source_type, target_type)
             ok = allowed.get(key)
             if ok is None:

@@ -159,6 +159,24 @@ _EDGE_ROWS = "SELECT source, target, type, attrs, seq, {crc} FROM edges NOT INDE
 _BY_SEQ = {"nodes": operator.itemgetter(3), "edges": operator.itemgetter(4)}
 
 
+class _Guard:
+    """:meth:`SQLiteStore._guard`'s context: a SQLite, Unicode or overflow error raised inside
+    becomes the store's :class:`StoreError` (one that is a StoreError already passes)."""
+
+    __slots__ = ("store", "action", "written")
+
+    def __init__(self, store: "SQLiteStore", action: str, written: bool) -> None:
+        self.store, self.action, self.written = store, action, written
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, traceback: Any) -> bool:
+        if kind is not None and not issubclass(kind, StoreError) and issubclass(kind, (sqlite3.Error, UnicodeError, OverflowError)):
+            raise self.store._failure(self.action, exc, written=self.written) from None
+        return False
+
+
 def row_crc(*values: Any) -> int:
     """The checksum a row carries: CRC-32 of its values as text, joined by U+001F.
 
@@ -343,15 +361,10 @@ class SQLiteStore(Store):
         ways.append(f"or recover what SQLite can still read: sqlite3 {loc} .recover | sqlite3 RECOVERED.db")
         return self._problem(f"{self.location} is damaged: {what}. To recover, " + "; ".join(ways))
 
-    @contextlib.contextmanager
-    def _guard(self, action: str, *, written: bool = False) -> Iterator[None]:
-        """Turn SQLite errors raised inside into StoreErrors (see :meth:`_failure`)."""
-        try:
-            yield
-        except StoreError:
-            raise
-        except (sqlite3.Error, UnicodeError, OverflowError) as exc:
-            raise self._failure(action, exc, written=written) from None
+    def _guard(self, action: str, *, written: bool = False) -> "_Guard":
+        """Turn SQLite errors raised inside into StoreErrors (see :meth:`_failure`); a plain
+        context manager, not a generator's (a commit enters several)."""
+        return _Guard(self, action, written)
 
     # -- opening and creating -----------------------------------------------------------------
 
@@ -900,6 +913,7 @@ class SQLiteStore(Store):
         node_inserts: list[tuple] = []
         edge_updates: list[tuple] = []
         edge_inserts: list[tuple] = []
+        crc32 = zlib.crc32  # row_crc of each row, inlined (the text it checksums, as an f-string)
         for change, attrs in zip(commit.changes, after_texts):
             kind = change.kind
             if kind == "edge_removed":
@@ -908,11 +922,15 @@ class SQLiteStore(Store):
                 node_deletes.append((change.before.id,))
             elif kind == "node_added" or kind == "node_updated":
                 node = change.after
-                row = (node.type, attrs, node.seq, row_crc(node.id, node.type, attrs, node.seq), node.id)
+                crc = crc32(f"{node.id}\x1f{node.type}\x1f{attrs}\x1f{node.seq:d}".encode("utf-8", "surrogatepass"))
+                row = (node.type, attrs, node.seq, crc, node.id)
                 (node_updates if kind == "node_updated" else node_inserts).append(row)
             elif kind == "edge_added" or kind == "edge_updated":
                 edge = change.after
-                row = (attrs, edge.seq, row_crc(edge.source, edge.target, edge.type, attrs, edge.seq), edge.source, edge.target, edge.type)
+                crc = crc32(
+                    f"{edge.source}\x1f{edge.target}\x1f{edge.type}\x1f{attrs}\x1f{edge.seq:d}".encode("utf-8", "surrogatepass")
+                )
+                row = (attrs, edge.seq, crc, edge.source, edge.target, edge.type)
                 (edge_updates if kind == "edge_updated" else edge_inserts).append(row)
         if edge_deletes:
             cursor = db.executemany("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?", edge_deletes)

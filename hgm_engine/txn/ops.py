@@ -191,6 +191,7 @@ _OP_KEYS = {
     "confirm": ({"op", "id"}, set()),
     "invalidate": ({"op", "id", "at"}, {"by", "reason"}),
 }
+_OP_NAMED = {name: frozenset(required | optional) for name, (required, optional) in _OP_KEYS.items()}
 _DOCUMENT_KEYS = ("author", "reason", "base_t", "ops", "dry_run")
 
 
@@ -211,7 +212,8 @@ def _string(doc: Mapping, key: str, where: str) -> str:
     value = doc.get(key)
     if not isinstance(value, str) or not value:
         raise _fail(f"{key!r} must be a non-empty string", where)
-    _raise_if(text_problem(value, f"{where}.{key}"))
+    if not value.isascii():  # an ASCII string has no lone surrogate (text_problem)
+        _raise_if(text_problem(value, f"{where}.{key}"))
     return value
 
 
@@ -255,9 +257,32 @@ def _check_edge_attrs(attributes: Any, where: str) -> None:
             raise _fail(f"{key!r} names the edge itself (from, to, type); it is not an attribute and cannot be set", where)
 
 
+_PLAIN_INT = 2**63  # far inside MAX_INT_DIGITS
+_PLAIN_FLOAT = 1.7976931348623157e308  # the largest finite float
+
+
 def _check_values(attributes: Mapping[Any, Any], where: str, prefix: str = "") -> None:
     """Every attribute name and value of ``attributes`` can be stored (model.value_problem);
     the place of a bad one is ``WHERE.PREFIX.NAME...`` (``ops[3].set.tags[1]``)."""
+    for key, value in attributes.items():
+        # the usual attributes, at once: ASCII names, ASCII strings, numbers of any use, flags
+        kind = type(value)
+        if type(key) is not str or not key.isascii():
+            break
+        if kind is str:
+            if not value.isascii():
+                break
+        elif kind is int:
+            if not -_PLAIN_INT < value < _PLAIN_INT:
+                break
+        elif kind is float:
+            if not -_PLAIN_FLOAT <= value <= _PLAIN_FLOAT:  # False for NaN and the infinities
+                break
+        elif value is not None and kind is not bool:
+            break
+    else:
+        return
+    # look closer (model.value_problem names the first problem and its place)
     base = f"{where}.{prefix}" if prefix else where
     for key, value in attributes.items():
         if not isinstance(key, str):
@@ -293,11 +318,11 @@ def parse_op(doc: Any, where: str) -> Op:
         raise _fail("an op is a JSON object", where)
     name = _op_name(doc, where)
     required, optional = _OP_KEYS[name]
-    missing = sorted(required - set(doc))
-    if missing:
+    if not required <= doc.keys():
+        missing = sorted(required - set(doc))
         raise _fail(f"{name} needs {', '.join(repr(m) for m in missing)}", where)
     if name == "add_node":
-        named = required | optional
+        named = _OP_NAMED[name]
         attributes = {k: v for k, v in doc.items() if k not in named}
         node_id = doc.get("id")
         if node_id is not None:
@@ -309,11 +334,11 @@ def parse_op(doc: Any, where: str) -> Op:
         if order is not None and (isinstance(order, bool) or not isinstance(order, (int, float))):
             raise _fail("'order' must be a number", where)
         return AddNode(node_id, _string(doc, "type", where), attributes, parent, order)
-    unknown = sorted((k for k in doc if k not in required and k not in optional), key=str)
     if name == "add_edge":
         attributes = {k: v for k, v in doc.items() if k not in required}
         return AddEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where), attributes)
-    if unknown:
+    if not doc.keys() <= _OP_NAMED[name]:
+        unknown = sorted((k for k in doc if k not in required and k not in optional), key=str)
         raise _fail(f"{name} does not take {_names_of(unknown)}", where)
     if name == "update_node":
         changes = _mapping(doc.get("set"), "'set'", where)
@@ -493,6 +518,8 @@ def _check_valid_time(attributes: Mapping[str, Any], changed: Mapping[str, Any] 
     never satisfies ``valid_at``)."""
     if ctx.graph_file:
         return
+    if VALID_FROM not in (attributes if changed is None else changed) and VALID_TO not in (attributes if changed is None else changed):
+        return  # no bound written (valid_time_problem finds nothing then)
     problem = valid_time_problem(attributes, changed)
     if problem is not None:
         raise _fail(problem, f"{where}.{problem.split(' ', 1)[0]}", "invalid-value")  # the bound it names
@@ -505,7 +532,8 @@ def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
     _check_valid_time(attributes, None, where, ctx)
     if node_id is not None and (not isinstance(node_id, str) or not node_id):
         raise _fail("'id' must be a non-empty string", where)
-    _raise_if(id_problem(node_id, f"{where}.id") if node_id is not None else None)
+    if node_id is not None and (not node_id.isascii() or "\x00" in node_id):
+        _raise_if(id_problem(node_id, f"{where}.id"))
     if node_id is None:
         node_id = ctx.new_id(overlay, node_type)
     elif node_id in overlay:
@@ -606,14 +634,16 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         return [node_id]
     if isinstance(op, UpdateNode):
         _check_attrs(op.set, where)
-        _check_attrs(dict.fromkeys(op.unset), where)
+        if op.unset:
+            _check_attrs(dict.fromkeys(op.unset), where)
         _check_values(op.set, where, "set")
         node = _need_node(overlay, op.node_id, where, ctx)
         attributes = dict(node.attrs)
         for name in op.unset:
             attributes.pop(name, None)
         attributes.update(op.set)
-        _check_valid_time(attributes, {**op.set, **dict.fromkeys(op.unset)}, f"{where}.set", ctx)
+        if op.unset or VALID_FROM in op.set or VALID_TO in op.set:  # else no bound written
+            _check_valid_time(attributes, {**op.set, **dict.fromkeys(op.unset)}, f"{where}.set", ctx)
         overlay.set_node_attrs(op.node_id, attributes)
         ctx.updated_ids[op.node_id] = None
         ctx.clearing_ids[op.node_id] = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from json.encoder import c_make_encoder, encode_basestring
 from typing import Any, Iterable, Mapping
 
 import attrs
@@ -64,6 +65,11 @@ _TERMS_CACHE: dict[str, tuple[dict[str, int], int]] = {}
 # What json.dumps(terms, ensure_ascii=False, separators=(",", ":")) makes, without a new
 # encoder per call (making one took most of the time of writing an entry).
 _TERMS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# ... and, where the json module has its C encoder, that encoder called directly (the same
+# text at two thirds of the cost: JSONEncoder.encode's own checks are skipped).
+_TERMS_CHUNKS = None if c_make_encoder is None else c_make_encoder(
+    None, _TERMS_JSON.default, encode_basestring, None, ":", ",", False, False, True
+)
 _TERMS_CACHE_SIZE = 50_000
 _cache_lock = threading.Lock()
 
@@ -132,7 +138,9 @@ class Doc:
         >>> Doc({"hotel": 2}, 2, 1, "fact").terms_json()
         '{"hotel":2}'
         """
-        return _TERMS_JSON.encode(self.terms)
+        if _TERMS_CHUNKS is None:  # pragma: no cover - a Python without the json module's C accelerator
+            return _TERMS_JSON.encode(self.terms)
+        return "".join(_TERMS_CHUNKS(self.terms, 0))
 
     @classmethod
     def from_terms_json(cls, text: str, node: Node) -> "Doc":
