@@ -27,6 +27,9 @@ from hgm_engine.server.service import MemoryService
 from hgm_engine.server.tokens import TokenScopes
 
 GOAL = [{"op": "add_node", "id": "g", "type": "goal", "content": "alice's goal"}]
+# A goal whose id the memory picks: a commit of it succeeds whatever the memory holds already
+# (the hypothesis tests share one registry between their examples).
+ANOTHER_GOAL = [{"op": "add_node", "type": "goal", "content": "another goal"}]
 WRITER, READER = "acme-writer-token-0123456789", "alice-reader-token-0123456789"
 SCOPES = TokenScopes.parse(f"{WRITER} acme write\n{READER} acme/alice read")
 ACME_WRITER, ALICE_READER = SCOPES.grant(WRITER), SCOPES.grant(READER)
@@ -326,7 +329,8 @@ def test_any_memory_argument_is_a_result_or_a_clear_refusal_and_a_refusal_change
     kwargs = {} if chosen is None else {"grant": chosen}
     before = {n: ok(call_tool(registry, "commits", {"memory": n}))["commits"] for n in registry.list()}
     if write:
-        doc, failed = call_tool(registry, "transact", {"memory": name, "ops": GOAL, "dry_run": False}, **kwargs)
+        # (GOAL's id "g" made a second example committing to the same memory fail with duplicate-id)
+        doc, failed = call_tool(registry, "transact", {"memory": name, "ops": ANOTHER_GOAL, "dry_run": False}, **kwargs)
     else:
         doc, failed = call_tool(registry, "query", {"memory": name, "expr": "root"}, **kwargs)
     json.dumps(doc)

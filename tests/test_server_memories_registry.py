@@ -244,7 +244,7 @@ def test_each_collection_of_the_registry_ends_with_malloc_trim(store_path, monke
 
     calls = []
     monkeypatch.setattr(module, "malloc_trim", lambda: calls.append(1) or True)
-    registry = MemoryRegistry(store_path, max_open=1, trim=True)  # one collection per close
+    registry = MemoryRegistry(store_path, max_open=1, trim=True, collect_growth=0)  # one collection per close
     _touch(registry, "a", "b", "c")
     registry.flush()
     assert registry.collections == 2 and len(calls) == 2 and registry.trimmed == 2
@@ -257,9 +257,9 @@ def test_malloc_trim_is_off_when_asked(store_path, monkeypatch):
     calls = []
     monkeypatch.setattr(module, "malloc_trim", lambda: calls.append(1) or True)
     monkeypatch.setenv("HGM_MALLOC_TRIM", "0")
-    by_env = MemoryRegistry(store_path, max_open=1)
+    by_env = MemoryRegistry(store_path, max_open=1, collect_growth=0)
     monkeypatch.delenv("HGM_MALLOC_TRIM")
-    by_argument = MemoryRegistry(store_path, max_open=1, trim=False)
+    by_argument = MemoryRegistry(store_path, max_open=1, trim=False, collect_growth=0)
     for registry in (by_env, by_argument):
         _touch(registry, "a", "b", "c")
         registry.flush()
@@ -268,6 +268,99 @@ def test_malloc_trim_is_off_when_asked(store_path, monkeypatch):
     assert calls == []
     with MemoryRegistry(store_path) as registry:
         assert registry.trim is True  # on by default
+
+
+def _heap_of(monkeypatch, blocks: list[int]) -> None:
+    """Make Python's allocated blocks (what the registry measures the heap by) blocks[0]."""
+    import sys
+
+    monkeypatch.setattr(sys, "getallocatedblocks", lambda: blocks[0])
+
+
+def test_evictions_collect_again_only_once_the_heap_has_grown_a_tenth(store_path, monkeypatch):
+    # A full collection walks every object of the process, not only the closed memories: in a
+    # process that holds far more than its open memories (a worker of this suite, ~1M objects,
+    # 0.5-1 s a collection) one collection per close made an evicting test take minutes.
+    blocks = [1_000_000]
+    _heap_of(monkeypatch, blocks)
+    registry = MemoryRegistry(store_path, max_open=1)
+    _touch(registry, "a", "b", "c", "d")  # three closes
+    registry.flush()
+    assert registry.evicted == 3 and registry.collections == 1  # the first; nothing grew since
+    blocks[0] = 1_099_999
+    _touch(registry, "a")
+    registry.flush()
+    assert registry.collections == 1
+    blocks[0] = 1_100_000  # a tenth more than after the last collection
+    _touch(registry, "b")
+    registry.flush()
+    assert registry.collections == 2
+    registry.close()
+
+
+def test_an_evicted_memory_left_to_wait_is_freed_once_the_heap_has_grown(store_path, monkeypatch):
+    # What the rule above leaves uncollected is frozen by the next open (gc.freeze), given back
+    # by the next close and freed by the collection that the heap's growth brings.
+    import gc
+    import weakref
+
+    blocks = [1_000_000]
+    _heap_of(monkeypatch, blocks)
+    registry = MemoryRegistry(store_path, max_open=1)
+    _touch(registry, "a", "b")  # a closed, collected: the first collection
+    registry.flush()
+    with registry.lease("c") as service:  # b closed, not collected (the heap did not grow)
+        graph = weakref.ref(service.memory.graph)
+    del service
+    was_enabled = gc.isenabled()
+    gc.disable()  # only the registry's own collection may free it
+    try:
+        _touch(registry, "d")  # d opened, then c closed and not collected
+        registry.flush()
+        assert registry.collections == 1 and graph() is not None
+        blocks[0] = 1_100_000
+        _touch(registry, "a")  # a's open freezes c's objects, d's close gives them back and,
+        # the heap having grown a tenth, collects them
+        registry.flush()
+        assert registry.collections == 2 and graph() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+    registry.close()
+
+
+def test_on_a_growing_heap_a_collection_follows_every_quarter_of_max_open_closes(store_path, monkeypatch):
+    blocks = [1_000]
+    _heap_of(monkeypatch, blocks)
+    registry = MemoryRegistry(store_path, max_open=8)  # one collection per 2 closes at most
+    names = [f"m{i}" for i in range(14)]
+    for name in names:
+        registry.create(name)
+    for name in names:
+        blocks[0] *= 2  # every memory opened doubles the heap
+        _touch(registry, name)
+        registry.flush()
+    assert registry.evicted == 6 and registry.collections == 3
+    registry.close()
+
+
+def test_with_collect_growth_0_the_heap_is_not_measured(store_path, monkeypatch):
+    def measured():
+        raise AssertionError("measured the heap")
+
+    monkeypatch.setattr(__import__("sys"), "getallocatedblocks", measured)
+    registry = MemoryRegistry(store_path, max_open=1, collect_growth=0)
+    _touch(registry, "a", "b", "c")
+    registry.flush()
+    assert registry.collections == 2
+    registry.close()
+
+
+@pytest.mark.parametrize("growth", [-0.1, float("nan"), float("inf"), "0.1", True, None])
+def test_a_bad_collect_growth_is_refused_naming_it(store_path, growth):
+    with pytest.raises(RequestError) as caught:
+        MemoryRegistry(store_path, collect_growth=growth)
+    assert caught.value.category == "invalid-argument" and caught.value.problems[0].where == "collect_growth"
 
 
 def _memories_alive() -> int:

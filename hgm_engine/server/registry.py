@@ -45,7 +45,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import math
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -59,7 +61,7 @@ from hgm_engine.model import Schema
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, check_memory_prefix, unknown_memory
 from hgm_engine.server.service import LLMEndpoint, MemoryService, ServerLimits
 
-__all__ = ["MemoryRegistry", "Lease", "DEFAULT_MAX_OPEN", "MAX_OPEN_ENV", "MALLOC_TRIM_ENV", "max_open_from_env", "malloc_trim",
+__all__ = ["MemoryRegistry", "Lease", "DEFAULT_MAX_OPEN", "DEFAULT_COLLECT_GROWTH", "MAX_OPEN_ENV", "MALLOC_TRIM_ENV", "max_open_from_env", "malloc_trim",
            "malloc_trim_from_env"]
 
 logger = logging.getLogger("hgm.server")
@@ -73,6 +75,10 @@ MAX_OPEN_ENV = "HGM_MAX_OPEN"
 # ``0`` turns off the registry's ``malloc_trim`` after its collections (see ``malloc_trim``):
 # on by default, since it keeps a server's resident set flat at no measurable CPU cost.
 MALLOC_TRIM_ENV = "HGM_MALLOC_TRIM"
+
+# How much Python's heap (its allocated blocks) must have grown since the registry's last
+# collection before it runs another (MemoryRegistry's ``collect_growth``; see ``_collect``).
+DEFAULT_COLLECT_GROWTH = 0.1
 
 # How long dropping a memory waits for the requests that use it to end.
 _DROP_WAIT = 30.0
@@ -131,10 +137,12 @@ class MemoryRegistry:
     ``location``: a SQLite file or a ``postgresql://`` URL (a store of many memories,
     :func:`hgm_engine.open_store`). ``limits`` and ``llm`` are given to every memory's
     :class:`~hgm_engine.server.service.MemoryService`; ``memory_options`` to every
-    :class:`~hgm_engine.Memory` opened. ``trim``: whether each of the registry's collections
-    (one per ``max(1, max_open // 4)`` memories closed) ends with :func:`malloc_trim`, which
-    hands the C allocator's free pages back to the system (None: ``$HGM_MALLOC_TRIM``, on
-    unless it is ``0``; :func:`malloc_trim_from_env`). :meth:`of` makes the registry of one memory already
+    :class:`~hgm_engine.Memory` opened. The registry runs a full garbage collection once
+    ``max(1, max_open // 4)`` memories have closed since its last one and Python's heap has
+    grown by ``collect_growth`` (a fraction, 0.1 by default; ``0``: whatever the heap) since
+    that one ended (see ``_collect``). ``trim``: whether each of those collections ends with
+    :func:`malloc_trim`, which hands the C allocator's free pages back to the system (None:
+    ``$HGM_MALLOC_TRIM``, on unless it is ``0``; :func:`malloc_trim_from_env`). :meth:`of` makes the registry of one memory already
     open (the server of ``create_app(memory)``): it holds ``default`` alone, never closes it,
     and cannot create or drop memories.
 
@@ -154,10 +162,15 @@ class MemoryRegistry:
         llm: LLMEndpoint | None = None,
         memory_options: dict[str, Any] | None = None,
         trim: bool | None = None,
+        collect_growth: float = DEFAULT_COLLECT_GROWTH,
         _pinned: Memory | None = None,
     ):
         if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
             raise RequestError([Problem("invalid-argument", f"max_open is a count of at least 1, not {max_open!r}", where="max_open")])
+        if isinstance(collect_growth, bool) or not isinstance(collect_growth, (int, float)) or not math.isfinite(collect_growth) or collect_growth < 0:
+            raise RequestError(
+                [Problem("invalid-argument", f"collect_growth is a fraction of at least 0 (0.1: a tenth), not {collect_growth!r}", where="collect_growth")]
+            )
         self.limits = limits or ServerLimits()
         self.llm = llm or LLMEndpoint()
         self.max_open = max_open
@@ -170,6 +183,8 @@ class MemoryRegistry:
         self._closer: ThreadPoolExecutor | None = None  # closes evicted memories, off the caller's thread
         self._closed_since_collect = 0
         self._collect_every = max(1, max_open // 4)  # closes between the registry's collections
+        self.collect_growth = float(collect_growth)  # and the heap's growth since the last one
+        self._heap_after: int | None = None  # Python's allocated blocks when the last collection ended
         self.collections = 0  # full garbage collections the registry ran (see _collect)
         if trim is None:
             trim = malloc_trim_from_env()
@@ -379,11 +394,20 @@ class MemoryRegistry:
                 if self._closing.get(entry.name) is entry:
                     del self._closing[entry.name]
                 self._closed_since_collect += 1
-                collect = self._closed_since_collect >= self._collect_every
+                collect = self._closed_since_collect >= self._collect_every and self._heap_grew()
                 if collect:
                     self._closed_since_collect = 0
             if collect:
                 self._collect()
+
+    def _heap_grew(self) -> bool:
+        """Whether Python's heap grew by ``collect_growth`` since the registry's last collection
+        ended (always before the first one, and when ``collect_growth`` is 0). Measured in the
+        blocks of Python's allocator (``sys.getallocatedblocks``: a walk over its pools, not its
+        objects; 0.5 ms for 3M blocks), under the registry's lock."""
+        if self.collect_growth == 0 or self._heap_after is None:
+            return True
+        return sys.getallocatedblocks() >= self._heap_after * (1 + self.collect_growth)
 
     def _collect(self) -> None:
         """A full pass of the cyclic garbage collector, for the memories closed since the last,
@@ -399,6 +423,19 @@ class MemoryRegistry:
         1,000 nodes), which comes to a few ms per memory closed, against some 20 ms to open
         one.
 
+        A full pass walks every object of the process, though, not only the memories: in a
+        process that holds much more than its open memories (an application embedding the
+        registry, a test runner: some 1.2M objects, 0.5-1 s CPU a pass) a collection per
+        ``max_open // 4`` closes of small memories cost far more than the opens. So the
+        registry also waits until Python's heap has grown by ``collect_growth`` (a tenth by
+        default) since its last collection ended, as CPython itself runs a full collection
+        only once a quarter more objects than it last found alive wait for one. What closed
+        memories leave waiting is then at most ``max_open // 4`` memories or a tenth of the
+        heap, whichever is more, and the collections' cost stays in proportion to what the
+        opens allocate. Where the open memories are most of the heap (a server of 1,000-node
+        memories, ``max_open`` 30: a tenth is some 4 memories, fewer than ``max_open // 4``)
+        nothing changes.
+
         What the collection frees goes back to Python's allocator and to the C allocator's
         arenas, which keep it: a server whose request threads each open memories in their own
         glibc arena holds some tens of MB more than it uses (docs/deployment.md, "Memory").
@@ -410,6 +447,10 @@ class MemoryRegistry:
         self.collections += 1
         if self.trim and malloc_trim():
             self.trimmed += 1
+        if self.collect_growth:
+            heap = sys.getallocatedblocks()
+            with self._lock:
+                self._heap_after = heap
         logger.debug("collected after closing memories: %.1f ms CPU", (time.process_time() - started) * 1000)
 
     def flush(self) -> None:
