@@ -171,7 +171,7 @@ class ConditionWriter:
         >>> writer.epilogue("len(ids)")
         '    if _b1 is None:\\n        _k9(ctx.view, _k10, _k11, len(ids))\\n'
         """
-        found = self._bucket_terms(conditions, node_type)
+        found = _bucket_terms(conditions, node_type)
         if found is None:
             return self.node_test(conditions, f"nodes[{var}]")
         kept_type, pairs, rest = found
@@ -213,35 +213,6 @@ class ConditionWriter:
             )
         return "".join(lines)
 
-    def _bucket_terms(self, conditions, node_type: str | None):
-        """``(node type, [(attribute, string)], the other conditions)`` when the leading terms
-        of the conjunction include equalities a value index can answer, else None."""
-        terms = []
-        for cond in conditions:
-            terms.extend(cond.items if isinstance(cond, AllOf) else (cond,))
-        pairs: list[tuple[str, str]] = []
-        lead = 0
-        for term in terms:
-            # only pure terms (no closure, no error) lead: their order does not matter
-            if not (isinstance(term, Cmp) and term.op == "=" and isinstance(term.left, Attr) and term.left.name != "id"):
-                break
-            right = term.right
-            if isinstance(right, Const) and type(right.value) is str:
-                wanted = right.value
-            elif isinstance(right, Param) and term.left.name != "type":
-                wanted = right  # its value is read when the function runs
-            else:
-                break
-            if term.left.name == "type":
-                if node_type is not None and node_type != wanted:
-                    return None  # never true: the usual test says so
-                node_type = wanted
-            else:
-                pairs.append((term.left.name, wanted))
-            lead += 1
-        if node_type is None or not pairs:
-            return None
-        return node_type, list(dict.fromkeys(pairs)), terms[lead:]
 
     def id_filter(self, cond, node_type: str | None = None) -> Callable:
         """``keep(ids, ctx) -> ids`` passing the condition, the test inlined in the loop.
@@ -433,6 +404,87 @@ def _value_members(view, attribute: str, value: str):
     if isinstance(view, MemoryGraph):
         return view.value_members(attribute, value)
     return _NO_MEMBERS
+
+
+def _bucket_terms(conditions, node_type: str | None):
+    """``(node type, [(attribute, string)], the other conditions)`` when the leading terms
+    of the conjunction include equalities a value index can answer, else None."""
+    terms = []
+    for cond in conditions:
+        terms.extend(cond.items if isinstance(cond, AllOf) else (cond,))
+    pairs: list[tuple[str, str]] = []
+    lead = 0
+    for term in terms:
+        # only pure terms (no closure, no error) lead: their order does not matter
+        if not (isinstance(term, Cmp) and term.op == "=" and isinstance(term.left, Attr) and term.left.name != "id"):
+            break
+        right = term.right
+        if isinstance(right, Const) and type(right.value) is str:
+            wanted = right.value
+        elif isinstance(right, Param) and term.left.name != "type":
+            wanted = right  # its value is read when the function runs
+        else:
+            break
+        if term.left.name == "type":
+            if node_type is not None and node_type != wanted:
+                return None  # never true: the usual test says so
+            node_type = wanted
+        else:
+            pairs.append((term.left.name, wanted))
+        lead += 1
+    if node_type is None or not pairs:
+        return None
+    return node_type, list(dict.fromkeys(pairs)), terms[lead:]
+
+
+def bucket_keys(cond, node_type: str | None = None) -> tuple[tuple[str, str, Any], ...]:
+    """The (node type, attribute, value) of each value-index bucket the generated filter of
+    ``cond`` probes (:meth:`ConditionWriter.typed_test`; a value is a string or a ``Param``):
+    a filter run through closures tells the graph of its reads by them as the generated loop
+    does (:func:`reads_without_index`, :func:`tell_reads`), so the index is built at the same
+    call whichever runs.
+
+    >>> from hgm_engine.query.plan import AllOf, Attr, Cmp, Const
+    >>> bucket_keys(AllOf((Cmp("=", Attr("type"), Const("action")), Cmp("=", Attr("status"), Const("done")))))
+    (('action', 'status', 'done'),)
+    >>> bucket_keys(Cmp("=", Attr("status"), Const("done")))  # the type unknown: no bucket
+    ()
+    """
+    found = _bucket_terms([cond], node_type)
+    if found is None:
+        return ()
+    kept_type, pairs, _ = found
+    return tuple((kept_type, attribute, value) for attribute, value in pairs)
+
+
+def reads_without_index(keys, ctx) -> list[tuple[str, str]]:
+    """Of ``keys`` (:func:`bucket_keys`), the (node type, attribute) pairs whose bucket the
+    view of ``ctx`` has not at hand: the filter reads those nodes' attributes.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> reads_without_index((("action", "status", "done"),), Context(MemoryGraph(), {}, None, DEFAULT_LIMITS))
+    [('action', 'status')]
+    """
+    missing = []
+    for node_type, attribute, value in keys:
+        wanted = ctx.params[value.name] if isinstance(value, Param) else value
+        if _value_bucket(ctx.view, node_type, attribute, wanted) is None:
+            missing.append((node_type, attribute))
+    return missing
+
+
+def tell_reads(view, missing: list[tuple[str, str]], count: int) -> None:
+    """Tell the graph that a filter read ``count`` nodes for each pair of ``missing``
+    (:func:`reads_without_index`), as the generated loop's epilogue does.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "done"})], [])
+    >>> tell_reads(g, [("action", "status")], 2); "a" in g.value_bucket("action", "status", "done")
+    True
+    """
+    for node_type, attribute in missing:
+        _tested_without_index(view, node_type, attribute, count)
 
 
 _NO_MEMBERS: dict = {}

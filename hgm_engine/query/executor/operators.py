@@ -26,6 +26,7 @@ from typing import Callable
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
 from hgm_engine.model.nodeindex import query_terms, searcher_for
+from hgm_engine.query.executor.codegen import bucket_keys, reads_without_index, tell_reads
 from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted
 from hgm_engine.query.executor.values import sort_key
 from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Rank, Slice, SortBy
@@ -493,7 +494,7 @@ class TieredFilter:
     (['b'], True, ['b'], False)
     """
 
-    __slots__ = ("condition", "compile_path", "test", "generated", "tested", "__weakref__")
+    __slots__ = ("condition", "compile_path", "test", "generated", "tested", "buckets", "__weakref__")
 
     def __init__(self, cond, compile_path):
         self.condition = cond
@@ -501,6 +502,9 @@ class TieredFilter:
         self.test: Callable | None = None  # the closures, made on the first call
         self.generated: Callable | None = None
         self.tested = 0  # nodes tested by the closures, plus one a call
+        # the value-index buckets the generated loop would probe: the closures tell the graph
+        # of their reads as it does, so the index is built at the same call either way
+        self.buckets = bucket_keys(cond)
 
     def function(self) -> Callable:
         """The generated loop, written and compiled now if it was not yet."""
@@ -520,7 +524,12 @@ class TieredFilter:
         if test is None:
             test = self.test = interpreted(self.condition, self.compile_path, members=True)
         nodes = ctx.nodes
-        return [i for i in ids if (n := nodes[i]) is not None and test(n, ctx)]
+        if not self.buckets:
+            return [i for i in ids if (n := nodes[i]) is not None and test(n, ctx)]
+        missing = reads_without_index(self.buckets, ctx)
+        kept = [i for i in ids if (n := nodes[i]) is not None and test(n, ctx)]
+        tell_reads(ctx.view, missing, len(ids))
+        return kept
 
 
 def _filter_step(cond, compile_path) -> Step:
