@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hgm_engine.model import MemoryGraph, Node, freeze
 from hgm_engine.query.executor.conditions import condition, condition_writer, interpreted
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context
-from hgm_engine.query.executor.operators import GENERATE_AFTER, TieredFilter
+from hgm_engine.query.executor.operators import GENERATE_AFTER, TieredFilter, TieredHopThenFilters
 from hgm_engine.query.pipeline import compile_uncached
 from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, HasAttr, Negate, Param, Truthy, ValidAt
 
@@ -166,3 +166,23 @@ def test_explain_physical_names_the_generated_filter_before_and_after_the_first_
     (line,) = [line for line in compiled.explain(physical=True).splitlines() if "physical:" in line]
     assert "generic per source <hgm filter " in line
     assert compiled.run(_graph(3)).value == []
+
+
+def test_a_hot_hop_then_filters_switches_to_one_generated_step_with_the_same_answers_and_work(monkeypatch):
+    # A one-type hop followed by filters runs the hop and its filters one by one (the filters
+    # as closures) until the first filter has proved hot, then the one function
+    # codegen.hop_then_filters_step writes for both: same ids, same work charged.
+    written = []
+    function = TieredHopThenFilters.function
+    monkeypatch.setattr(TieredHopThenFilters, "function", lambda self: written.append(self) or function(self))
+    compiled = compile_uncached("root.actions.where(priority >= 3, priority != 4)")
+    graph = _graph(10)
+    first = compiled.run(graph)
+    assert written == [] and first.value == ["a3", "a8"]
+    work = []
+    for _ in range(GENERATE_AFTER // 11 + 2):
+        ctx = Context(graph, {}, None, DEFAULT_LIMITS)
+        assert compiled.program.fast(ctx) == first.value
+        work.append(ctx.work)
+    assert len(set(written)) == 1 and written[0].generated is not None
+    assert len(set(work)) == 1  # the closures and the generated step charge the same work

@@ -134,7 +134,7 @@ class CompiledQuery:
           roots (goals without a parent)
             navigate subgoals: out(parent_of) to type 'goal'
               per source: filter status = 'done'
-              physical: one-type hop, then filters over the whole list <hgm filter ...>: one loop over out(parent_of) of all sources, to type 'goal' (cached per adjacency)
+              physical: one-type hop, then filters over the whole list <hgm step ...>: out(parent_of) to type 'goal' (cached per adjacency), 1 filter inline
         """
         lines = [f"query: {self.text}"]
         rules = ", ".join(self.optimized_plan.rules) or "none"

@@ -171,7 +171,7 @@ class ConditionWriter:
         >>> writer.epilogue("len(ids)")
         '    if _b1 is None:\\n        _k9(ctx.view, _k10, _k11, len(ids))\\n'
         """
-        found = _bucket_terms(conditions, node_type)
+        found = bucket_terms(conditions, node_type)
         if found is None:
             return self.node_test(conditions, f"nodes[{var}]")
         kept_type, pairs, rest = found
@@ -406,9 +406,16 @@ def _value_members(view, attribute: str, value: str):
     return _NO_MEMBERS
 
 
-def _bucket_terms(conditions, node_type: str | None):
-    """``(node type, [(attribute, string)], the other conditions)`` when the leading terms
-    of the conjunction include equalities a value index can answer, else None."""
+def bucket_terms(conditions, node_type: str | None):
+    """``(node type, [(attribute, string or Param)], the other terms)`` when the leading terms
+    of the conjunction of ``conditions`` include equalities a value index can answer (the
+    nodes' type given, or from a ``type = ...`` term), else None: what
+    :meth:`ConditionWriter.typed_test` probes by id.
+
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const
+    >>> bucket_terms([Cmp("=", Attr("status"), Const("done")), Cmp(">", Attr("n"), Const(1))], "action")[:2]
+    ('action', [('status', 'done')])
+    """
     terms = []
     for cond in conditions:
         terms.extend(cond.items if isinstance(cond, AllOf) else (cond,))
@@ -439,10 +446,10 @@ def _bucket_terms(conditions, node_type: str | None):
 
 def bucket_keys(cond, node_type: str | None = None) -> tuple[tuple[str, str, Any], ...]:
     """The (node type, attribute, value) of each value-index bucket the generated filter of
-    ``cond`` probes (:meth:`ConditionWriter.typed_test`; a value is a string or a ``Param``):
-    a filter run through closures tells the graph of its reads by them as the generated loop
-    does (:func:`reads_without_index`, :func:`tell_reads`), so the index is built at the same
-    call whichever runs.
+    ``cond`` probes (:meth:`ConditionWriter.typed_test`; a value is a string or a ``Param``).
+    A filter run through closures looks them up (:func:`buckets_at_hand`) and tells the graph
+    of its reads without them (:func:`tell_reads`) as the generated loop does, so the index is
+    built at the same call whichever runs.
 
     >>> from hgm_engine.query.plan import AllOf, Attr, Cmp, Const
     >>> bucket_keys(AllOf((Cmp("=", Attr("type"), Const("action")), Cmp("=", Attr("status"), Const("done")))))
@@ -450,41 +457,42 @@ def bucket_keys(cond, node_type: str | None = None) -> tuple[tuple[str, str, Any
     >>> bucket_keys(Cmp("=", Attr("status"), Const("done")))  # the type unknown: no bucket
     ()
     """
-    found = _bucket_terms([cond], node_type)
+    found = bucket_terms([cond], node_type)
     if found is None:
         return ()
     kept_type, pairs, _ = found
     return tuple((kept_type, attribute, value) for attribute, value in pairs)
 
 
-def reads_without_index(keys, ctx) -> list[tuple[str, str]]:
-    """Of ``keys`` (:func:`bucket_keys`), the (node type, attribute) pairs whose bucket the
-    view of ``ctx`` has not at hand: the filter reads those nodes' attributes.
+def buckets_at_hand(keys, ctx) -> list:
+    """For each of ``keys`` (:func:`bucket_keys`), the bucket the view of ``ctx`` has at hand
+    (a container of ids), or None: as the generated loop's prologue looks them up.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
-    >>> reads_without_index((("action", "status", "done"),), Context(MemoryGraph(), {}, None, DEFAULT_LIMITS))
-    [('action', 'status')]
+    >>> buckets_at_hand((("action", "status", "done"),), Context(MemoryGraph(), {}, None, DEFAULT_LIMITS))
+    [None]
     """
-    missing = []
-    for node_type, attribute, value in keys:
-        wanted = ctx.params[value.name] if isinstance(value, Param) else value
-        if _value_bucket(ctx.view, node_type, attribute, wanted) is None:
-            missing.append((node_type, attribute))
-    return missing
+    view = ctx.view
+    return [
+        _value_bucket(view, node_type, attribute, ctx.params[value.name] if isinstance(value, Param) else value)
+        for node_type, attribute, value in keys
+    ]
 
 
-def tell_reads(view, missing: list[tuple[str, str]], count: int) -> None:
-    """Tell the graph that a filter read ``count`` nodes for each pair of ``missing``
-    (:func:`reads_without_index`), as the generated loop's epilogue does.
+def tell_reads(view, keys, buckets: list, count: int) -> None:
+    """Tell the graph that a filter read ``count`` nodes for each of ``keys`` whose bucket was
+    not at hand (None in ``buckets``, from :func:`buckets_at_hand`), as the generated loop's
+    epilogue does.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "done"})], [])
-    >>> tell_reads(g, [("action", "status")], 2); "a" in g.value_bucket("action", "status", "done")
+    >>> tell_reads(g, (("action", "status", "done"),), [None], 2); "a" in g.value_bucket("action", "status", "done")
     True
     """
-    for node_type, attribute in missing:
-        _tested_without_index(view, node_type, attribute, count)
+    for (node_type, attribute, _), bucket in zip(keys, buckets):
+        if bucket is None:
+            _tested_without_index(view, node_type, attribute, count)
 
 
 _NO_MEMBERS: dict = {}
@@ -678,11 +686,22 @@ def hop_then_filters_step(
         f"{told}"
         "    return out\n"
     )
+    return writer.define(source, "_step", "step"), hop_then_filters_detail(relation, len(conditions))
+
+
+def hop_then_filters_detail(relation: Hop, filters: int) -> str | None:
+    """What :func:`hop_then_filters_step` writes for ``relation`` and that many filters, as
+    the physical plan says it; None when it writes nothing for them.
+
+    >>> hop_then_filters_detail(Hop("out", ("parent_of",), "action"), 2)
+    "out(parent_of) to type 'action' (cached per adjacency), 2 filters inline"
+    """
+    if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both" or not filters:
+        return None
     hop = f"{relation.direction}({relation.edge_types[0]})"
     if relation.node_type is not None:
         hop += f" to type {relation.node_type!r} (cached per adjacency)"
-    shown = f"{len(conditions)} filter{'s' if len(conditions) > 1 else ''} inline"
-    return writer.define(source, "_step", "step"), f"{hop}, {shown}"
+    return f"{hop}, {filters} filter{'s' if filters > 1 else ''} inline"
 
 
 def _hop_ends(ids: list, ctx, edge_type: str, node_type: str | None, outgoing: bool) -> list:

@@ -26,10 +26,10 @@ from typing import Callable
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
 from hgm_engine.model.nodeindex import query_terms, searcher_for
-from hgm_engine.query.executor.codegen import bucket_keys, reads_without_index, tell_reads
+from hgm_engine.query.executor.codegen import bucket_keys, bucket_terms, buckets_at_hand, hop_then_filters_step, tell_reads
 from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted
 from hgm_engine.query.executor.values import sort_key
-from hgm_engine.query.plan import Filter, Index, Limit, Navigate, Rank, Slice, SortBy
+from hgm_engine.query.plan import AllOf, Filter, Index, Limit, Navigate, Rank, Slice, SortBy
 
 __all__ = [
     "Strategy",
@@ -39,6 +39,9 @@ __all__ = [
     "list_op",
     "one_type_hop",
     "hop_then_filters",
+    "TieredFilter",
+    "TieredHopThenFilters",
+    "GENERATE_AFTER",
     "per_source_loop",
     "generic_hop",
     "generic_per_source",
@@ -494,23 +497,27 @@ class TieredFilter:
     (['b'], True, ['b'], False)
     """
 
-    __slots__ = ("condition", "compile_path", "test", "generated", "tested", "buckets", "__weakref__")
+    __slots__ = ("condition", "compile_path", "node_type", "test", "rest", "generated", "tested", "buckets", "__weakref__")
 
-    def __init__(self, cond, compile_path):
+    def __init__(self, cond, compile_path, node_type: str | None = None):
         self.condition = cond
         self.compile_path = compile_path
+        self.node_type = node_type  # the type of the nodes it filters, when known (after a one-type hop)
         self.test: Callable | None = None  # the closures, made on the first call
+        self.rest: Callable | None = None  # the closures of the terms after the buckets' ones
         self.generated: Callable | None = None
         self.tested = 0  # nodes tested by the closures, plus one a call
-        # the value-index buckets the generated loop would probe: the closures tell the graph
-        # of their reads as it does, so the index is built at the same call either way
-        self.buckets = bucket_keys(cond)
+        # The value-index buckets the generated loop probes by id (ConditionWriter.typed_test):
+        # the closures probe them too when they are at hand, and otherwise tell the graph of
+        # their reads as the loop does, so the index is built at the same call either way.
+        self.buckets = bucket_keys(cond, node_type)
 
     def function(self) -> Callable:
         """The generated loop, written and compiled now if it was not yet."""
         generated = self.generated
         if generated is None:
-            generated = self.generated = condition_writer(self.compile_path).id_filter(self.condition)
+            writer = condition_writer(self.compile_path)
+            generated = self.generated = writer.id_filter(self.condition, self.node_type)
         return generated
 
     def __call__(self, ids, ctx):
@@ -520,16 +527,93 @@ class TieredFilter:
         tested = self.tested = self.tested + len(ids) + 1
         if tested > GENERATE_AFTER:
             return self.function()(ids, ctx)
+        nodes = ctx.nodes
+        keys = self.buckets
+        if keys:
+            buckets = buckets_at_hand(keys, ctx)
+            if None not in buckets:
+                return self._probe(ids, ctx, buckets)
         test = self.test
         if test is None:
             test = self.test = interpreted(self.condition, self.compile_path, members=True)
-        nodes = ctx.nodes
-        if not self.buckets:
-            return [i for i in ids if (n := nodes[i]) is not None and test(n, ctx)]
-        missing = reads_without_index(self.buckets, ctx)
         kept = [i for i in ids if (n := nodes[i]) is not None and test(n, ctx)]
-        tell_reads(ctx.view, missing, len(ids))
+        if keys:
+            tell_reads(ctx.view, keys, buckets, len(ids))
         return kept
+
+    def _probe(self, ids, ctx, buckets):
+        """The ids in every bucket, the remaining terms tested on their nodes."""
+        for bucket in buckets:
+            ids = [i for i in ids if i in bucket]
+        rest = self.rest
+        if rest is None:
+            terms = bucket_terms([self.condition], self.node_type)[2]
+            rest = self.rest = interpreted(AllOf(tuple(terms)), self.compile_path) if terms else _always
+        if rest is _always:
+            return ids
+        nodes = ctx.nodes
+        return [i for i in ids if (n := nodes[i]) is not None and rest(n, ctx)]
+
+
+def _always(node, ctx) -> bool:
+    return True
+
+
+class TieredHopThenFilters:
+    """``step(ids, ctx) -> ids`` of a one-type hop followed by filters: the hop and the
+    filters one by one (:class:`TieredFilter`, closures first) until the first filter proves
+    hot, then the one function ``codegen.hop_then_filters_step`` writes for the hop and its
+    filters together; both give the same ids and charge the same work.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const
+    >>> g = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {"s": "p"})], [("g", "a", "parent_of", {})])
+    >>> step = TieredHopThenFilters(Hop("out", ("parent_of",), "action"), [Cmp("=", Attr("s"), Const("p"))], None)
+    >>> step(["g"], Context(g, {}, None, DEFAULT_LIMITS)), step.generated is None
+    (['a'], True)
+    """
+
+    __slots__ = ("relation", "conditions", "compile_path", "filters", "plain", "generated", "__weakref__")
+
+    def __init__(self, relation: Hop, conditions: list, compile_path):
+        self.relation = relation
+        self.conditions = conditions
+        self.compile_path = compile_path
+        self.filters = [TieredFilter(c, compile_path, relation.node_type) for c in conditions]
+        weights = [condition_weight(c) for c in conditions]
+        hop = one_type_hop(relation)
+
+        def plain(ids, ctx):
+            out = hop(ids, ctx)
+            for keep, weight in zip(self.filters, weights):
+                if not out:
+                    break
+                ctx.charge(len(out) * weight)
+                out = keep(out, ctx)
+            return out
+
+        self.plain = plain
+        self.generated: Callable | None = None
+
+    def function(self) -> Callable:
+        """The generated step, written and compiled now if it was not yet."""
+        generated = self.generated
+        if generated is None:
+            conditions = self.conditions
+            generated, _ = hop_then_filters_step(
+                self.relation, conditions, [condition_weight(c) for c in conditions], condition_writer(self.compile_path)
+            )
+            self.generated = generated
+        return generated
+
+    def __call__(self, ids, ctx):
+        generated = self.generated
+        if generated is not None:
+            return generated(ids, ctx)
+        if self.filters[0].tested > GENERATE_AFTER:
+            return self.function()(ids, ctx)
+        return self.plain(ids, ctx)
 
 
 def _filter_step(cond, compile_path) -> Step:

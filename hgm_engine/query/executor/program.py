@@ -29,12 +29,13 @@ import itertools
 from typing import Any, Callable, Mapping
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
-from hgm_engine.query.executor.codegen import hop_then_filters_step, per_source_step
+from hgm_engine.query.executor.codegen import hop_then_filters_detail, per_source_step
 from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context, Limits
 from hgm_engine.query.executor.operators import (
     Step,
     Strategy,
+    TieredHopThenFilters,
     expanders,
     generated_name,
     generic_hop,
@@ -82,13 +83,10 @@ def navigation_step(op: Navigate, compile_path) -> Step:
         # Filters alone keep or drop a node whichever source reached it: they can run once
         # over the whole hop's result instead of per source.
         conditions = [p.condition for p in op.predicates]
-        generated = hop_then_filters_step(
-            relation, conditions, [condition_weight(c) for c in conditions], condition_writer(compile_path)
-        )
-        if generated is not None:  # the hop and the filters in one generated function
-            step, inlined = generated
-            return Step(step, traced, Strategy(
-                "one-type hop, then filters over the whole list", inlined, (generated_name(step),)))
+        inlined = hop_then_filters_detail(relation, len(conditions))
+        if inlined is not None:  # the hop and the filters in one generated function, once hot
+            tiered = TieredHopThenFilters(relation, conditions, compile_path)
+            return Step(tiered, traced, Strategy("one-type hop, then filters over the whole list", inlined, (tiered,)))
         filters = [step.fast for step in predicate_steps()]
         return Step(hop_then_filters(single, filters), traced, Strategy(
             "one-type hop, then filters over the whole list", _one_loop(relation), _generated(predicate_steps())))
