@@ -42,6 +42,8 @@ __all__ = [
     "generic_hop",
     "generic_per_source",
     "traced_navigation",
+    "TieredFilter",
+    "GENERATE_AFTER",
 ]
 
 
@@ -493,7 +495,7 @@ class TieredFilter:
     (['b'], True, ['b'], False)
     """
 
-    __slots__ = ("condition", "compile_path", "test", "generated", "tested", "__weakref__")
+    __slots__ = ("condition", "compile_path", "test", "generated", "tested")
 
     def __init__(self, cond, compile_path):
         self.condition = cond
