@@ -46,6 +46,8 @@ __all__ = [
     "generic_hop",
     "generic_per_source",
     "traced_navigation",
+    "TieredFilter",
+    "GENERATE_AFTER",
 ]
 
 
@@ -476,7 +478,7 @@ def list_op(op, compile_path) -> Step:
 # (each call counting one more than it tests: a filter applied per source is called once a
 # source), about where the generated loop, cheaper a node, has paid for its compile: on five
 # conditions of our own over 1,000 synthetic nodes the break-even (warm compile / what the
-# closures cost more a node) was 398-4,070 nodes, median 611 (bench/results/first-call/
+# closures cost more a node) was 381-3,381 nodes, median 521 (bench/results/first-call/
 # tiering.py, docs/performance.md "First calls, fourth session"; not tuned on the benchmark).
 GENERATE_AFTER = 512
 
@@ -497,7 +499,7 @@ class TieredFilter:
     (['b'], True, ['b'], False)
     """
 
-    __slots__ = ("condition", "compile_path", "node_type", "test", "rest", "generated", "tested", "buckets", "__weakref__")
+    __slots__ = ("condition", "compile_path", "node_type", "test", "rest", "generated", "tested", "buckets")
 
     def __init__(self, cond, compile_path, node_type: str | None = None):
         self.condition = cond
