@@ -548,12 +548,14 @@ class EdgeColumns:
         (('s', 'a'), ('a',))
         >>> columns.finder("parent_of", "goal", False)(2), columns.finder("produces", None, True)(0)
         (('g',), ())
+        >>> EdgeColumns(*(getattr(columns, name) for name in EdgeColumns.__slots__[:12])).finder("parent_of", "goal", True) is None
+        True
         """
+        if node_type is not None and self.node_types is None:
+            return None  # no node types kept: the caller reads the adjacency
         if edge_type not in self.type_names or (node_type is not None and node_type not in self.node_type_names):
             return _nothing_at
         code = self.type_names.index(edge_type)
-        if node_type is not None and self.node_types is None:
-            return None  # no node types kept: the caller reads the adjacency
         ids = self.ids
         starts = self.out_start if outgoing else self.in_start
         others, types = (self.target, self.type) if outgoing else (self.in_other, self.in_type)
