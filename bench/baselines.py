@@ -308,6 +308,11 @@ class RxMemo(RxFloor):
 
     def __init__(self, doc: dict[str, Any]):
         super().__init__(doc)
+        # node index -> id (the answers are ids): a list read by position, where the naive
+        # floor reads each answer's id from its payload through rustworkx
+        self.id_at = [None] * (max(self.index.values(), default=-1) + 1)
+        for node_id, i in self.index.items():
+            self.id_at[i] = node_id
         # (edge type, direction) -> node index -> indices in edge order; direction 1 out, -1 in
         self._adjacent: dict[tuple[str, int], dict[int, tuple[int, ...]]] = {}
         # (edge type, node type, direction) -> node index -> indices of that node type
@@ -470,7 +475,7 @@ class RxMemo(RxFloor):
                         if c in pending:
                             out[c] = None
         self.tested("action", "status", tested)
-        return [g[i]["id"] for i in out], 0
+        return list(map(self.id_at.__getitem__, out)), 0
 
     def project_pending(self, a) -> tuple[list[str], int]:
         g = self.g
@@ -486,10 +491,9 @@ class RxMemo(RxFloor):
                 if node["type"] == "action" and node.get("status") == "pending":
                     out.append(node["id"])
             self.tested("action", "status", len(found))
-        else:
-            for i in self._levels(source, "parent_of", 1, 1, None):
-                if i in pending:  # the bucket holds actions only: the type test is in it
-                    out.append(g[i]["id"])
+        else:  # the bucket holds actions only: the type test is in it
+            id_at = self.id_at
+            out = [id_at[i] for i in self._levels(source, "parent_of", 1, 1, None) if i in pending]
         return out, 0
 
     def _related_of_type(self, node_id: str, node_type: str) -> tuple[list[str], int]:
@@ -497,7 +501,7 @@ class RxMemo(RxFloor):
         if i is None:
             return [], 0
         g = self.g
-        return [g[j]["id"] for j in self._both_typed("related_to", node_type)(i)], 0
+        return list(map(self.id_at.__getitem__, self._both_typed("related_to", node_type)(i))), 0
 
     def failed_urgent(self, a) -> tuple[list[str], int]:
         g = self.g
@@ -514,7 +518,7 @@ class RxMemo(RxFloor):
         if source is None:
             return [], 0
         g = self.g
-        return [g[i]["id"] for i in self._levels(source, edge_type, 1 if hop is _rx_out else -1, low, high)], 0
+        return list(map(self.id_at.__getitem__, self._levels(source, edge_type, 1 if hop is _rx_out else -1, low, high))), 0
 
     def lineage(self, a) -> tuple[list[str], int]:
         g = self.g
@@ -531,47 +535,46 @@ class RxMemo(RxFloor):
                 confidence = g[i].get("confidence")
                 if type(confidence) in _NUMBER and confidence >= 0.5:
                     out[i] = None
-        return [g[i]["id"] for i in out], 0
+        return list(map(self.id_at.__getitem__, out)), 0
 
     def five_steps(self, a) -> tuple[list[str], int]:
+        # Each level's lists joined, then its repeats dropped once (dict.fromkeys): what hgm
+        # does, and less than dropping them per source as the first fair floor did.
         g = self.g
         goals, fill_goals = self.typed("parent_of", "goal", 1)
         actions, fill_actions = self.typed("parent_of", "action", 1)
         produces, fill_produces = self.adjacent("produces", 1)
         facts_of, fill_facts = self.typed("derived_from", "fact", -1)
-        entities_of = self._both_typed("related_to", "entity")
-        subgoals: dict[int, None] = {}
-        for r in self.roots:
-            found = goals.get(r)
-            subgoals.update(dict.fromkeys(found if found is not None else fill_goals(r)))
-        done: dict[int, None] = {}
+        out_entities, fill_out = self.typed("related_to", "entity", 1)
+        in_entities, fill_in = self.typed("related_to", "entity", -1)
+
+        def level(sources, get, fill) -> list[int]:
+            found: list[int] = []
+            extend = found.extend
+            for s in sources:
+                ends = get(s)
+                extend(ends if ends is not None else fill(s))
+            return found
+
+        subgoals = dict.fromkeys(level(self.roots, goals.get, fill_goals))
+        reached = level(subgoals, actions.get, fill_actions)
         finished = self.members("action", "status", "done")
-        tested = 0
-        for s in subgoals:
-            found = actions.get(s)
-            if finished is None:
-                found = found if found is not None else fill_actions(s)
-                tested += len(found)
-                for c in found:
-                    if g[c].get("status") == "done":
-                        done[c] = None
-            else:
-                for c in found if found is not None else fill_actions(s):
-                    if c in finished:
-                        done[c] = None
-        self.tested("action", "status", tested)
-        results: dict[int, None] = {}
-        for d in done:
-            found = produces.get(d)
-            results.update(dict.fromkeys(found if found is not None else fill_produces(d)))
-        facts: dict[int, None] = {}
-        for r in results:
-            found = facts_of.get(r)
-            facts.update(dict.fromkeys(found if found is not None else fill_facts(r)))
-        entities: dict[int, None] = {}
-        for f in facts:
-            entities.update(dict.fromkeys(entities_of(f)))
-        return [g[i]["id"] for i in entities], 0
+        if finished is None:
+            done = dict.fromkeys(c for c in reached if g[c].get("status") == "done")
+            self.tested("action", "status", len(reached))
+        else:
+            done = dict.fromkeys(c for c in reached if c in finished)
+        results = dict.fromkeys(level(done, produces.get, fill_produces))
+        facts = dict.fromkeys(level(results, facts_of.get, fill_facts))
+        ends: list[int] = []
+        extend = ends.extend
+        out_get, in_get = out_entities.get, in_entities.get
+        for f in facts:  # per fact outgoing then incoming, as hgm's both hop
+            found = out_get(f)
+            extend(found if found is not None else fill_out(f))
+            found = in_get(f)
+            extend(found if found is not None else fill_in(f))
+        return list(map(self.id_at.__getitem__, dict.fromkeys(ends))), 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
-from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
+from hgm_engine.model import Closure, Hop, Latest, MemoryGraph, Siblings, Versions
 from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.codegen import bucket_keys, bucket_terms, buckets_at_hand, hop_then_filters_step, tell_reads
 from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted
@@ -669,7 +669,12 @@ def one_type_hop(relation: Hop) -> Callable | None:
             for node_id in ids:
                 targets = get(node_id)
                 extend(targets if targets is not None else find(node_id))
-        if len(ids) > 1 or direction == "both":
+        # Distinct sources reach a node twice only when it is the far end of two such edges:
+        # not when the graph knows there is none (MemoryGraph.distinct_ends).
+        if direction == "both" or (
+            len(ids) > 1
+            and not (isinstance(ctx.view, MemoryGraph) and ctx.view.distinct_ends(edge_type, direction == "out", len(out)))
+        ):
             out = list(dict.fromkeys(out))
         ctx.charge(len(out))
         return out
