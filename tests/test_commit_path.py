@@ -458,3 +458,23 @@ def test_every_row_a_commit_writes_carries_the_checksum_row_crc_gives(tmp_path):
     db.close()
     assert len(rows) == 4 and all(row[-1] == row_crc(*row[:-1]) for row in rows)
     assert ("é-goal", "a", "parent_of", '{"order":7}', 1) in {row[:-1] for row in rows}
+
+
+@pytest.mark.parametrize(
+    "before, after, updated",
+    [
+        ({"status": "pending"}, {"status": "done"}, True),
+        ({"flag": True}, {"flag": 1}, True),          # equal in Python, not the same JSON value
+        ({"n": 2}, {"n": 2.0}, True),
+        ({"items": ["a", 1]}, {"items": ["a", True]}, True),
+        ({"status": "done", "n": 1}, {"n": 1, "status": "done"}, False),
+        ({"items": ["a"], "x": None}, {"items": ["a"], "x": None}, False),
+    ],
+)
+def test_an_update_is_a_change_exactly_when_the_json_value_differs(before, after, updated):
+    memory = Memory()
+    assert memory.apply({"ops": [{"op": "add_node", "id": "f", "type": "entity", **before}]}).committed
+    report = memory.apply({"ops": [{"op": "update_node", "id": "f", "set": after}]})
+    assert report.committed
+    assert [c.kind for c in report.changes] == (["node_updated"] if updated else [])
+    assert json.dumps(memory.graph.node("f").attrs, sort_keys=True) == json.dumps(after, sort_keys=True)
