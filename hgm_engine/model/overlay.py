@@ -504,7 +504,8 @@ class GraphOverlay:
             elif old.seq != node.seq or old.type != node.type:
                 out.append(Change("node_removed", old, None))
                 node_changes.append(Change("node_added", None, node))
-            elif old.attrs != node.attrs or not same_json(old.attrs, node.attrs):  # unequal: not the same JSON
+            # payloads hold frozen values (tuples, FrozenDicts): unequal ones are not the same JSON
+            elif old.attrs != node.attrs or not same_json(old.attrs, node.attrs):
                 node_changes.append(Change("node_updated", old, node))
         node_changes.sort(key=lambda c: c.after.seq)
         out.extend(node_changes)
