@@ -242,7 +242,7 @@ _any_value = st.recursive(
 _attribute_names = (st.text("abcdef_", min_size=1, max_size=4) | _any_text | st.integers(0, 3)).filter(lambda k: k not in ("id", "type", "dirty", "dirty_marks", "valid_from", "valid_to"))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(_attribute_names, _any_value, max_size=4))
 @example({"a": float("nan")})
 @example({"a": "ok", "b": float("-inf")})
@@ -458,3 +458,39 @@ def test_every_row_a_commit_writes_carries_the_checksum_row_crc_gives(tmp_path):
     db.close()
     assert len(rows) == 4 and all(row[-1] == row_crc(*row[:-1]) for row in rows)
     assert ("é-goal", "a", "parent_of", '{"order":7}', 1) in {row[:-1] for row in rows}
+
+
+@pytest.mark.parametrize(
+    "before, after, updated",
+    [
+        ({"status": "pending"}, {"status": "done"}, True),
+        ({"flag": True}, {"flag": 1}, True),          # equal in Python, not the same JSON value
+        ({"n": 2}, {"n": 2.0}, True),
+        ({"items": ["a", 1]}, {"items": ["a", True]}, True),
+        ({"status": "done", "n": 1}, {"n": 1, "status": "done"}, False),
+        ({"items": ["a"], "x": None}, {"items": ["a"], "x": None}, False),
+    ],
+)
+def test_an_update_is_a_change_exactly_when_the_json_value_differs(before, after, updated):
+    memory = Memory()
+    assert memory.apply({"ops": [{"op": "add_node", "id": "f", "type": "entity", **before}]}).committed
+    report = memory.apply({"ops": [{"op": "update_node", "id": "f", "set": after}]})
+    assert report.committed
+    assert [c.kind for c in report.changes] == (["node_updated"] if updated else [])
+    assert json.dumps(memory.graph.node("f").attrs, sort_keys=True) == json.dumps(after, sort_keys=True)
+
+
+def test_the_node_index_rows_a_commit_writes_carry_row_crcs_checksum(tmp_path):
+    path = tmp_path / "m.db"
+    with Memory.open(path) as memory:
+        memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal", "content": "Trip to Köln"}]})
+        memory.apply({"ops": [{"op": "add_node", "id": "f", "type": "fact", "content": "The hotel is closed"},
+                              {"op": "add_node", "id": "é", "type": "fact", "content": "東京 hotel"}]})
+        memory.apply({"ops": [{"op": "delete_node", "id": "f"}]})
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT id, terms, crc FROM node_index_changes").fetchall()
+    db.close()
+    assert {row[0] for row in rows} >= {"f", "é"} and any(row[1] is None for row in rows)
+    assert all(crc == row_crc(node_id, terms) for node_id, terms, crc in rows)
+    with Memory.open(path) as again:
+        assert [hit["id"] for hit in again.search("hotel")] == ["é"] and again.search_status()["source"] == "stored"

@@ -504,14 +504,15 @@ class GraphOverlay:
             elif old.seq != node.seq or old.type != node.type:
                 out.append(Change("node_removed", old, None))
                 node_changes.append(Change("node_added", None, node))
-            elif not same_json(old.attrs, node.attrs):
+            # payloads hold frozen values (tuples, FrozenDicts): unequal ones are not the same JSON
+            elif old.attrs != node.attrs or not same_json(old.attrs, node.attrs):
                 node_changes.append(Change("node_updated", old, node))
         node_changes.sort(key=lambda c: c.after.seq)
         out.extend(node_changes)
         for key, edge in sorted(added_keys.items(), key=lambda kv: kv[1].seq):
             previous = self._removed_edges.get(key)
             if previous is not None and previous.seq == edge.seq:
-                if not same_json(previous.attrs, edge.attrs):
+                if previous.attrs != edge.attrs or not same_json(previous.attrs, edge.attrs):
                     out.append(Change("edge_updated", previous, edge))
                 continue
             out.append(Change("edge_added", None, edge))

@@ -1158,7 +1158,10 @@ class SQLiteStore(Store):
             if changed:
                 db.executemany(
                     "INSERT OR REPLACE INTO node_index_changes (id, terms, crc) VALUES (?, ?, ?)",
-                    [(node_id, terms, row_crc(node_id, terms)) for node_id, terms in changed],
+                    [  # row_crc(node_id, terms), inlined
+                        (node_id, terms, zlib.crc32(f"{node_id}\x1f{terms}".encode("utf-8", "surrogatepass")))
+                        for node_id, terms in changed
+                    ],
                 )
             # In place: a REPLACE would delete the row and insert it again, in the table and its
             # primary-key index (a page more per commit).

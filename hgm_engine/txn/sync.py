@@ -57,8 +57,9 @@ And the rules that keep that order free of deadlocks:
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from hgm_engine.model import GraphView, MemoryGraph, apply_changes, bulk_allocation
 from hgm_engine.model import Commit
@@ -93,10 +94,28 @@ class ReadWriteLock:
         with the lock, serves every read: every query takes it.)"""
         return self._reading
 
-    def writing(self, *, blocking: bool = True) -> "_Writing":
+    @contextlib.contextmanager
+    def writing(self, *, blocking: bool = True) -> Iterator[bool]:
         """Exclusive access; with ``blocking=False`` yields False at once instead of waiting
         for readers or a writer (and nothing is held)."""
-        return _Writing(self, blocking)
+        with self._condition:
+            if not blocking and (self._writer or self._readers):
+                acquired = False
+            else:
+                while self._writer or self._readers:
+                    self._writers_waiting += 1
+                    try:
+                        self._condition.wait()
+                    finally:
+                        self._writers_waiting -= 1
+                self._writer = acquired = True
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                with self._condition:
+                    self._writer = False
+                    self._condition.notify_all()
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait until ``predicate()`` holds after a writer finished (or ``timeout`` passed)."""
@@ -126,38 +145,6 @@ class _Reading:
             lock._readers -= 1
             if not lock._readers and lock._writers_waiting:
                 lock._condition.notify_all()
-
-
-class _Writing:
-    """The context of :meth:`ReadWriteLock.writing`: ``with`` gives whether it is held."""
-
-    __slots__ = ("_lock", "_blocking", "_acquired")
-
-    def __init__(self, lock: ReadWriteLock, blocking: bool) -> None:
-        self._lock, self._blocking, self._acquired = lock, blocking, False
-
-    def __enter__(self) -> bool:
-        lock = self._lock
-        with lock._condition:
-            if not self._blocking and (lock._writer or lock._readers):
-                return False
-            while lock._writer or lock._readers:
-                lock._writers_waiting += 1  # the last reader out wakes only waiting writers
-                try:
-                    lock._condition.wait()
-                finally:
-                    lock._writers_waiting -= 1
-            lock._writer = self._acquired = True
-        return True
-
-    def __exit__(self, *exc: Any) -> bool:
-        if self._acquired:
-            lock = self._lock
-            with lock._condition:
-                lock._writer = False
-                lock._condition.notify_all()
-            self._acquired = False
-        return False
 
 
 class MemoryState:
