@@ -277,7 +277,7 @@ def _heap_of(monkeypatch, blocks: list[int]) -> None:
     monkeypatch.setattr(sys, "getallocatedblocks", lambda: blocks[0])
 
 
-def test_evictions_collect_again_only_once_the_heap_has_grown_a_tenth(store_path, monkeypatch):
+def test_evictions_collect_again_only_once_the_heap_has_grown_by_a_twentieth(store_path, monkeypatch):
     # A full collection walks every object of the process, not only the closed memories: in a
     # process that holds far more than its open memories (a worker of this suite, ~1M objects,
     # 0.5-1 s a collection) one collection per close made an evicting test take minutes.
@@ -287,11 +287,11 @@ def test_evictions_collect_again_only_once_the_heap_has_grown_a_tenth(store_path
     _touch(registry, "a", "b", "c", "d")  # three closes
     registry.flush()
     assert registry.evicted == 3 and registry.collections == 1  # the first; nothing grew since
-    blocks[0] = 1_099_999
+    blocks[0] = 1_049_999
     _touch(registry, "a")
     registry.flush()
     assert registry.collections == 1
-    blocks[0] = 1_100_000  # a tenth more than after the last collection
+    blocks[0] = 1_050_000  # a twentieth more than after the last collection
     _touch(registry, "b")
     registry.flush()
     assert registry.collections == 2
@@ -318,9 +318,9 @@ def test_an_evicted_memory_left_to_wait_is_freed_once_the_heap_has_grown(store_p
         _touch(registry, "d")  # d opened, then c closed and not collected
         registry.flush()
         assert registry.collections == 1 and graph() is not None
-        blocks[0] = 1_100_000
+        blocks[0] = 1_050_000
         _touch(registry, "a")  # a's open freezes c's objects, d's close gives them back and,
-        # the heap having grown a tenth, collects them
+        # the heap having grown a twentieth, collects them
         registry.flush()
         assert registry.collections == 2 and graph() is None
     finally:
