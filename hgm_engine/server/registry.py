@@ -78,7 +78,7 @@ MALLOC_TRIM_ENV = "HGM_MALLOC_TRIM"
 
 # How much Python's heap (its allocated blocks) must have grown since the registry's last
 # collection before it runs another (MemoryRegistry's ``collect_growth``; see ``_collect``).
-DEFAULT_COLLECT_GROWTH = 0.1
+DEFAULT_COLLECT_GROWTH = 0.05
 
 # How long dropping a memory waits for the requests that use it to end.
 _DROP_WAIT = 30.0
@@ -139,7 +139,7 @@ class MemoryRegistry:
     :class:`~hgm_engine.server.service.MemoryService`; ``memory_options`` to every
     :class:`~hgm_engine.Memory` opened. The registry runs a full garbage collection once
     ``max(1, max_open // 4)`` memories have closed since its last one and Python's heap has
-    grown by ``collect_growth`` (a fraction, 0.1 by default; ``0``: whatever the heap) since
+    grown by ``collect_growth`` (a fraction, 0.05 by default; ``0``: whatever the heap) since
     that one ended (see ``_collect``). ``trim``: whether each of those collections ends with
     :func:`malloc_trim`, which hands the C allocator's free pages back to the system (None:
     ``$HGM_MALLOC_TRIM``, on unless it is ``0``; :func:`malloc_trim_from_env`). :meth:`of` makes the registry of one memory already
@@ -169,7 +169,7 @@ class MemoryRegistry:
             raise RequestError([Problem("invalid-argument", f"max_open is a count of at least 1, not {max_open!r}", where="max_open")])
         if isinstance(collect_growth, bool) or not isinstance(collect_growth, (int, float)) or not math.isfinite(collect_growth) or collect_growth < 0:
             raise RequestError(
-                [Problem("invalid-argument", f"collect_growth is a fraction of at least 0 (0.1: a tenth), not {collect_growth!r}", where="collect_growth")]
+                [Problem("invalid-argument", f"collect_growth is a fraction of at least 0 (0.05: a twentieth), not {collect_growth!r}", where="collect_growth")]
             )
         self.limits = limits or ServerLimits()
         self.llm = llm or LLMEndpoint()
@@ -427,13 +427,13 @@ class MemoryRegistry:
         process that holds much more than its open memories (an application embedding the
         registry, a test runner: some 1.2M objects, 0.5-1 s CPU a pass) a collection per
         ``max_open // 4`` closes of small memories cost far more than the opens. So the
-        registry also waits until Python's heap has grown by ``collect_growth`` (a tenth by
+        registry also waits until Python's heap has grown by ``collect_growth`` (a twentieth by
         default) since its last collection ended, as CPython itself runs a full collection
         only once a quarter more objects than it last found alive wait for one. What closed
-        memories leave waiting is then at most ``max_open // 4`` memories or a tenth of the
+        memories leave waiting is then at most ``max_open // 4`` memories or a twentieth of the
         heap, whichever is more, and the collections' cost stays in proportion to what the
         opens allocate. Where the open memories are most of the heap (a server of 1,000-node
-        memories, ``max_open`` 30: a tenth is some 4 memories, fewer than ``max_open // 4``)
+        memories, ``max_open`` 30: a twentieth is a few memories, fewer than ``max_open // 4``)
         nothing changes.
 
         What the collection frees goes back to Python's allocator and to the C allocator's
