@@ -102,16 +102,22 @@ class _Positions:
     tests as making the set would cost, it is made and put in its place in ``found`` (the
     lookups after that, and every later query's, are a set's)."""
 
-    __slots__ = ("position", "positions", "found", "node_type", "ids", "left")
+    __slots__ = ("position", "positions", "found", "node_type", "ids", "left", "made")
 
     def __init__(self, position: Callable[[str], int | None], positions, found: dict, node_type: str, ids: list[str]):
         self.position, self.positions, self.found, self.node_type, self.ids = position, positions, found, node_type, ids
         self.left = 32 + len(positions) // 16
+        self.made: frozenset[str] | None = None  # the set, once made
 
     def __contains__(self, node_id: str) -> bool:
+        made = self.made
+        if made is not None:
+            # A caller that kept this container (a generated filter reads its bucket once a
+            # call) goes on asking it after the set took its place in ``found``.
+            return node_id in made
         self.left -= 1
         if self.left < 0:
-            made = self.found[self.node_type] = frozenset(map(self.ids.__getitem__, self.positions))
+            made = self.made = self.found[self.node_type] = frozenset(map(self.ids.__getitem__, self.positions))
             return node_id in made
         p = self.position(node_id)
         if p is None:
