@@ -42,7 +42,6 @@ import os
 import pathlib
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -58,7 +57,7 @@ from bench.serve.load_test import Client, Server, _ms, environment  # noqa: E402
 from hgm_engine import open_store  # noqa: E402
 from hgm_engine.server.rest.memories import memory_url  # noqa: E402
 
-__all__ = ["graph", "build", "run_store", "main"]
+__all__ = ["graph", "build", "run_store", "queries_one_at_a_time", "queries_from_clients", "write_report", "main"]
 
 GOALS = 50  # goals under the root; the rest are actions spread over them
 
@@ -135,7 +134,8 @@ def _query(index: int) -> tuple[str, dict[str, Any]]:
     return memory_url(name_of(index), "query"), {"expr": f"#g{index % GOALS}.children.where(status = 'done')", "nodes": False}
 
 
-def _sequential(port: int, indexes: list[int]) -> list[float]:
+def queries_one_at_a_time(port: int, indexes: list[int]) -> list[float]:
+    """One client asks a query of each memory of ``indexes`` in turn: the latencies (s)."""
     client, latencies = Client(port), []
     try:
         for index in indexes:
@@ -150,7 +150,9 @@ def _sequential(port: int, indexes: list[int]) -> list[float]:
     return latencies
 
 
-def _parallel(port: int, clients: int, draw, requests: int, seed: int) -> list[float]:
+def queries_from_clients(port: int, clients: int, draw, requests: int, seed: int) -> list[float]:
+    """``clients`` threads ask ``requests`` queries in all, each of the memory ``draw(rng)``
+    picks: the latencies (s)."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -235,7 +237,7 @@ def _cycles(server: Any, args: argparse.Namespace, log=print) -> dict[str, Any]:
     done = 0
     while done < args.cycles:
         step = min(args.rss_every, args.cycles - done)
-        latencies += _parallel(server.port, args.clients, lambda r: next(turn) % args.memories, step, seed=4)
+        latencies += queries_from_clients(server.port, args.clients, lambda r: next(turn) % args.memories, step, seed=4)
         done += step
         samples.append({"opens": done, **_rss(server.process.pid)})
         log(f"cycles: {done} opens, rss {samples[-1]}")
@@ -260,24 +262,24 @@ def run_store(kind: str, location: str, args: argparse.Namespace, log=print) -> 
         rng.shuffle(order)
         first, rest = order[: args.max_open], order[args.max_open:]
         cpu0 = server.cpu_seconds()
-        out["open_first"] = _ms(_sequential(port := server.port, first))  # nothing evicted yet
+        out["open_first"] = _ms(queries_one_at_a_time(port := server.port, first))  # nothing evicted yet
         out["rss_after_first"] = _rss(pid)
         cold = rest[: args.cold]
         cpu1 = server.cpu_seconds()
-        out["open_evicting"] = _ms(_sequential(port, cold))
+        out["open_evicting"] = _ms(queries_one_at_a_time(port, cold))
         cpu2 = server.cpu_seconds()
         out["open_evicting"]["server_cpu_ms_per_request"] = round((cpu2 - cpu1) * 1000 / max(1, len(cold)), 2)
         out["rss_after_cold"] = _rss(pid)
         resident = cold[-args.max_open:]
         log(f"{kind}: opened {len(first) + len(cold)} memories; first opens p95 {out['open_first']['p95_ms']} ms, "
             f"evicting p95 {out['open_evicting']['p95_ms']} ms")
-        _parallel(port, args.clients, lambda r: resident[r.randrange(len(resident))], args.clients * 20, seed=1)  # warm
+        queries_from_clients(port, args.clients, lambda r: resident[r.randrange(len(resident))], args.clients * 20, seed=1)  # warm
         cpu3 = server.cpu_seconds()
-        latencies = _parallel(port, args.clients, lambda r: resident[r.randrange(len(resident))], args.requests, seed=2)
+        latencies = queries_from_clients(port, args.clients, lambda r: resident[r.randrange(len(resident))], args.requests, seed=2)
         cpu4 = server.cpu_seconds()
         out["resident"] = {**_ms(latencies), "server_cpu_ms_per_request": round((cpu4 - cpu3) * 1000 / len(latencies), 3)}
         log(f"{kind}: resident p50 {out['resident']['p50_ms']} ms p95 {out['resident']['p95_ms']} ms")
-        latencies = _parallel(port, args.clients, lambda r: r.randrange(args.memories), args.requests, seed=3)
+        latencies = queries_from_clients(port, args.clients, lambda r: r.randrange(args.memories), args.requests, seed=3)
         cpu5 = server.cpu_seconds()
         out["random"] = {**_ms(latencies), "server_cpu_ms_per_request": round((cpu5 - cpu4) * 1000 / len(latencies), 3),
                          "expected_resident_share": round(args.max_open / args.memories, 3)}
@@ -286,7 +288,7 @@ def run_store(kind: str, location: str, args: argparse.Namespace, log=print) -> 
         if args.cycles:
             out["cycles"] = _cycles(server, args, log)
         spread = order[: min(100, args.max_open - 1)]
-        _sequential(port, spread)  # make them resident
+        queries_one_at_a_time(port, spread)  # make them resident
         # the first commit after a memory opens does more (the node index's first write):
         # made once per memory here, timed apart, so the phases below compare steady states
         started = time.perf_counter()
@@ -394,13 +396,18 @@ def main(argv: list[str] | None = None) -> int:
     for kind in args.stores.split(","):
         runner = {"sqlite": _sqlite, "postgres": _postgres}[kind.strip()]
         report["results"].append(runner(args, lambda text: print(text, file=sys.stderr, flush=True)))
+    write_report(report, args.out)
+    return 0
+
+
+def write_report(report: dict[str, Any], out: str | None) -> None:
+    """Print ``report`` as JSON, with the load average at the end, and write it to ``out``."""
     report["environment"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     text = json.dumps(report, indent=2)
-    if args.out:
-        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(args.out).write_text(text + "\n")
+    if out:
+        pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(out).write_text(text + "\n")
     print(text)
-    return 0
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def _serve(argv: list[str]) -> int:
 
 
 def _run(config: str, location: str, args: argparse.Namespace, log) -> dict[str, Any]:
-    from bench.memories_bench import _parallel, _sequential
+    from bench.memories_bench import queries_from_clients, queries_one_at_a_time
     from bench.serve.load_test import Client  # noqa: F401 - the clients' module, loaded before timing
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="hgm-rss-"))
@@ -173,13 +173,13 @@ def _run(config: str, location: str, args: argparse.Namespace, log) -> dict[str,
                     port = int(line.rsplit(":", 1)[1].strip("/ "))
             time.sleep(0.1)
         samples = []
-        _sequential(port, list(range(args.max_open)))
+        queries_one_at_a_time(port, list(range(args.max_open)))
         samples.append(take(f"the first {args.max_open} opens", 0))
         turn = itertools.count(args.max_open)  # shared by the clients: each takes the next memory
         done = 0
         while done < args.opens:
             step = min(args.every, args.opens - done)
-            _parallel(port, args.clients, lambda rng: next(turn) % args.memories, step, seed=done)
+            queries_from_clients(port, args.clients, lambda rng: next(turn) % args.memories, step, seed=done)
             done += step
             samples.append(take(f"{done} more opens", done))
         pathlib.Path(out + ".trim").touch()
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--serve"]:
         return _serve(argv[1:])
-    from bench.memories_bench import build
+    from bench.memories_bench import build, write_report
     from bench.serve.load_test import environment
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -266,12 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.store:
             shutil.rmtree(folder, ignore_errors=True)
-    report["environment"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    text = json.dumps(report, indent=2)
-    if args.out:
-        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(args.out).write_text(text + "\n")
-    print(text)
+    write_report(report, args.out)
     return 0
 
 

@@ -615,6 +615,9 @@ class TieredHopThenFilters:
             return generated(ids, ctx)
         if self.filters[0].tested > GENERATE_AFTER:
             return self.function()(ids, ctx)
+        # The call on which the first filter proves hot runs that filter's own generated loop
+        # (a large first call does not run closures over thousands of nodes); the next call
+        # writes the joined step: one compile more, once per hot query.
         return self.plain(ids, ctx)
 
 
