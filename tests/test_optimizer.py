@@ -162,7 +162,13 @@ def test_the_optimizer_calls_only_the_rules_that_can_apply_to_a_path(monkeypatch
     monkeypatch.setattr(optimizer, "RULES", tuple(
         (name, lambda path, name=name, rule=rule: called.append(name) or rule(path)) for name, rule in optimizer.RULES
     ))
-    assert compile_uncached("#a.children").optimized_plan.rules == ("id_lookup",)
+    # through the stages: compile_uncached reads this shape by the direct path (no optimizer)
+    from hgm_engine.query.analyze import analyze
+    from hgm_engine.query.parser import parse
+    from hgm_engine.query.plan import plan
+    from hgm_engine.model.schema import DEFAULT_SCHEMA
+
+    assert optimizer.optimize(plan(analyze(parse("#a.children"), DEFAULT_SCHEMA), DEFAULT_SCHEMA)).rules == ("id_lookup",)
     assert called == ["id_lookup"]  # the lookup's path has no source or predicate another rule reads
     called.clear()
     assert compile_uncached("nodes.where(type = 'action', status = 'done')").optimized_plan.rules == ("type_index", "value_index")

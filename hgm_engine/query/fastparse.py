@@ -35,7 +35,7 @@ from typing import Any
 from hgm_engine.query import syntax as S
 from hgm_engine.query.limits import MAX_INTEGER_DIGITS
 
-__all__ = ["parse_query", "decode_string"]
+__all__ = ["parse_query", "decode_string", "scan_comparison"]
 
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _DIGITS = frozenset("0123456789")
@@ -169,6 +169,85 @@ def _depth(query: S.Query) -> int:
             for item in node.items:
                 push((item, level))
     return deepest
+
+
+def scan_comparison(text: str, i: int) -> tuple | None:
+    """``NAME OP LITERAL`` then ``)`` from ``i`` (spaces between, no comment), as the grammar
+    reads it: ``(name_start, name_end, op_start, op_text, literal_start, literal_end, value,
+    parenthesis)``, or None for anything else. The literal is a string without a backslash,
+    an integer or a decimal number of at most 19 characters without an exponent, or a
+    constant; the name is none of the words the grammar may read otherwise there.
+
+    >>> scan_comparison("status = 'done')", 0)
+    (0, 6, 7, '=', 9, 15, 'done', 15)
+    >>> scan_comparison("status = 1e3)", 0) is None
+    True
+    """
+    n = len(text)
+    while i < n and text[i] in _SPACE:
+        i += 1
+    a = i
+    if i >= n or text[i] not in _LETTERS:
+        return None
+    i += 1
+    while i < n and text[i] in _WORD:
+        i += 1
+    b = i
+    if text[a:b] in _SIMPLE_NOT_NAMES:
+        return None
+    while i < n and text[i] in _SPACE:
+        i += 1
+    if text.startswith("=~", i):
+        return None
+    for symbol in _COMPARISONS:
+        if text.startswith(symbol, i):
+            break
+    else:
+        return None
+    op_start, i = i, i + len(symbol)
+    while i < n and text[i] in _SPACE:
+        i += 1
+    start = i
+    c = text[i] if i < n else ""
+    if c == "'" or c == '"':
+        j = text.find(c, i + 1)
+        if j < 0 or "\\" in text[i + 1 : j]:
+            return None
+        value: Any = text[i + 1 : j]
+        i = j + 1
+    elif c in _DIGITS or c == "-":
+        j = i + 1 if c == "-" else i
+        k = j
+        while k < n and text[k] in _DIGITS:
+            k += 1
+        if k == j:
+            return None
+        fraction = k < n and text[k] == "."
+        if fraction:
+            k += 1
+            while k < n and text[k] in _DIGITS:
+                k += 1
+        if k - j > 19 or (k < n and text[k] in "eE"):
+            return None  # long or with an exponent: the general reader's rules
+        value = float(text[i:k]) if fraction else int(text[i:k])
+        i = k
+    elif c in _LETTERS:
+        j = i + 1
+        while j < n and text[j] in _WORD:
+            j += 1
+        word = text[i:j]
+        if word not in _CONSTANTS:
+            return None
+        value = _CONSTANTS[word]
+        i = j
+    else:
+        return None
+    end = i
+    while i < n and text[i] in _SPACE:
+        i += 1
+    if i >= n or text[i] != ")":
+        return None
+    return a, b, op_start, symbol, start, end, value, i
 
 
 class _Reader:
@@ -512,86 +591,23 @@ class _Reader:
                 return tuple(steps)
 
     def simple_comparison(self) -> tuple[S.Compare, int] | None:
-        """The commonest condition, ``NAME OP LITERAL`` and the closing parenthesis (spaces
-        between, no comment), read in one function: the Compare that :meth:`condition` builds
-        and the position after the parenthesis; None — nothing consumed — for anything else
-        (then :meth:`condition` reads it). The literal is a string without a backslash, an
-        integer or a decimal number of at most 19 characters without an exponent, or a constant."""
-        text, n = self.text, self.n
-        i = self.i
-        while i < n and text[i] in _SPACE:
-            i += 1
-        a = i
-        if i >= n or text[i] not in _LETTERS:
+        """The commonest condition, ``NAME OP LITERAL`` and the closing parenthesis, read in
+        one go (:func:`scan_comparison`): the Compare that :meth:`condition` builds and the
+        position after the parenthesis; None — nothing consumed — for anything else (then
+        :meth:`condition` reads it)."""
+        found = scan_comparison(self.text, self.i)
+        if found is None:
             return None
-        i += 1
-        while i < n and text[i] in _WORD:
-            i += 1
-        b = i
-        name = text[a:b]
-        if name in _SIMPLE_NOT_NAMES:
-            return None
-        while i < n and text[i] in _SPACE:
-            i += 1
-        if text.startswith("=~", i):
-            return None
-        for symbol in _COMPARISONS:
-            if text.startswith(symbol, i):
-                break
-        else:
-            return None
-        op_start, i = i, i + len(symbol)
-        while i < n and text[i] in _SPACE:
-            i += 1
-        start = i
-        c = text[i] if i < n else ""
-        if c == "'" or c == '"':
-            j = text.find(c, i + 1)
-            if j < 0 or "\\" in text[i + 1 : j]:
-                return None
-            value: Any = text[i + 1 : j]
-            i = j + 1
-        elif c in _DIGITS or c == "-":
-            j = i + 1 if c == "-" else i
-            k = j
-            while k < n and text[k] in _DIGITS:
-                k += 1
-            if k == j:
-                return None
-            fraction = k < n and text[k] == "."
-            if fraction:
-                k += 1
-                while k < n and text[k] in _DIGITS:
-                    k += 1
-            if k - j > 19 or (k < n and text[k] in "eE"):
-                return None  # long or with an exponent: the general reader's rules
-            value = float(text[i:k]) if fraction else int(text[i:k])
-            i = k
-        elif c in _LETTERS:
-            j = i + 1
-            while j < n and text[j] in _WORD:
-                j += 1
-            word = text[i:j]
-            if word not in _CONSTANTS:
-                return None
-            value = _CONSTANTS[word]
-            i = j
-        else:
-            return None
-        end = i
-        while i < n and text[i] in _SPACE:
-            i += 1
-        if i >= n or text[i] != ")":
-            return None
-        self.i = i + 1
+        a, b, op_start, symbol, start, end, value, close = found
+        self.i = close + 1
         compare = S.Compare(
             "=" if symbol == "==" else symbol,
-            S.AttrRef(name, S.Span(a, b)),
+            S.AttrRef(self.text[a:b], S.Span(a, b)),
             S.Literal(value, S.Span(start, end)),
             S.Span(a, end),
             S.Span(op_start, op_start + len(symbol)),
         )
-        return compare, i + 1
+        return compare, close + 1
 
     def args(self) -> tuple[tuple, int]:
         """``[args] ")"`` after an opening parenthesis: the arguments and the end."""

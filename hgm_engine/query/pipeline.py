@@ -2,7 +2,9 @@
 
 text → :func:`~hgm_engine.query.parser.parse` → :func:`~hgm_engine.query.analyze.analyze` →
 :func:`~hgm_engine.query.plan.plan` → :func:`~hgm_engine.query.optimizer.optimize` →
-:func:`~hgm_engine.query.executor.build`. Compiled queries are cached by text per schema.
+:func:`~hgm_engine.query.executor.build`; the simplest shapes go from the text to the
+optimized plan in one stage (:func:`~hgm_engine.query.direct.direct_plan`, the same plan).
+Compiled queries are cached by text per schema.
 
 >>> q = compile("root.subgoals[0].actions.where(status = $s)")
 >>> q.params
@@ -27,6 +29,7 @@ from typing import Any, Mapping
 import attrs
 
 from hgm_engine.query.analyze import Analysis, analyze, search_text_problem
+from hgm_engine.query.direct import direct_plan
 from hgm_engine.errors import Problem, QueryAnalysisError, QueryExecutionError, line_column
 from hgm_engine.query.executor import DEFAULT_LIMITS, Limits, Program, build
 from hgm_engine.query.limits import limit_exceeded
@@ -95,25 +98,76 @@ class QueryResult:
         return {"kind": self.kind, "value": self.value}
 
 
-@attrs.frozen
 class CompiledQuery:
-    """A query checked against a schema, planned, optimized and compiled to closures."""
+    """A query checked against a schema, planned, optimized and compiled to closures.
 
-    text: str
-    ast: Query = attrs.field(repr=False)
-    analysis: Analysis = attrs.field(repr=False)
-    logical_plan: QueryPlan = attrs.field(repr=False)
-    optimized_plan: QueryPlan = attrs.field(repr=False)
-    program: Program = attrs.field(repr=False, eq=False)
+    ``optimized_plan`` and ``program`` are what runs. ``ast``, ``analysis`` and
+    ``logical_plan`` are the front end's stages; for a query compiled by the direct path
+    (:mod:`~hgm_engine.query.direct`, the simplest shapes) they are computed the first time
+    one is asked for — through the same stages, so they are what the stages give.
+
+    >>> q = compile("#a1.following")
+    >>> q.ast.paths[0].steps[0].name, q.logical_plan.branches[0].source, q.optimized_plan.rules
+    ('following', AllNodes(), ('id_lookup',))
+    """
+
+    __slots__ = ("text", "optimized_plan", "program", "_schema", "_limits", "_front")
+
+    def __init__(
+        self,
+        text: str,
+        optimized_plan: QueryPlan,
+        program: Program,
+        schema: Schema = DEFAULT_SCHEMA,
+        limits: Limits = DEFAULT_LIMITS,
+        front: tuple[Query, Analysis, QueryPlan] | None = None,
+    ):
+        self.text = text
+        self.optimized_plan = optimized_plan
+        self.program = program
+        self._schema = schema
+        self._limits = limits
+        # (ast, analysis, logical plan); None until asked for, for a direct-path query (which
+        # has neither parameters nor the focus)
+        self._front = front
+
+    def __repr__(self) -> str:
+        return f"CompiledQuery(text={self.text!r})"
+
+    @property
+    def ast(self) -> Query:
+        return self._stages()[0]
+
+    @property
+    def analysis(self) -> Analysis:
+        return self._stages()[1]
+
+    @property
+    def logical_plan(self) -> QueryPlan:
+        return self._stages()[2]
+
+    def _stages(self) -> tuple[Query, Analysis, QueryPlan]:
+        front = self._front
+        if front is None:
+            ast = parse(self.text, self._limits)
+            analysis = analyze(ast, self._schema, self._limits)
+            # no rule fired: optimize gave the literal plan itself, as for any query
+            optimized = self.optimized_plan
+            logical = optimized if not optimized.rules else plan(analysis, self._schema)
+            front = self._front = (ast, analysis, logical)
+        return front
 
     @property
     def params(self) -> tuple[str, ...]:
         """The parameters the query needs, in order of first use."""
-        return tuple(sorted(self.analysis.params, key=self.analysis.params.get))
+        if self._front is None:
+            return ()
+        params = self._front[1].params
+        return tuple(sorted(params, key=params.get))
 
     @property
     def uses_focus(self) -> bool:
-        return self.analysis.focus_offset is not None
+        return self._front is not None and self._front[1].focus_offset is not None
 
     @property
     def kind(self) -> str:
@@ -163,7 +217,10 @@ class CompiledQuery:
         ...     print(err.category, err.column, err.message)
         invalid-argument 18 parameter $p: NaN is not a JSON number: numbers must be finite (at $p[1])
         """
-        analysis = self.analysis
+        front = self._front
+        if front is None:
+            return {}  # a direct-path query: nothing to bind or check
+        analysis = front[1]
         if not analysis.params and analysis.focus_offset is None:
             return {}  # nothing to bind or check (other parameters given are not used)
         params = dict(params or {})
@@ -173,10 +230,10 @@ class CompiledQuery:
             line, column = line_column(self.text, offset)
             problems.append((offset, Problem(category, message, line, column)))
 
-        if self.analysis.focus_offset is not None and focus is None:
-            report("missing-focus", "the query uses the focus, but no focus node was supplied", self.analysis.focus_offset)
+        if analysis.focus_offset is not None and focus is None:
+            report("missing-focus", "the query uses the focus, but no focus node was supplied", analysis.focus_offset)
         bound: dict[str, Any] = {}
-        for name, offset in self.analysis.params.items():
+        for name, offset in analysis.params.items():
             if name not in params:
                 report("missing-parameter", f"parameter ${name} has no value", offset)
                 continue
@@ -190,7 +247,7 @@ class CompiledQuery:
             except TypeError as exc:
                 report("invalid-argument", f"parameter ${name}: {exc}", offset)
                 continue
-            checked = _check_role(value, self.analysis.param_roles.get(name, frozenset()), limits)
+            checked = _check_role(value, analysis.param_roles.get(name, frozenset()), limits)
             if checked:
                 category, message = checked
                 report(category, f"parameter ${name}: {message}", offset)
@@ -353,12 +410,16 @@ def compile_uncached(text: str, schema: Schema = DEFAULT_SCHEMA, limits: Limits 
     >>> compile_uncached("root.children", limits=Limits(max_length=20)).kind
     'nodes'
     """
+    if type(text) is str:
+        direct = direct_plan(text, schema, limits)
+        if direct is not None:
+            return CompiledQuery(text, direct, build(direct), schema, limits)
     try:
         ast = parse(text, limits)
         analysis = analyze(ast, schema, limits)
         logical = plan(analysis, schema)
         optimized = optimize(logical)
-        return CompiledQuery(text, ast, analysis, logical, optimized, build(optimized))
+        return CompiledQuery(text, optimized, build(optimized), schema, limits, (ast, analysis, logical))
     except RecursionError:
         # Only with a max_depth raised far past its default: the stages walk the tree.
         raise limit_exceeded(
