@@ -40,11 +40,17 @@ from hgm_engine.query.plan import AllNodes, Attr, Cmp, Const, Filter, IdLookup, 
 
 __all__ = ["direct_plan"]
 
-_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_DIGITS = frozenset("0123456789")
-_WORD = _LETTERS | _DIGITS
-_HASH_ID = _WORD | {"-"}
+# Characters as strings for str.lstrip: a run of them is skipped by one call into C (a loop
+# over characters in Python costs ~900 machine instructions a character in a fresh process,
+# where nothing is specialized yet).
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+_DIGITS = "0123456789"
+_WORD = _LETTERS + _DIGITS
+_HASH_ID = _WORD + "-"
 _MAX_DIGITS = 18  # an integer of the text (a bound, an index) far below every limit on integers
+# Longer texts go to the stages: skipping a run with lstrip copies the rest of the text, so a
+# text of n characters costs O(n^2) here; every shape above is short.
+MAX_DIRECT_LENGTH = 256
 _ID_LOOKUP = ("id_lookup",)
 _FINALS = ("count", "exists")
 
@@ -61,21 +67,17 @@ def direct_plan(text: str, schema: Schema, limits: Limits = DEFAULT_LIMITS) -> Q
     """
     n = len(text)
     # a where nests two levels (the step, the comparison); a long text is refused by parse
-    if n == 0 or n > limits.max_length or limits.max_depth < 2:
+    if n == 0 or n > MAX_DIRECT_LENGTH or n > limits.max_length or limits.max_depth < 2:
         return None
     if text[0] == "#":
-        i = 1
-        while i < n and text[i] in _HASH_ID:
-            i += 1
+        i = n - len(text[1:].lstrip(_HASH_ID))
         if i == 1:
             return None
         # ``#ID`` plans to a scan with an id filter, which id_lookup turns into a lookup
         source = IdLookup(text[1:i], None, None)
         rules = _ID_LOOKUP
     else:
-        i = 0
-        while i < n and text[i] in _WORD:
-            i += 1
+        i = n - len(text.lstrip(_WORD))
         word = text[:i]
         if word == "root":
             source = Roots()
@@ -98,9 +100,7 @@ def direct_plan(text: str, schema: Schema, limits: Limits = DEFAULT_LIMITS) -> Q
             j = i + 1
             if j >= n or text[j] not in _LETTERS:
                 return None
-            k = j + 1
-            while k < n and text[k] in _WORD:
-                k += 1
+            k = n - len(text[j:].lstrip(_WORD))
             name = text[j:k]
             if k < n and text[k] == "(":
                 if name == "where":
@@ -172,9 +172,10 @@ def direct_plan(text: str, schema: Schema, limits: Limits = DEFAULT_LIMITS) -> Q
 
 
 def _digits_end(text: str, i: int) -> int | None:
-    """The end of the digits from ``i`` (1 to ``_MAX_DIGITS`` of them), else None."""
-    j = i
-    n = len(text)
-    while j < n and text[j] in _DIGITS:
-        j += 1
+    """The end of the digits from ``i`` (1 to ``_MAX_DIGITS`` of them), else None.
+
+    >>> _digits_end("{12,3}", 1), _digits_end("{,3}", 1)
+    (3, None)
+    """
+    j = len(text) - len(text[i:].lstrip(_DIGITS))
     return j if 0 < j - i <= _MAX_DIGITS else None
