@@ -790,6 +790,19 @@ class MemoryGraph:
         known = kinds[(node_type, outgoing)] = (memo, find)
         return known
 
+    def stored_columns(self) -> tuple[EdgeColumns, Callable[[str], int | None]] | None:
+        """The edges as the stored image's columns, and the lookup of a node's position in
+        them (None for an id that is no node), while queries read the edges from them (a
+        graph read from its image, until its edges change); None otherwise. What
+        :meth:`hop_memo`'s ``find`` reads, for a walk that reads many nodes' edges once
+        (positions, no id looked up per node). Read-only, valid until the next change.
+
+        >>> MemoryGraph().stored_columns() is None
+        True
+        """
+        csr = self._csr
+        return None if csr is None else (csr, self._position)
+
     def distinct_ends(self, edge_type: str, outgoing: bool, work: int = 0) -> bool:
         """Whether no node is the far end of two ``edge_type`` edges in that direction (for an
         outgoing hop: no node has two incoming ones), so that a hop from distinct sources
