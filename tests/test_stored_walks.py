@@ -135,3 +135,27 @@ def test_a_node_added_since_the_image_is_walked_through_the_memo() -> None:
     text = "#new.children{0,2}"
     found = _run(stored, text)
     assert found == _run(plain, text) and found[0] == ["new"]
+
+
+def _outcome(graph, text, limits):
+    ctx = Context(graph, {}, None, limits)
+    try:
+        return compile_uncached(text).program.fast(ctx)
+    except Exception as error:  # noqa: BLE001  (the error is the outcome compared)
+        return type(error), str(error), ctx.work  # the work counted when it stopped
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0])
+def test_a_walk_over_the_columns_stops_at_the_same_work_limit_as_the_memo_walk(timeout) -> None:
+    from hgm_engine.query.limits import Limits
+
+    nodes, edges = _records()
+    plain = MemoryGraph.from_records(nodes, edges)
+    text = "#g0.descendants.where(type = 'action', status = 'pending')"
+    outcomes = []
+    for max_work in range(0, _run(plain, text)[1] + 2):
+        limits = Limits(max_work=max_work, timeout=timeout)
+        expected = _outcome(plain, text, limits)
+        assert _outcome(_stored(nodes, edges), text, limits) == expected, max_work
+        outcomes.append(isinstance(expected, tuple))
+    assert True in outcomes and False in outcomes  # some stopped, some did not

@@ -321,6 +321,9 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
         kind = names.index(node_type) if node_type in names else -1  # -1: no node of it
     names = columns.type_names
     code = names.index(edge_type) if edge_type in names else -1
+    # Each level's nodes are charged as Context.charge does, inline: it is called (to stop
+    # the query with its error) only past max_work, or at every level under a deadline.
+    ceiling = -1 if ctx.deadline is not None else ctx.max_work
     reached = {start}
     level = [start]
     out = [start] if low == 0 else []
@@ -339,7 +342,9 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
                             append(q)
         if depth >= low:
             out.extend(following)
-        ctx.charge(len(following))
+        work = ctx.work = ctx.work + len(following)
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         level = following
     ids = columns.ids
     walked = Walked(map(ids.__getitem__, out))

@@ -295,12 +295,15 @@ class Program:
         Parameters must already be bound and checked (``hgm_engine.query.pipeline`` does that).
         """
         ctx = Context(view, params or {}, focus, limits)
-        if self.final == "paths":
+        final = self.final
+        if final is None and len(self._paths) == 1:  # the common case: one path's ids
+            return self._paths[0].run_fast(ctx)
+        if final == "paths":
             return [list(walk) for _, walk in self.traced(ctx)]
-        if self.final == "count":
+        if final == "count":
             return self.count(ctx)
         ids = self.fast(ctx)
-        if self.final == "exists":
+        if final == "exists":
             return bool(ids)
         return ids
 
