@@ -159,3 +159,15 @@ def test_a_walk_over_the_columns_stops_at_the_same_work_limit_as_the_memo_walk(t
         assert _outcome(_stored(nodes, edges), text, limits) == expected, max_work
         outcomes.append(isinstance(expected, tuple))
     assert True in outcomes and False in outcomes  # some stopped, some did not
+
+
+def test_a_step_on_a_graph_without_columns_stops_asking_for_them(monkeypatch) -> None:
+    asked = []
+    real = operators.stored_levels
+    monkeypatch.setattr(operators, "stored_levels", lambda *args: asked.append(1) or real(*args))
+    nodes, edges = _records()
+    graph = MemoryGraph.from_records(nodes, edges)
+    program = compile_uncached("#g0.descendants").program
+    for _ in range(STORED_WALKS + 3):
+        program.run(graph)
+    assert len(asked) == STORED_WALKS

@@ -224,10 +224,10 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     walks = [0]  # this step's walks over the stored columns so far (see STORED_WALKS)
 
     def levels(source, ctx):
-        if walks[0] < STORED_WALKS:
+        if walks[0] < STORED_WALKS:  # (counted whether or not the view has columns)
+            walks[0] += 1
             walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
             if walked is not None:
-                walks[0] += 1
                 return walked
         get, find = ctx.hop(edge_type, node_type, outgoing)
         reached = {source}
