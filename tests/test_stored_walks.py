@@ -23,7 +23,7 @@ def _records(seed: int = 3):
     nodes = [("g0", "goal", {})]
     edges = []
     for i in range(1, 80):
-        kind = rng.choice(("goal", "action", "action"))
+        kind = rng.choice(("goal", "action", "action", "fact"))
         node_id = f"{kind[0]}{i}"
         attrs = {"status": rng.choice(STATUSES), "priority": rng.randrange(4)} if kind == "action" else {}
         parent = rng.choice([n for n, t, _ in nodes if t == "goal"])
@@ -33,7 +33,8 @@ def _records(seed: int = 3):
         if other != parent and rng.random() < 0.2:  # a second parent: reached twice
             edges.append((other, node_id, "parent_of", {}))
         if rng.random() < 0.3:  # edges of another type between the same nodes
-            edges.append((rng.choice(nodes[:-1])[0], node_id, "related_to", {}))
+            other = rng.choice(nodes[:-1])[0]
+            edges.append((other, node_id, "related_to", {}) if rng.random() < 0.5 else (node_id, other, "related_to", {}))
     edges = list({(e[0], e[1], e[2]): e for e in edges if e[0] != e[1]}.values())
     return nodes, edges
 
@@ -68,6 +69,15 @@ QUERIES = [
     "#{s}.ancestors",
     "#{s}.children{{0,2}}.where(type = 'action', status = 'failed')",
     "#{s}.subgoals{{1,}}",
+    "#{s}.children",
+    "#{s}.actions.where(status = 'pending')",
+    "#{s}.actions.where(status = 'pending', priority >= 1)",
+    "#{s}.subgoals.actions.where(status = $s)",
+    "#{s}.subgoals.children.where(type = 'action', status = 'done')",
+    "#{s}.parent.children",
+    "nodes.where(type = 'goal').children.where(type = 'action', status = 'failed')",
+    "#{s}.related_facts",
+    "nodes.where(type = 'goal').related_facts",
 ]
 
 
@@ -81,14 +91,16 @@ def _run(graph, text):
 def test_walks_over_the_columns_give_the_ids_and_work_of_the_memo_walks(query) -> None:
     nodes, edges = _records()
     plain = MemoryGraph.from_records(nodes, edges)
-    for source in ("g0", *[n[0] for n in nodes[1:12]]):
+    for source in ("g0", *[n[0] for n in nodes[1:16]]):
         text = query.format(s=source)
         expected = _run(plain, text)
         stored = _stored(nodes, edges)
         program = compile_uncached(text).program
         for call in range(STORED_WALKS + 2):  # the columns' calls, then the memo's
             ctx = Context(stored, {"s": "done"}, None, DEFAULT_LIMITS)
-            assert (program.fast(ctx), ctx.work) == expected, (text, call)
+            found = program.fast(ctx)
+            assert (found, ctx.work) == expected, (text, call)
+            assert found.__class__ is list  # what a caller gets is a plain list
 
 
 def test_a_step_walks_the_columns_stored_walks_times_then_its_memo() -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "STORED_WALKS",
     "Walked",
     "stored_levels",
+    "stored_ends",
     "per_source_loop",
     "generic_hop",
     "generic_per_source",
@@ -255,15 +256,15 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     return levels
 
 
-# A walk's first calls read the graph's stored columns by position (stored_levels): no id is
-# looked up and no answer remembered per node, which costs a first call of a walk of 100-550
-# nodes about half of what filling the hop's memo (MemoryGraph.hop_memo) does, but a second
-# call ~3x what reading the filled memo does. Rent or buy: a step walks the columns
-# STORED_WALKS times, then fills the memo and reads it from then on. The break-even (what
-# filling the memo costs more than a walk of the columns, over what a walk of the columns
-# costs more than one of the filled memo: 2.0-2.4 walks, median 2.2) was measured in fresh
-# processes on walks of our own, not the benchmark's (bench/results/first-call/walks.py,
-# walks.txt).
+# A walk's first calls read the graph's stored columns by position (stored_levels), and so do
+# a one-type hop's (stored_ends): no id is looked up and no answer remembered per node, which
+# costs a first call of a walk of 100-550 nodes about half of what filling the hop's memo
+# (MemoryGraph.hop_memo) does, but a second call 2-5x what reading the filled memo does. Rent
+# or buy: a step reads the columns on its first STORED_WALKS calls, then fills the memo and
+# reads it from then on. The break-even (what filling the memo costs more than a call on the
+# columns, over what a call on the columns costs more than one on the filled memo) was measured
+# in fresh processes on walks and hops of our own, not the benchmark's: median 1.7 calls over
+# 14 walks, 1.9 over 7 hops (bench/results/first-call/walks.py, walks.txt).
 STORED_WALKS = 2
 
 
@@ -278,6 +279,66 @@ class Walked(list):
     """
 
     __slots__ = ("positions", "ids")
+
+
+def _stored_hop(ctx, edge_type: str, node_type: str | None) -> tuple | None:
+    """``(columns, position, edge type code, node type codes, node type code)`` of a hop
+    read from the view's stored columns (a code -1 when the columns hold none of it; the
+    node type code None for any type), or None when the view has no such columns (or keeps
+    no node types and the hop needs them)."""
+    view = ctx.view
+    if not isinstance(view, MemoryGraph):
+        return None
+    stored = view.stored_columns()
+    if stored is None:
+        return None
+    columns, position = stored
+    kinds, kind = columns.node_types, None
+    if node_type is not None:
+        if kinds is None:
+            return None
+        names = columns.node_type_names
+        kind = names.index(node_type) if node_type in names else -1
+    names = columns.type_names
+    return columns, position, (names.index(edge_type) if edge_type in names else -1), kinds, kind
+
+
+def stored_ends(ids, ctx, edge_type: str, node_type: str | None, direction: str) -> tuple[list[int], list[str]] | None:
+    """The other ends of a one-type hop from ``ids``, read from the view's stored columns
+    by position: ``(positions, the columns' ids)``, each source's outgoing then incoming ends
+    (``direction`` "out", "in" or "both") in edge order, repeats kept, as the hop's memo gives
+    them; None when the view has no such columns. An id that is no node there (or a node
+    added since) has none.
+
+    >>> from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_edges, lazy_nodes
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> nodes = lazy_nodes(["g", "s", "a"], ["goal", "goal", "action"], [None] * 3, [1, 2, 3])
+    >>> edges = lazy_edges(["g", "g"], ["s", "a"], ["parent_of"] * 2, [None, None], [1, 2])
+    >>> g = MemoryGraph.from_columns(nodes, {"goal": [0, 1], "action": [2]}, EdgeColumns.of_edges(nodes, edges), seqs=[1, 2, 3])
+    >>> stored_ends(["g", "x"], Context(g, {}, None, DEFAULT_LIMITS), "parent_of", "action", "out")[0]
+    [2]
+    """
+    stored = _stored_hop(ctx, edge_type, node_type)
+    if stored is None:
+        return None
+    columns, position, code, kinds, kind = stored
+    ways = []
+    if direction != "in":
+        ways.append((columns.out_start, columns.target, columns.type))
+    if direction != "out":
+        ways.append((columns.in_start, columns.in_other, columns.in_type))
+    limit = len(columns.ids)
+    found: list = []
+    append = found.append
+    for node_id in ids:
+        p = position(node_id)
+        if p is None or p >= limit:
+            continue
+        for starts, others, types in ways:
+            for j in range(starts[p], starts[p + 1]):
+                if types[j] == code and (kind is None or kinds[others[j]] == kind):
+                    append(others[j])
+    return found, columns.ids
 
 
 def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgoing: bool, low: int, high: int | None):
@@ -298,13 +359,10 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
     >>> stored_levels("g", Context(MemoryGraph(), {}, None, DEFAULT_LIMITS), "parent_of", None, True, 1, None) is None
     True
     """
-    view = ctx.view
-    if not isinstance(view, MemoryGraph):
-        return None
-    stored = view.stored_columns()
+    stored = _stored_hop(ctx, edge_type, node_type)
     if stored is None:
         return None
-    columns, position = stored
+    columns, position, code, kinds, kind = stored
     if outgoing:
         starts, others, types = columns.out_start, columns.target, columns.type
     else:
@@ -313,14 +371,6 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
     start = position(source)
     if start is None or start >= limit:
         return None
-    kinds, kind = columns.node_types, None
-    if node_type is not None:
-        if kinds is None:
-            return None
-        names = columns.node_type_names
-        kind = names.index(node_type) if node_type in names else -1  # -1: no node of it
-    names = columns.type_names
-    code = names.index(edge_type) if edge_type in names else -1
     # Each level's nodes are charged as Context.charge does, inline: it is called (to stop
     # the query with its error) only past max_work, or at every level under a deadline.
     ceiling = -1 if ctx.deadline is not None else ctx.max_work
@@ -593,7 +643,8 @@ GENERATE_AFTER = 512
 # A filter after a walk of the stored columns (Walked) tests each position by bisection
 # while the bucket holds more than PROBE_SET_AFTER times as many positions as there are to
 # test, else one pass over the bucket against a set of them: in a fresh process a bisection
-# cost ~600 ns, the pass ~60 ns a bucket position (bench/results/first-call/walks.py, walks.txt).
+# cost 460-600 ns, the pass 44-63 ns a bucket position (bench/results/first-call/walks.py,
+# walks.txt: 11x in its last run, 9.5x in the one before).
 PROBE_SET_AFTER = 10
 
 
@@ -807,8 +858,20 @@ def one_type_hop(relation: Hop) -> Callable | None:
     if relation.edge_types is None or len(relation.edge_types) != 1:
         return None
     edge_type, node_type, direction = relation.edge_types[0], relation.node_type, relation.direction
+    calls = [0]  # this step's calls that read the stored columns (see STORED_WALKS)
 
     def step(ids, ctx):
+        if calls[0] < STORED_WALKS:  # the first calls: the columns, no memo filled
+            calls[0] += 1
+            stored = stored_ends(ids, ctx, edge_type, node_type, direction)
+            if stored is not None:
+                found, names = stored
+                if direction == "both" or (len(ids) > 1 and not ctx.view.distinct_ends(edge_type, direction == "out", len(found))):
+                    found = list(dict.fromkeys(found))  # (a position is one id: the same repeats)
+                ctx.charge(len(found))
+                walked = Walked(map(names.__getitem__, found))
+                walked.positions, walked.ids = found, names
+                return walked
         out: list = []
         extend = out.extend
         # Each node's other ends come from the hop's memo (a call only on a miss): for a

@@ -36,6 +36,7 @@ from hgm_engine.query.executor.operators import (
     Step,
     Strategy,
     TieredHopThenFilters,
+    Walked,
     expanders,
     generated_name,
     generic_hop,
@@ -269,7 +270,8 @@ class Program:
         ['b', 'a']
         """
         if len(self._paths) == 1:
-            return self._paths[0].run_fast(ctx)
+            ids = self._paths[0].run_fast(ctx)
+            return list(ids) if ids.__class__ is Walked else ids  # a plain list, whatever the steps made
         return list(dict.fromkeys(itertools.chain.from_iterable(p.run_fast(ctx) for p in self._paths)))
 
     def traced(self, ctx) -> list:
@@ -297,7 +299,8 @@ class Program:
         ctx = Context(view, params or {}, focus, limits)
         final = self.final
         if final is None and len(self._paths) == 1:  # the common case: one path's ids
-            return self._paths[0].run_fast(ctx)
+            ids = self._paths[0].run_fast(ctx)
+            return list(ids) if ids.__class__ is Walked else ids
         if final == "paths":
             return [list(walk) for _, walk in self.traced(ctx)]
         if final == "count":
