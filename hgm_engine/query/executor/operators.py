@@ -225,12 +225,16 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     walks = [0]  # this step's walks over the stored columns so far (see STORED_WALKS)
 
     def levels(source, ctx):
-        if walks[0] < STORED_WALKS:  # (counted whether or not the view has columns)
-            walks[0] += 1
-            walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
-            if walked is not None:
-                return walked
         get, find = ctx.hop(edge_type, node_type, outgoing)
+        # The first calls read the columns, unless the memo knows the source already (another
+        # query has filled it: then reading it is the cheaper walk). Counted whether or not
+        # the view has columns.
+        if walks[0] < STORED_WALKS:
+            walks[0] += 1
+            if get(source) is None:
+                walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
+                if walked is not None:
+                    return walked
         reached = {source}
         level = [source]
         out = [source] if low == 0 else []
@@ -861,9 +865,13 @@ def one_type_hop(relation: Hop) -> Callable | None:
     calls = [0]  # this step's calls that read the stored columns (see STORED_WALKS)
 
     def step(ids, ctx):
-        if calls[0] < STORED_WALKS:  # the first calls: the columns, no memo filled
+        # The first calls read the columns (no memo filled), unless the memo knows the first
+        # source already (another query has filled it: then it is the cheaper read).
+        if calls[0] < STORED_WALKS and ids:
             calls[0] += 1
-            stored = stored_ends(ids, ctx, edge_type, node_type, direction)
+            stored = None
+            if ctx.hop(edge_type, node_type, direction != "in")[0](ids[0]) is None:
+                stored = stored_ends(ids, ctx, edge_type, node_type, direction)
             if stored is not None:
                 found, names = stored
                 if direction == "both" or (len(ids) > 1 and not ctx.view.distinct_ends(edge_type, direction == "out", len(found))):
