@@ -225,16 +225,12 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     walks = [0]  # this step's walks over the stored columns so far (see STORED_WALKS)
 
     def levels(source, ctx):
-        get, find = ctx.hop(edge_type, node_type, outgoing)
-        # The first calls read the columns, unless the memo knows the source already (another
-        # query has filled it: then reading it is the cheaper walk). Counted whether or not
-        # the view has columns.
-        if walks[0] < STORED_WALKS:
+        if walks[0] < STORED_WALKS:  # (counted whether or not the view has columns)
             walks[0] += 1
-            if get(source) is None:
-                walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
-                if walked is not None:
-                    return walked
+            walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
+            if walked is not None:
+                return walked
+        get, find = ctx.hop(edge_type, node_type, outgoing)
         reached = {source}
         level = [source]
         out = [source] if low == 0 else []
@@ -265,7 +261,9 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
 # costs a first call of a walk of 100-550 nodes about half of what filling the hop's memo
 # (MemoryGraph.hop_memo) does, but a second call 2-5x what reading the filled memo does. Rent
 # or buy: a step reads the columns on its first STORED_WALKS calls, then fills the memo and
-# reads it from then on. The break-even (what filling the memo costs more than a call on the
+# reads it from then on (even when another query has filled it already: asking would build the
+# memo's finder, ~17k instructions, on every first call of a fresh process; the loss is bounded
+# by two calls of the step). The break-even (what filling the memo costs more than a call on the
 # columns, over what a call on the columns costs more than one on the filled memo) was measured
 # in fresh processes on walks and hops of our own, not the benchmark's: median 1.7 calls over
 # 14 walks, 1.9 over 7 hops (bench/results/first-call/walks.py, walks.txt).
@@ -865,13 +863,9 @@ def one_type_hop(relation: Hop) -> Callable | None:
     calls = [0]  # this step's calls that read the stored columns (see STORED_WALKS)
 
     def step(ids, ctx):
-        # The first calls read the columns (no memo filled), unless the memo knows the first
-        # source already (another query has filled it: then it is the cheaper read).
-        if calls[0] < STORED_WALKS and ids:
+        if calls[0] < STORED_WALKS:  # the first calls: the columns, no memo filled
             calls[0] += 1
-            stored = None
-            if ctx.hop(edge_type, node_type, direction != "in")[0](ids[0]) is None:
-                stored = stored_ends(ids, ctx, edge_type, node_type, direction)
+            stored = stored_ends(ids, ctx, edge_type, node_type, direction)
             if stored is not None:
                 found, names = stored
                 if direction == "both" or (len(ids) > 1 and not ctx.view.distinct_ends(edge_type, direction == "out", len(found))):
