@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 from hgm_engine.errors import GraphFileError, Problem
-from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, parse_json
+from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, compact_ids, freeze, parse_json
 from hgm_engine.model import id_problem, strings_ok, text_problem, value_problem, values_ok
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
@@ -367,10 +367,6 @@ def _payloads(
         raise _Malformed from None
     if wrong:
         raise _Malformed
-    # One string object per id and per type: an edge's ends are the node's own id (the key of
-    # the graph's node map, so a lookup from an adjacency compares by identity, not by
-    # content) and types are the schema's; the document's copies are dropped.
-    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
     node_types = {t: t for t in schema.node_types}
     edge_types = {t: t for t in schema.edge_types}
     types, kinds = list(map(node_types.__getitem__, types)), list(map(edge_types.__getitem__, kinds))
@@ -394,8 +390,18 @@ def _payloads(
         marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)
     ):
         raise _Malformed
+    # One string object per id and per type: an edge's ends are the node's own id (the key of
+    # the graph's node map, so a lookup from an adjacency compares by identity, not by
+    # content) and types are the schema's; the document's copies are dropped. The ids are
+    # made anew, side by side in creation order (compact_ids): the document's sit each
+    # between its record's keys and values, and every query step reads the ids it passes on.
+    ids = compact_ids(ids)
+    index = dict(zip(ids, range(len(ids))))
+    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
     nodes = list(map(Node, ids, types, node_attributes, range(1, len(ids) + 1)))
     edges = map(Edge, sources, targets, kinds, attributes, range(1, len(ends) + 1))
+    # The edge index keyed by the graph's own strings too (the document's are freed with it).
+    edge_index = dict(zip(zip(sources, targets, kinds), range(len(ends))))
     if progress is not None:
         progress("checking the graph", len(raw_nodes) + len(raw_edges), len(raw_nodes) + len(raw_edges))
     return nodes, index, list(zip(source_at, target_at, edges)), edge_index
