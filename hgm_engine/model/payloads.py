@@ -605,12 +605,13 @@ class EdgeColumns:
                 if kind is not None and kinds[q] != kind:
                     return ()
                 return (ids[q],)
-            codes = types[a:b]
-            same = codes.count(code)
-            if not same:
-                return ()
+            if b - a <= 8:  # a few edges: one pass over them beats slicing the columns
+                if kind is None:
+                    return tuple([ids[others[j]] for j in range(a, b) if types[j] == code])
+                return tuple([ids[q] for j in range(a, b) if types[j] == code and kinds[q := others[j]] == kind])
             found = others[a:b]
-            if same != b - a:
+            codes = types[a:b]
+            if codes.count(code) != b - a:
                 found = list(compress(found, map(code.__eq__, codes)))
             if kind is not None:
                 found = compress(found, map(kind.__eq__, map(kinds.__getitem__, found)))
