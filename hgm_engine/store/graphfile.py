@@ -348,9 +348,12 @@ def _payloads(
         progress("checking the graph", 0, len(raw_nodes) + len(raw_edges))
     try:
         ids, types = zip(*map(_ID_AND_TYPE, raw_nodes)) if raw_nodes else ((), ())
+        # The ids are made anew, side by side in creation order (compact_ids): the document's
+        # sit each between its record's keys and values, and every query step reads the ids
+        # it passes on. (Values that are not strings are kept as they are, and refused below.)
+        ids = compact_ids(ids)
         ends = list(map(_ENDS_AND_TYPE, raw_edges))
         index = dict(zip(ids, range(len(ids))))
-        edge_index = dict(zip(ends, range(len(ends))))
         sources, targets, kinds = zip(*ends) if ends else ((), (), ())
         source_at, target_at = list(map(index.get, sources)), list(map(index.get, targets))
         wrong = (
@@ -358,7 +361,6 @@ def _payloads(
             or not _STR.issuperset(map(type, ids))
             or "" in index
             or not frozenset(schema.node_types).issuperset(types)
-            or len(edge_index) != len(ends)
             or None in source_at  # a missing end, or one that is not a string
             or None in target_at
             or not frozenset(schema.edge_types).issuperset(kinds)
@@ -367,9 +369,18 @@ def _payloads(
         raise _Malformed from None
     if wrong:
         raise _Malformed
+    # One string object per id and per type: an edge's ends are the node's own id (the key of
+    # the graph's node map, so a lookup from an adjacency compares by identity, not by
+    # content) and types are the schema's; the document's copies are dropped.
     node_types = {t: t for t in schema.node_types}
     edge_types = {t: t for t in schema.edge_types}
     types, kinds = list(map(node_types.__getitem__, types)), list(map(edge_types.__getitem__, kinds))
+    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
+    # The edge index keyed by those strings too (the document's are freed with it); an edge
+    # twice is a malformed document.
+    edge_index = dict(zip(zip(sources, targets, kinds), range(len(ends))))
+    if len(edge_index) != len(ends):
+        raise _Malformed
     try:
         node_attributes = list(map(_node_attributes, raw_nodes))
         attributes = [EMPTY_ATTRS] * len(ends)
@@ -390,18 +401,8 @@ def _payloads(
         marks_problem(a, "") for a in node_attributes if not _MARK_KEYS.isdisjoint(a)
     ):
         raise _Malformed
-    # One string object per id and per type: an edge's ends are the node's own id (the key of
-    # the graph's node map, so a lookup from an adjacency compares by identity, not by
-    # content) and types are the schema's; the document's copies are dropped. The ids are
-    # made anew, side by side in creation order (compact_ids): the document's sit each
-    # between its record's keys and values, and every query step reads the ids it passes on.
-    ids = compact_ids(ids)
-    index = dict(zip(ids, range(len(ids))))
-    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
     nodes = list(map(Node, ids, types, node_attributes, range(1, len(ids) + 1)))
     edges = map(Edge, sources, targets, kinds, attributes, range(1, len(ends) + 1))
-    # The edge index keyed by the graph's own strings too (the document's are freed with it).
-    edge_index = dict(zip(zip(sources, targets, kinds), range(len(ends))))
     if progress is not None:
         progress("checking the graph", len(raw_nodes) + len(raw_edges), len(raw_nodes) + len(raw_edges))
     return nodes, index, list(zip(source_at, target_at, edges)), edge_index
