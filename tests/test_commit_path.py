@@ -381,6 +381,10 @@ def test_an_overlays_adjacency_is_that_of_its_state_built_afresh(steps):
         assert overlay.out_adjacency(node_id).pairs == afresh.out_adjacency(node_id).pairs
         assert overlay.in_adjacency(node_id).pairs == afresh.in_adjacency(node_id).pairs
         assert sorted(e.key for e in overlay.out_edges(node_id)) == sorted(e.key for e in afresh.out_edges(node_id)) if node_id in overlay else True
+    # membership and edge lookups (GraphOverlay.__contains__ reads the overlay's own entries first)
+    assert [node_id in overlay for node_id in ids] == [afresh.node(node_id) is not None for node_id in ids]
+    keys = [(one, other, edge_type) for one in ids for other in ids for edge_type in ("parent_of", "before", "related_to")]
+    assert [overlay.edge(*key) for key in keys] == [afresh.edge(*key) if afresh.node(key[0]) and afresh.node(key[1]) else None for key in keys]
 
 
 # -- cycles: an edge into a node the commit made is walked from only when that node leads on --------
@@ -557,3 +561,25 @@ def test_a_packed_payload_that_is_not_an_object_is_still_refused_when_read():
         payload.attrs  # noqa: B018
     with pytest.raises(StoreError, match="not a JSON object"):
         payload.attrs  # noqa: B018 (still packed: refused again)
+
+
+@pytest.mark.parametrize("kind", ["node", "edge"])
+def test_the_journal_text_of_packed_payloads_is_that_of_the_plain_ones(kind):
+    plain = Node("g", "goal", freeze({"status": "done"}), 1) if kind == "node" else Edge("g", "a", "parent_of", freeze({"status": "done"}), 1)
+    updated = (Node("g", "goal", freeze({"status": "open"}), 1) if kind == "node"
+               else Edge("g", "a", "parent_of", freeze({"status": "open"}), 1))
+    change_kind = f"{kind}_updated"
+
+    def text(before, after):
+        return commit_to_text(Commit(2, None, None, None, 1.0, (Change(change_kind, before, after),)))
+
+    expected = text(plain, updated)
+    assert text(_packed('{"status":"done"}', kind), updated) == expected
+    assert text(plain, _packed('{"status":"open"}', kind)) == expected
+    assert text(_packed('{"status":"done"}', kind), _packed('{"status":"open"}', kind)) == expected
+
+
+def test_attrs_json_of_no_attributes_is_an_empty_object():
+    from hgm_engine.model import EMPTY_ATTRS
+
+    assert [attrs_json(v) for v in (EMPTY_ATTRS, {}, freeze({}), [], ())] == ["{}", "{}", "{}", "[]", "[]"]
