@@ -583,3 +583,49 @@ def test_attrs_json_of_no_attributes_is_an_empty_object():
     from hgm_engine.model import EMPTY_ATTRS
 
     assert [attrs_json(v) for v in (EMPTY_ATTRS, {}, freeze({}), [], ())] == ["{}", "{}", "{}", "[]", "[]"]
+
+
+# -- an op's attribute names and values checked in one loop when they are plain ---------------------
+
+_names_with_reserved = st.sampled_from(["id", "type", "dirty", "dirty_marks", "from", "to", "status", "é", "\ud800"]) | _attribute_names
+
+
+def _refusal(run):
+    from hgm_engine.errors import TransactionError
+
+    try:
+        run()
+    except TransactionError as err:
+        return [(p.category, p.message, p.where) for p in err.problems]
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(_names_with_reserved, _any_value, max_size=3), st.sampled_from(["add_node", "add_edge", "update_node"]))
+@example({"dirty": 1}, "add_node")
+@example({"from": "x"}, "add_edge")
+@example({"id": "x", "a": float("nan")}, "update_node")
+@example({"a": float("nan"), "type": "x"}, "add_node")
+def test_an_ops_attributes_are_refused_as_the_name_checks_then_the_value_checks_refuse_them(attributes, kind):
+    from hgm_engine.model import DEFAULT_SCHEMA, GraphOverlay, MemoryGraph
+    from hgm_engine.txn import ops
+
+    base = MemoryGraph()
+    base.add_node("g", "goal", {})
+    base.add_node("f", "fact", {})
+    overlay = GraphOverlay(base)
+    ctx = ops.OpContext(DEFAULT_SCHEMA)
+    if kind == "add_node":
+        op = ops.AddNode("n", "fact", attributes)
+        names, values = ops._check_attrs, ops._check_values  # noqa: SLF001 (the checks as they were)
+        oracle = lambda: (names(attributes, "ops[0]"), values(attributes, "ops[0]"))  # noqa: E731
+    elif kind == "add_edge":
+        op = ops.AddEdge("g", "f", "related_to", attributes)
+        oracle = lambda: (ops._check_edge_attrs(attributes, "ops[0]"), ops._check_values(attributes, "ops[0]"))  # noqa: E731,SLF001
+    else:
+        op = ops.UpdateNode("f", attributes, ("unset_me",))
+        oracle = lambda: (ops._check_attrs(attributes, "ops[0]"), ops._check_values(attributes, "ops[0]", "set"))  # noqa: E731,SLF001
+    expected = _refusal(oracle)
+    assert _refusal(lambda: ops.apply_op(overlay, op, ctx, "ops[0]")) == expected
+    if expected is not None:
+        assert overlay.changes() == []
