@@ -49,8 +49,8 @@ def _state(memory: Memory) -> tuple:
 
 def _more_commits(memory: Memory) -> None:
     memory.apply({"ops": [
-        {"op": "add_node", "id": "late-goal", "type": "goal", "attrs": {"content": "added after the image"}},
-        {"op": "add_node", "id": "late-action", "type": "action", "attrs": {"status": "pending", "priority": 5}},
+        {"op": "add_node", "id": "late-goal", "type": "goal", "content": "added after the image"},
+        {"op": "add_node", "id": "late-action", "type": "action", "status": "pending", "priority": 5},
         {"op": "add_edge", "from": "late-goal", "to": "late-action", "type": "parent_of"},
     ]})
     edge = next(e for e in memory.graph.iter_edges() if e.type == "related_to")
@@ -81,12 +81,15 @@ def test_commits_after_the_image_are_replayed_from_the_journal(stored):
     with _open(path) as memory:
         _more_commits(memory)
         expected, expected_state = _answers(memory, anchors), _state(memory)
+    late = "nodes.where(type = 'action', status = 'pending', priority = 5)"
     with _open(path) as memory:
         assert memory._store.last_load == "image"
         assert _answers(memory, anchors) == expected
         assert _state(memory) == expected_state
+        assert "late-action" in memory.query(late).value  # the image's number index sees the journal
     with _open(path, image=False) as memory:
         assert _answers(memory, anchors) == expected
+        assert "late-action" in memory.query(late).value
 
 
 def test_a_memory_read_from_its_image_commits_like_one_read_from_its_rows(stored):
