@@ -5,11 +5,16 @@ one regression test each.
   language says ``true = 1`` is false), so changing one into another is a change.
 - A walk (``.paths()``) that follows a loop edge from a node to itself passes through the node
   again; only steps that stay put (level 0 of a repetition, ``latest`` of the newest) add
-  nothing."""
+  nothing.
+- Reverting the removal of an edge whose end a later commit deleted is a conflict (it raised
+  the overlay's ``KeyError``: a traceback for the caller)."""
 
 from __future__ import annotations
 
+import pytest
+
 from hgm_engine import Memory, compile
+from hgm_engine.errors import ConflictError
 from hgm_engine.store import graph_from_document
 
 
@@ -87,3 +92,16 @@ def test_propagation_does_not_walk_through_a_node_the_transaction_deleted() -> N
     memory.load_rules("propagate derived_from backward")
     report = memory.apply({"ops": [{"op": "delete_node", "id": "a"}, {"op": "delete_node", "id": "b"}]})
     assert report.dirtied == ({"id": "c", "state": "needs_review", "because": ["b"], "rules": ["propagate:derived_from"]},)
+
+
+def test_revert_of_an_edge_removal_conflicts_when_an_end_was_deleted_since() -> None:
+    with Memory() as m:
+        m.apply({"ops": [{"op": "add_node", "id": "a b", "type": "entity"}, {"op": "add_node", "id": "x", "type": "entity"},
+                         {"op": "add_edge", "from": "a b", "to": "x", "type": "related_to"}]})
+        m.apply({"ops": [{"op": "delete_edge", "from": "a b", "to": "x", "type": "related_to"}]})
+        m.apply({"ops": [{"op": "delete_node", "id": "a b"}]})
+        exported = m.export()
+        with pytest.raises(ConflictError) as caught:
+            m.revert(2)
+        assert "'a b'" in str(caught.value) and "t=3" in str(caught.value)
+        assert m.t == 3 and m.export() == exported

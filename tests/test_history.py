@@ -131,6 +131,15 @@ def test_revert_of_a_node_creation_conflicts_with_later_edges_to_it():
     assert m.query("#g.related").ids == ["f"]
 
 
+def test_revert_of_a_cascading_deletion_brings_the_node_and_its_edges_back():
+    m = Memory()
+    m.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "f", "type": "fact"},
+                     {"op": "add_edge", "from": "g", "to": "f", "type": "related_to"}]})
+    m.apply({"ops": [{"op": "delete_node", "id": "f", "cascade": True}]})
+    assert m.revert(2).committed
+    assert m.query("#g.related").ids == ["f"]
+
+
 def test_reverting_an_update_keeps_the_creation_order_on_reopen(store_location):
     path = store_location
     with open_memory(path) as m:

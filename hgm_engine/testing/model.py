@@ -190,7 +190,7 @@ class ModelMemory:
 
     def revert(self, t: int) -> ModelReport:
         """Append the commit that undoes commit ``t``; ``ModelError("conflict")`` when a later
-        commit changed what ``t`` changed."""
+        commit changed what ``t`` changed, or deleted an end of an edge ``t`` removed."""
         if not 1 <= t <= self.t:
             raise ModelError("invalid-argument", f"t={t}")
         entry = self.journal[t]
@@ -198,6 +198,7 @@ class ModelMemory:
             raise ModelError("invalid-argument", "the genesis load cannot be reverted")
         left, now = self.states[t], self.graph
         added_edges = {(c["from"], c["to"], c["type"]) for c in entry.changes if c["kind"] == "edge_added"}
+        removed_nodes = {c["id"] for c in entry.changes if c["kind"] == "node_removed"}
         for change in entry.changes:
             if "id" in change:
                 node = change["id"]
@@ -211,6 +212,8 @@ class ModelMemory:
                 expected = None if change["kind"] == "edge_removed" else left.edges[key]
                 if now.edges.get(key) != expected:
                     raise ModelError("conflict", str(key))
+                if change["kind"] == "edge_removed" and any(end not in now.nodes and end not in removed_nodes for end in key[:2]):
+                    raise ModelError("conflict", str(key))  # an end was deleted since
         work = Working(self.graph, self.t + 1, self.schema)
         g = work.graph
         for change in reversed(entry.changes):

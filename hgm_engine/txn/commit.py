@@ -304,6 +304,7 @@ class CommitPipeline:
                     [Problem("invalid-argument", f"t={t} loaded the memory; delete nodes instead of reverting it")]
                 )
             added_edges = {c.after.key for c in commit.changes if c.kind == "edge_added"}
+            removed_nodes = {c.before.id for c in commit.changes if c.kind == "node_removed"}
             for change in commit.changes:
                 payload = change.after if change.after is not None else change.before
                 current = overlay.node(payload.id) if isinstance(payload, Node) else overlay.edge(*payload.key)
@@ -322,6 +323,22 @@ class CommitPipeline:
                             )
                         ]
                     )
+                if change.kind == "edge_removed":
+                    # The edge comes back only between nodes that exist: a later commit may have
+                    # deleted an end (this revert re-creates the ones commit t itself deleted).
+                    for end in (payload.source, payload.target):
+                        if end not in removed_nodes and overlay.node(end) is None:
+                            later = [c.t for c in store.commits_after(t, self.state.t) if end in c.touched]
+                            raise ConflictError(
+                                [
+                                    Problem(
+                                        "conflict",
+                                        f"cannot revert t={t}: the removed edge {payload.source!r} -{payload.type}-> "
+                                        f"{payload.target!r} needs node {end!r}, "
+                                        f"deleted at t={later[0] if later else '?'}",
+                                    )
+                                ]
+                            )
             for change in reversed(commit.changes):
                 undo = change.inverse()
                 # What the revert re-creates is created now: it gets a new creation number.
