@@ -397,7 +397,9 @@ class GraphOverlay:
     def _place_edge(self, edge: Edge) -> None:
         key = edge.key
         base_edge = self._removed_edges.get(key)
-        if base_edge is not None and base_edge == edge:
+        # equal payloads may still differ as JSON (True == 1 in Python): only the same JSON is
+        # the base's own edge again
+        if base_edge is not None and base_edge == edge and same_json(base_edge.attrs, edge.attrs):
             del self._removed_edges[key]  # back to the base's own edge
         else:
             self._added_edges[key] = edge
