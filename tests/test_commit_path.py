@@ -381,6 +381,10 @@ def test_an_overlays_adjacency_is_that_of_its_state_built_afresh(steps):
         assert overlay.out_adjacency(node_id).pairs == afresh.out_adjacency(node_id).pairs
         assert overlay.in_adjacency(node_id).pairs == afresh.in_adjacency(node_id).pairs
         assert sorted(e.key for e in overlay.out_edges(node_id)) == sorted(e.key for e in afresh.out_edges(node_id)) if node_id in overlay else True
+    # membership and edge lookups (GraphOverlay.__contains__ reads the overlay's own entries first)
+    assert [node_id in overlay for node_id in ids] == [afresh.node(node_id) is not None for node_id in ids]
+    keys = [(one, other, edge_type) for one in ids for other in ids for edge_type in ("parent_of", "before", "related_to")]
+    assert [overlay.edge(*key) for key in keys] == [afresh.edge(*key) if afresh.node(key[0]) and afresh.node(key[1]) else None for key in keys]
 
 
 # -- cycles: an edge into a node the commit made is walked from only when that node leads on --------
@@ -494,3 +498,134 @@ def test_the_node_index_rows_a_commit_writes_carry_row_crcs_checksum(tmp_path):
     assert all(crc == row_crc(node_id, terms) for node_id, terms, crc in rows)
     with Memory.open(path) as again:
         assert [hit["id"] for hit in again.search("hotel")] == ["é"] and again.search_status()["source"] == "stored"
+
+
+# -- payloads: plain slot reads; a payload read from a store decodes into a plain one -------------
+
+
+def test_the_payload_classes_have_no_attribute_hook():
+    # A class with __getattr__ sends every attribute read through it and Python does not
+    # specialise those reads: node.id, edge.source cost 4x on every commit and query.
+    for cls in (Node, Edge):
+        assert not hasattr(cls, "__getattr__"), cls
+
+
+def _packed(text: str | bytes, kind: str = "node"):
+    from hgm_engine.model import lazy_edges, lazy_nodes
+
+    if kind == "node":
+        return lazy_nodes(["g"], ["goal"], [text], [1])[0]
+    return lazy_edges(["g"], ["a"], ["parent_of"], [text], [1])[0]
+
+
+@pytest.mark.parametrize("kind", ["node", "edge"])
+def test_a_payload_kept_packed_becomes_the_plain_payload_when_its_attributes_are_read(kind):
+    plain_class = Node if kind == "node" else Edge
+    plain = Node("g", "goal", freeze({"status": "done"}), 1) if kind == "node" else Edge("g", "a", "parent_of", freeze({"status": "done"}), 1)
+    payload = _packed('{"status":"done"}', kind)
+    assert isinstance(payload, plain_class) and payload.__class__ is not plain_class  # not decoded yet
+    assert payload.attrs == {"status": "done"}
+    assert payload.__class__ is plain_class and payload._raw is None
+    assert payload == plain and hash(payload) == hash(plain)
+
+
+@pytest.mark.parametrize("compare", [
+    lambda lazy, plain: lazy == plain,
+    lambda lazy, plain: plain == lazy,
+    lambda lazy, plain: not (lazy != plain),
+    lambda lazy, plain: not (plain != lazy),
+    lambda lazy, plain: hash(lazy) == hash(plain) and {plain: 1}[lazy] == 1,
+    lambda lazy, plain: repr(lazy) == repr(plain),
+    lambda lazy, plain: __import__("pickle").loads(__import__("pickle").dumps(lazy)) == plain,
+    lambda lazy, plain: __import__("copy").deepcopy(lazy) == plain,
+    lambda lazy, plain: lazy == _packed('{"status":"done"}'),
+])
+def test_a_packed_payload_compares_hashes_and_prints_as_the_plain_one(compare):
+    plain = Node("g", "goal", freeze({"status": "done"}), 1)
+    assert compare(_packed('{"status":"done"}'), plain)
+    assert _packed('{"status":"other"}') != plain and plain != _packed('{"status":"other"}')
+
+
+def test_payloads_decoded_in_bulk_are_plain_payloads():
+    from hgm_engine.model import decode_payloads, packed_attrs
+
+    plain = Node("g", "goal", freeze({"status": "done", "tags": ["a"]}), 1)
+    payloads = [_packed(packed_attrs(plain)), _packed(packed_attrs(plain))]
+    decode_payloads(payloads)
+    assert all(p.__class__ is Node and p._raw is None and p == plain for p in payloads)
+
+
+def test_a_packed_payload_that_is_not_an_object_is_still_refused_when_read():
+    payload = _packed("[1, 2]")
+    with pytest.raises(StoreError, match="not a JSON object"):
+        payload.attrs  # noqa: B018
+    with pytest.raises(StoreError, match="not a JSON object"):
+        payload.attrs  # noqa: B018 (still packed: refused again)
+
+
+@pytest.mark.parametrize("kind", ["node", "edge"])
+def test_the_journal_text_of_packed_payloads_is_that_of_the_plain_ones(kind):
+    plain = Node("g", "goal", freeze({"status": "done"}), 1) if kind == "node" else Edge("g", "a", "parent_of", freeze({"status": "done"}), 1)
+    updated = (Node("g", "goal", freeze({"status": "open"}), 1) if kind == "node"
+               else Edge("g", "a", "parent_of", freeze({"status": "open"}), 1))
+    change_kind = f"{kind}_updated"
+
+    def text(before, after):
+        return commit_to_text(Commit(2, None, None, None, 1.0, (Change(change_kind, before, after),)))
+
+    expected = text(plain, updated)
+    assert text(_packed('{"status":"done"}', kind), updated) == expected
+    assert text(plain, _packed('{"status":"open"}', kind)) == expected
+    assert text(_packed('{"status":"done"}', kind), _packed('{"status":"open"}', kind)) == expected
+
+
+def test_attrs_json_of_no_attributes_is_an_empty_object():
+    from hgm_engine.model import EMPTY_ATTRS
+
+    assert [attrs_json(v) for v in (EMPTY_ATTRS, {}, freeze({}), [], ())] == ["{}", "{}", "{}", "[]", "[]"]
+
+
+# -- an op's attribute names and values checked in one loop when they are plain ---------------------
+
+_names_with_reserved = st.sampled_from(["id", "type", "dirty", "dirty_marks", "from", "to", "status", "é", "\ud800"]) | _attribute_names
+
+
+def _refusal(run):
+    from hgm_engine.errors import TransactionError
+
+    try:
+        run()
+    except TransactionError as err:
+        return [(p.category, p.message, p.where) for p in err.problems]
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(_names_with_reserved, _any_value, max_size=3), st.sampled_from(["add_node", "add_edge", "update_node"]))
+@example({"dirty": 1}, "add_node")
+@example({"from": "x"}, "add_edge")
+@example({"id": "x", "a": float("nan")}, "update_node")
+@example({"a": float("nan"), "type": "x"}, "add_node")
+def test_an_ops_attributes_are_refused_as_the_name_checks_then_the_value_checks_refuse_them(attributes, kind):
+    from hgm_engine.model import DEFAULT_SCHEMA, GraphOverlay, MemoryGraph
+    from hgm_engine.txn import ops
+
+    base = MemoryGraph()
+    base.add_node("g", "goal", {})
+    base.add_node("f", "fact", {})
+    overlay = GraphOverlay(base)
+    ctx = ops.OpContext(DEFAULT_SCHEMA)
+    if kind == "add_node":
+        op = ops.AddNode("n", "fact", attributes)
+        names, values = ops._check_attrs, ops._check_values  # noqa: SLF001 (the checks as they were)
+        oracle = lambda: (names(attributes, "ops[0]"), values(attributes, "ops[0]"))  # noqa: E731
+    elif kind == "add_edge":
+        op = ops.AddEdge("g", "f", "related_to", attributes)
+        oracle = lambda: (ops._check_edge_attrs(attributes, "ops[0]"), ops._check_values(attributes, "ops[0]"))  # noqa: E731,SLF001
+    else:
+        op = ops.UpdateNode("f", attributes, ("unset_me",))
+        oracle = lambda: (ops._check_attrs(attributes, "ops[0]"), ops._check_values(attributes, "ops[0]", "set"))  # noqa: E731,SLF001
+    expected = _refusal(oracle)
+    assert _refusal(lambda: ops.apply_op(overlay, op, ctx, "ops[0]")) == expected
+    if expected is not None:
+        assert overlay.changes() == []

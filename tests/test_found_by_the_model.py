@@ -6,6 +6,8 @@ one regression test each.
 - A walk (``.paths()``) that follows a loop edge from a node to itself passes through the node
   again; only steps that stay put (level 0 of a repetition, ``latest`` of the newest) add
   nothing.
+- The same holds for an edge: updating an edge attribute from ``true`` to ``1`` is a change
+  (the overlay took the edge for the base's own again, as ``True == 1`` in Python).
 - Reverting the removal of an edge whose end a later commit deleted is a conflict (it raised
   the overlay's ``KeyError``: a traceback for the caller)."""
 
@@ -105,3 +107,14 @@ def test_revert_of_an_edge_removal_conflicts_when_an_end_was_deleted_since() -> 
             m.revert(2)
         assert "'a b'" in str(caught.value) and "t=3" in str(caught.value)
         assert m.t == 3 and m.export() == exported
+
+
+def test_an_edge_update_from_true_to_one_is_a_change() -> None:
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "a", "type": "entity"}, {"op": "add_node", "id": "x", "type": "entity"},
+                          {"op": "add_edge", "from": "a", "to": "x", "type": "related_to", "w": True}]})
+    update = {"ops": [{"op": "update_edge", "from": "a", "to": "x", "type": "related_to", "set": {"w": 1}}]}
+    changed = [{"kind": "edge_updated", "from": "a", "to": "x", "type": "related_to", "before": {"w": True}, "after": {"w": 1}}]
+    assert memory.apply(update, dry_run=True).to_json()["changes"] == changed
+    assert memory.apply(update).to_json()["changes"] == changed
+    assert memory.t == 2 and memory.export()["edges"][0]["w"] == 1

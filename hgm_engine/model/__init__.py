@@ -33,6 +33,7 @@ from hgm_engine.model.payloads import (
     stored_value_indexes,
     decode_payloads,
     NumberIndex,
+    compact_ids,
 )
 from hgm_engine.model.graph import (
     MemoryGraph,
@@ -121,6 +122,7 @@ __all__ = [
     "packed_attrs",
     "stored_value_indexes",
     "NumberIndex",
+    "compact_ids",
     "decode_payloads",
     "GraphOverlay",
     "Change",

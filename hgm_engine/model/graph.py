@@ -97,17 +97,35 @@ def release_kept() -> None:
 
 
 class _Positions:
-    """The ids whose position (``position(id)``) is in ``positions`` (ascending), as a container:
-    a value index kept in a stored image, tested without making a set of it. After as many
-    tests as making the set would cost, it is made and put in its place in ``found`` (the
-    lookups after that, and every later query's, are a set's)."""
+    """The ids whose position is in ``positions`` (ascending), as a container: a value index
+    kept in a stored image, tested without making a set of it. A test finds the id's position
+    (its node's ``seq - base`` when the image's seqs are consecutive, else ``position(id)``)
+    and bisects. After as many tests as making the set of ids would cost
+    (:data:`PROBES_PER_ID`), it is made and put in its place in ``found`` (the lookups after
+    that, and every later query's, are a set's)."""
 
-    __slots__ = ("position", "positions", "found", "node_type", "ids", "left", "made")
+    __slots__ = ("position", "positions", "found", "node_type", "ids", "left", "made", "nodes", "base")
 
-    def __init__(self, position: Callable[[str], int | None], positions, found: dict, node_type: str, ids: list[str]):
+    def __init__(self, position: Callable[[str], int | None], positions, found: dict, node_type: str, ids: list[str],
+                 nodes: Mapping[str, Node] | None = None, base: int | None = None):
         self.position, self.positions, self.found, self.node_type, self.ids = position, positions, found, node_type, ids
-        self.left = 32 + len(positions) // 16
+        # (nodes, base): the position of an id is its node's seq - base. Valid for this
+        # container's life: any change to a node drops it (MemoryGraph._index_values).
+        self.nodes, self.base = nodes, base
+        self.left = 32 + int(len(positions) * PROBES_PER_ID)
         self.made: frozenset[str] | None = None  # the set, once made
+
+    def expect(self, tests: int) -> "Container[str]":
+        """A caller is about to test ``tests`` ids: the set of ids when it is made, or made now
+        because that many tests would cost more than making it; else this container."""
+        made = self.made
+        if made is None and tests > self.left:
+            made = self._make()
+        return self if made is None else made
+
+    def _make(self) -> frozenset[str]:
+        made = self.made = self.found[self.node_type] = frozenset(map(self.ids.__getitem__, self.positions))
+        return made
 
     def __contains__(self, node_id: str) -> bool:
         made = self.made
@@ -115,16 +133,27 @@ class _Positions:
             # A caller that kept this container (a generated filter reads its bucket once a
             # call) goes on asking it after the set took its place in ``found``.
             return node_id in made
-        self.left -= 1
-        if self.left < 0:
-            made = self.made = self.found[self.node_type] = frozenset(map(self.ids.__getitem__, self.positions))
-            return node_id in made
-        p = self.position(node_id)
-        if p is None:
-            return False
+        left = self.left = self.left - 1
+        if left < 0:
+            return node_id in self._make()
+        base = self.base
+        if base is not None:
+            node = self.nodes.get(node_id)
+            if node is None:
+                return False
+            p = node.seq - base
+        else:
+            p = self.position(node_id)
+            if p is None:
+                return False
         positions = self.positions
         i = bisect_left(positions, p)
         return i < len(positions) and positions[i] == p
+
+
+PROBES_PER_ID = 1 / 16
+"""How many tests of a stored bucket (:class:`_Positions`) cost what making the set of its
+ids costs, per id in it: the set is made after ``32 + len(bucket) * PROBES_PER_ID`` tests."""
 
 
 class MemoryGraph:
@@ -569,20 +598,25 @@ class MemoryGraph:
                 position, ids = self._position, self._stored_ids
                 for (node_type, name), buckets in self._stored_values.items():
                     if name == attribute:
-                        found[node_type] = _Positions(position, buckets.get(value, ()), found, node_type, ids)
+                        found[node_type] = _Positions(position, buckets.get(value, ()), found, node_type, ids, self._nodes, self._seq_base)
             for (node_type, name), buckets in self._values.items():
                 if name == attribute and node_type not in found:
                     found[node_type] = buckets.get(value, {})
             self._members[key] = found
         return found
 
-    def value_bucket(self, node_type: str, attribute: str, value: str) -> Container[str] | None:
+    def value_bucket(self, node_type: str, attribute: str, value: str, tests: int = 0) -> Container[str] | None:
         """The ids of the nodes of ``node_type`` whose ``attribute`` is the string ``value``,
         as a container (``id in found``), when the value index of (``node_type``,
         ``attribute``) is at hand (:meth:`value_members`); None when it is not. A filter that
         knows its nodes' type (after a hop to one type, or with a ``type = ...`` term) tests
         an id against it without reaching the node; when it gets None it reads the nodes and
         says how many (:meth:`tested_without_index`).
+
+        ``tests``: how many ids the caller is about to test, when it knows (a filter over a
+        list). A bucket of the stored image this graph was read from is tested by position
+        until tests have added up to what making the set of its ids costs; told that this
+        many are coming, it makes the set at once when they would (and this returns the set).
 
         >>> g = MemoryGraph.from_records([("a", "action", {"status": "done"}), ("b", "action", {"status": "done"})], [])
         >>> g.value_bucket("action", "status", "done") is None
@@ -591,7 +625,10 @@ class MemoryGraph:
         >>> "a" in g.value_bucket("action", "status", "done"), "a" in g.value_bucket("action", "status", "failed")
         (True, False)
         """
-        return self.value_members(attribute, value).get(node_type)
+        found = self.value_members(attribute, value).get(node_type)
+        if tests and found.__class__ is _Positions:
+            return found.expect(tests)
+        return found
 
     def tested_without_index(self, node_type: str, attribute: str, count: int) -> None:
         """A filter has just read ``attribute`` of ``count`` nodes of ``node_type`` (which had
@@ -789,6 +826,19 @@ class MemoryGraph:
 
         known = kinds[(node_type, outgoing)] = (memo, find)
         return known
+
+    def stored_columns(self) -> tuple[EdgeColumns, Callable[[str], int | None]] | None:
+        """The edges as the stored image's columns, and the lookup of a node's position in
+        them (None for an id that is no node), while queries read the edges from them (a
+        graph read from its image, until its edges change); None otherwise. What
+        :meth:`hop_memo`'s ``find`` reads, for a walk that reads many nodes' edges once
+        (positions, no id looked up per node). Read-only, valid until the next change.
+
+        >>> MemoryGraph().stored_columns() is None
+        True
+        """
+        csr = self._csr
+        return None if csr is None else (csr, self._position)
 
     def distinct_ends(self, edge_type: str, outgoing: bool, work: int = 0) -> bool:
         """Whether no node is the far end of two ``edge_type`` edges in that direction (for an

@@ -144,7 +144,8 @@ class GraphOverlay:
 
     def __init__(self, base: MemoryGraph):
         self.base = base
-        self._nodes = _OverlayNodes(base.node_map())
+        self._base_nodes = base.node_map()
+        self._nodes = _OverlayNodes(self._base_nodes)
         self._added_edges: dict[tuple[str, str, str], Edge] = {}
         # The added edges again, by source and by target (so a node's edges cost its degree).
         self._added_out: dict[str, dict[tuple[str, str, str], Edge]] = {}
@@ -172,7 +173,11 @@ class GraphOverlay:
         return self._nodes.get(node_id)
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._nodes
+        # _OverlayNodes.__contains__, inlined (asked for every id an op names)
+        value = dict.get(self._nodes, node_id, _MISSING)
+        if value is _MISSING:
+            return node_id in self._base_nodes
+        return value is not None
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -233,7 +238,7 @@ class GraphOverlay:
             return added
         if key in self._removed_edges:
             return None
-        if source not in self._nodes or target not in self._nodes:
+        if source not in self or target not in self:
             return None
         return self.base.edge(source, target, edge_type)
 
@@ -316,11 +321,13 @@ class GraphOverlay:
     def _changed(self) -> None:
         self.version += 1
         self._roots = None
-        self._type_ids.clear()
-        self._type_counts.clear()
+        if self._type_ids:
+            self._type_ids.clear()
+        if self._type_counts:
+            self._type_counts.clear()
 
     def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> Node:
-        if node_id in self._nodes:
+        if node_id in self:
             raise KeyError(f"node {node_id!r} already exists")
         self._node_seq += 1
         node = Node(node_id, node_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._node_seq)
@@ -369,9 +376,8 @@ class GraphOverlay:
         return removed
 
     def add_edge(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None) -> Edge:
-        nodes = self._nodes
         for end in (source, target):
-            if end not in nodes:
+            if end not in self:
                 raise KeyError(f"node {end!r} does not exist")
         # both ends are here: self.edge() without asking for them again
         key = (source, target, edge_type)
@@ -391,7 +397,9 @@ class GraphOverlay:
     def _place_edge(self, edge: Edge) -> None:
         key = edge.key
         base_edge = self._removed_edges.get(key)
-        if base_edge is not None and base_edge == edge:
+        # equal payloads may still differ as JSON (True == 1 in Python): only the same JSON is
+        # the base's own edge again
+        if base_edge is not None and base_edge == edge and same_json(base_edge.attrs, edge.attrs):
             del self._removed_edges[key]  # back to the base's own edge
         else:
             self._added_edges[key] = edge

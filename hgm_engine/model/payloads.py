@@ -44,6 +44,7 @@ __all__ = [
     "stored_value_indexes",
     "decode_payloads",
     "NumberIndex",
+    "compact_ids",
 ]
 
 _EMPTY = EMPTY_ATTRS
@@ -210,6 +211,34 @@ class NumberIndex:
         return found
 
 
+def compact_ids(ids: Iterable[str]) -> list[str]:
+    """Fresh copies of the strings ``ids``, made in one go so that they sit side by side in
+    memory in that order (equal to the originals, not the same objects).
+
+    A loader's ids come out of a parser one record at a time, each between its record's other
+    values; every query step reads the id objects it looks up and passes on (their hash, their
+    reference count), so a step over thousands of ids made that way pays a cache miss for
+    most of them. Made in creation order, the ids of a subtree (made together) are close.
+
+    >>> old = ["g1", "a2", "né3"]
+    >>> new = compact_ids(old)
+    >>> new == old, [a is b for a, b in zip(new, old)], compact_ids([]), compact_ids(["a\\x00b", "c"]), compact_ids([b"x"])
+    (True, [False, False, False], [], ['a\\x00b', 'c'], [b'x'])
+    """
+    ids = ids if isinstance(ids, (list, tuple)) else list(ids)
+    if not ids:
+        return []
+    # One joined text cut at a separator: the pieces are new strings, allocated one after
+    # another in C. An id holding the separator would make more pieces: then copied one by one.
+    try:
+        made = "\x00".join(ids).split("\x00")
+    except TypeError:  # not all strings (a damaged row): kept as they are, for the caller to refuse
+        return list(ids)
+    if len(made) != len(ids):
+        made = [(item + "\x00")[:-1] for item in ids]
+    return made
+
+
 def _flat_or_list(value: Any) -> bool:
     kind = value.__class__
     if kind is tuple:
@@ -230,7 +259,7 @@ def decode_payloads(payloads: Iterable["Node"]) -> None:
     (True, {'status': 'done'})
     """
     raw_of = Node._raw.__get__
-    pending = [p for p in payloads if p.__class__ is Node and raw_of(p).__class__ is bytes]
+    pending = [p for p in payloads if p.__class__ is _LazyNode and raw_of(p).__class__ is bytes]
     if not pending:
         return
     try:
@@ -241,14 +270,21 @@ def decode_payloads(payloads: Iterable["Node"]) -> None:
         return
     deque(map(Node.attrs.__set__, pending, map(FrozenDict, values)), 0)  # attrs first, as __getattr__ does
     deque(map(Node._raw.__set__, pending, repeat(None)), 0)
+    deque(map(object.__setattr__, pending, repeat("__class__"), repeat(Node)), 0)  # plain payloads now
 
 
 class _LazyAttrs:
-    """``attrs`` of a payload made by :func:`lazy_nodes` / :func:`lazy_edges` is decoded
-    from its kept JSON text on first read (the slot is then set: later reads are plain slot
-    reads). A payload made otherwise has ``attrs`` set and ``_raw`` None."""
+    """What :func:`lazy_nodes` / :func:`lazy_edges` make while a payload's ``attrs`` are still
+    kept undecoded (a subclass of :class:`Node` or :class:`Edge`, no slot of its own): the
+    first read of ``attrs`` decodes them, sets the slot and makes the object a plain ``Node``
+    or ``Edge`` (``__class__`` set: the same slots). Only these undecoded payloads have a
+    ``__getattr__``: on the plain classes every field is a plain slot read (a class with a
+    ``__getattr__`` has every attribute read go through it, and Python does not specialise
+    them: 4x slower, on every ``node.id`` and ``edge.source`` of every commit and query).
+    Comparing, hashing or printing one decodes it first, so it equals the plain payload."""
 
     __slots__ = ()
+    _plain: type  # the class it becomes once decoded
 
     def __getattr__(self, name: str) -> Any:
         if name != "attrs":
@@ -258,12 +294,41 @@ class _LazyAttrs:
             return object.__getattribute__(self, "attrs")
         value = _decoded_attrs(raw, self)
         object.__setattr__(self, "attrs", value)
+        plain = self._plain
         object.__setattr__(self, "_raw", None)
+        object.__setattr__(self, "__class__", plain)
         return value
+
+    def _plain_self(self) -> type:
+        """Decode (when not yet) and make this a plain payload; returns its class."""
+        plain = getattr(self.__class__, "_plain", self.__class__)  # plain already: decoded by another thread
+        self.attrs  # noqa: B018 (decodes)
+        if self.__class__ is not plain:  # decoded by another thread, not made plain yet
+            object.__setattr__(self, "__class__", plain)
+        return plain
+
+    def __eq__(self, other: Any) -> Any:
+        if isinstance(other, _LazyAttrs):
+            other._plain_self()
+        return self._plain_self().__eq__(self, other)
+
+    def __ne__(self, other: Any) -> Any:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return self._plain_self().__hash__(self)
+
+    def __repr__(self) -> str:
+        return self._plain_self().__repr__(self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        self._plain_self()
+        return self.__reduce_ex__(protocol)  # the plain class's, now
 
 
 @attrs.frozen(slots=True)
-class Node(_LazyAttrs):
+class Node:
     """A node payload. ``seq`` is its creation number (the tie-breaker for "in order")."""
 
     id: str
@@ -301,7 +366,7 @@ class Node(_LazyAttrs):
 
 
 @attrs.frozen(slots=True)
-class Edge(_LazyAttrs):
+class Edge:
     """An edge payload; ``(source, target, type)`` identifies it."""
 
     source: str
@@ -331,11 +396,30 @@ class Edge(_LazyAttrs):
         return _json_text(self.attrs)
 
 
+class _LazyNode(_LazyAttrs, Node):
+    """A :class:`Node` whose attributes are not decoded yet (see :class:`_LazyAttrs`)."""
+
+    __slots__ = ()
+    _plain = Node
+
+
+class _LazyEdge(_LazyAttrs, Edge):
+    """An :class:`Edge` whose attributes are not decoded yet (see :class:`_LazyAttrs`)."""
+
+    __slots__ = ()
+    _plain = Edge
+
+
+_LAZY = {Node: _LazyNode, Edge: _LazyEdge}
+
+
 def _fill(cls: type, count: int, columns: dict[str, list], raws: list) -> list:
     """``count`` new payloads of ``cls`` with their slots set from ``columns`` (one list per
     field), without a Python call per payload: ``attrs`` stays unset (decoded on first read)
-    where ``raws`` holds a text, and is the empty map where it holds None."""
-    objects = list(map(object.__new__, repeat(cls, count)))
+    where ``raws`` holds a text (a payload of the lazy subclass, until then), and is the empty
+    map where it holds None (a plain payload)."""
+    lazy = _LAZY[cls]
+    objects = list(map(object.__new__, [cls if raw is None else lazy for raw in raws]))
     for name, column in columns.items():
         deque(map(getattr(cls, name).__set__, objects, column), 0)
     deque(map(cls._raw.__set__, objects, raws), 0)

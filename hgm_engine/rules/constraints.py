@@ -210,19 +210,29 @@ class ConstraintChecker:
         changed_nodes = []
         for change in changes:
             kind = change.kind
-            for node_id in change.touched:
-                touched[node_id] = None
+            # the ids each change touches (Change.touched, inlined), in order
             if kind == "edge_added" or kind == "edge_updated":
-                added_edges.append(change.after)
-                placed.add(change.after.target)
+                edge = change.after
+                touched[edge.source] = touched[edge.target] = None
+                added_edges.append(edge)
+                placed.add(edge.target)
             elif kind == "edge_removed":
-                placed.add(change.before.target)
+                edge = change.before
+                touched[edge.source] = touched[edge.target] = None
+                placed.add(edge.target)
             elif kind == "node_added":
-                changed_nodes.append(change.after)
-                placed.add(change.after.id)
-                created.add(change.after.id)
+                node = change.after
+                touched[node.id] = None
+                changed_nodes.append(node)
+                placed.add(node.id)
+                created.add(node.id)
             elif kind == "node_updated":
-                changed_nodes.append(change.after)
+                node = change.after
+                touched[node.id] = None
+                changed_nodes.append(node)
+            else:
+                for node_id in change.touched:
+                    touched[node_id] = None
         # in the order the changes touch them, as before
         present = [node_id for node_id in touched if node_id in placed and node_id in view]
         # a node the commit made has only the commit's edges: its parents and producers are

@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 from hgm_engine.errors import GraphFileError, Problem
-from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, freeze, parse_json
+from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, bulk_allocation, compact_ids, freeze, parse_json
 from hgm_engine.model import id_problem, strings_ok, text_problem, value_problem, values_ok
 from hgm_engine.model import DEFAULT_SCHEMA, Schema, closest
 
@@ -348,9 +348,12 @@ def _payloads(
         progress("checking the graph", 0, len(raw_nodes) + len(raw_edges))
     try:
         ids, types = zip(*map(_ID_AND_TYPE, raw_nodes)) if raw_nodes else ((), ())
+        # The ids are made anew, side by side in creation order (compact_ids): the document's
+        # sit each between its record's keys and values, and every query step reads the ids
+        # it passes on. (Values that are not strings are kept as they are, and refused below.)
+        ids = compact_ids(ids)
         ends = list(map(_ENDS_AND_TYPE, raw_edges))
         index = dict(zip(ids, range(len(ids))))
-        edge_index = dict(zip(ends, range(len(ends))))
         sources, targets, kinds = zip(*ends) if ends else ((), (), ())
         source_at, target_at = list(map(index.get, sources)), list(map(index.get, targets))
         wrong = (
@@ -358,7 +361,6 @@ def _payloads(
             or not _STR.issuperset(map(type, ids))
             or "" in index
             or not frozenset(schema.node_types).issuperset(types)
-            or len(edge_index) != len(ends)
             or None in source_at  # a missing end, or one that is not a string
             or None in target_at
             or not frozenset(schema.edge_types).issuperset(kinds)
@@ -370,10 +372,15 @@ def _payloads(
     # One string object per id and per type: an edge's ends are the node's own id (the key of
     # the graph's node map, so a lookup from an adjacency compares by identity, not by
     # content) and types are the schema's; the document's copies are dropped.
-    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
     node_types = {t: t for t in schema.node_types}
     edge_types = {t: t for t in schema.edge_types}
     types, kinds = list(map(node_types.__getitem__, types)), list(map(edge_types.__getitem__, kinds))
+    sources, targets = list(map(ids.__getitem__, source_at)), list(map(ids.__getitem__, target_at))
+    # The edge index keyed by those strings too (the document's are freed with it); an edge
+    # twice is a malformed document.
+    edge_index = dict(zip(zip(sources, targets, kinds), range(len(ends))))
+    if len(edge_index) != len(ends):
+        raise _Malformed
     try:
         node_attributes = list(map(_node_attributes, raw_nodes))
         attributes = [EMPTY_ATTRS] * len(ends)

@@ -17,7 +17,7 @@ import json
 from typing import Callable, Sequence
 
 from hgm_engine.errors import HGMError
-from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, freeze, lazy_edges, lazy_nodes
+from hgm_engine.model import EMPTY_ATTRS, Edge, FrozenDict, MemoryGraph, Node, compact_ids, freeze, lazy_edges, lazy_nodes
 
 __all__ = ["decode_attrs", "build_state", "node_name", "edge_name"]
 
@@ -114,7 +114,7 @@ def build_state(
             raise damaged(f"{name(rows[position])}: {why}") from None
     # One string object per id and per type name: the driver hands out a fresh copy in every
     # row, and an edge's two ends and its type cost ~170 bytes an edge when each is its own.
-    names: dict[str, str] = {}
+    names = _names(node_rows)
     name = names.setdefault
     nodes = [Node(name(row[0], row[0]), name(row[1], row[1]), attrs, row[3]) for row, attrs in zip(node_rows, attrs_of[0])]
     edges = [
@@ -127,7 +127,7 @@ def build_state(
 
 def _build_checked(node_rows: list, edge_rows: list, damaged: Callable[[str], HGMError | Exception]) -> MemoryGraph:
     """:func:`build_state` of rows whose checksums matched: payloads made from columns."""
-    names: dict[str, str] = {}
+    names = _names(node_rows)
     name = names.setdefault
     nodes = lazy_nodes(
         [name(row[0], row[0]) for row in node_rows],
@@ -144,6 +144,14 @@ def _build_checked(node_rows: list, edge_rows: list, damaged: Callable[[str], HG
     )
     del names
     return _numbered(nodes, edges, damaged)
+
+
+def _names(node_rows: list) -> dict[str, str]:
+    """Each node id of the rows → the copy the graph keeps: made in one go, side by side in
+    creation order (``compact_ids``; each row's own sits among its row's values), so that a
+    query step over thousands of ids reads compact memory."""
+    found = [row[0] for row in node_rows]
+    return dict(zip(found, compact_ids(found)))
 
 
 def _numbered(nodes: list[Node], edges: list[Edge], damaged: Callable[[str], HGMError | Exception]) -> MemoryGraph:

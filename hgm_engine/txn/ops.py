@@ -261,6 +261,33 @@ _PLAIN_INT = 2**63  # far inside MAX_INT_DIGITS
 _PLAIN_FLOAT = 1.7976931348623157e308  # the largest finite float
 
 
+_NODE_RESERVED = frozenset(NODE_KEYS + MARK_ATTRS)
+_EDGE_RESERVED = frozenset(EDGE_KEYS)
+
+
+def _plain_attributes(attributes: Mapping[Any, Any], reserved: frozenset) -> bool:
+    """True when every name of ``attributes`` is an ASCII string outside ``reserved`` and every
+    value plainly storable (the fast loop of :func:`_check_values`): then neither the name
+    checks (:func:`_check_attrs`, :func:`_check_edge_attrs`) nor :func:`_check_values` can
+    refuse them, and one loop stands for both."""
+    for key, value in attributes.items():
+        kind = type(value)
+        if type(key) is not str or not key.isascii() or key in reserved:
+            return False
+        if kind is str:
+            if not value.isascii():
+                return False
+        elif kind is int:
+            if not -_PLAIN_INT < value < _PLAIN_INT:
+                return False
+        elif kind is float:
+            if not -_PLAIN_FLOAT <= value <= _PLAIN_FLOAT:  # False for NaN and the infinities
+                return False
+        elif value is not None and kind is not bool:
+            return False
+    return True
+
+
 def _check_values(attributes: Mapping[Any, Any], where: str, prefix: str = "") -> None:
     """Every attribute name and value of ``attributes`` can be stored (model.value_problem);
     the place of a bad one is ``WHERE.PREFIX.NAME...`` (``ops[3].set.tags[1]``)."""
@@ -316,7 +343,9 @@ def parse_op(doc: Any, where: str) -> Op:
     """
     if not isinstance(doc, dict):
         raise _fail("an op is a JSON object", where)
-    name = _op_name(doc, where)
+    name = doc.get("op")
+    if name.__class__ is not str or name not in _OP_KEYS:
+        name = _op_name(doc, where)  # raises
     required, optional = _OP_KEYS[name]
     if not required <= doc.keys():
         missing = sorted(required - set(doc))
@@ -444,7 +473,7 @@ def parse_transaction(doc: Any, *, max_ops: int = MAX_OPS) -> TransactionDoc:
     if dry_run is not None and not isinstance(dry_run, bool):
         shown = repr(dry_run) if isinstance(dry_run, str) and len(dry_run) < 40 else f"a {type(dry_run).__name__}"
         raise _fail(f"'dry_run' must be true or false, not {shown}", "dry_run")
-    parsed = tuple(parse_op(op, f"ops[{i}]") for i, op in enumerate(ops))
+    parsed = tuple([parse_op(op, f"ops[{i}]") for i, op in enumerate(ops)])
     return TransactionDoc(doc.get("author"), doc.get("reason"), base_t, parsed)
 
 
@@ -526,10 +555,13 @@ def _check_valid_time(attributes: Mapping[str, Any], changed: Mapping[str, Any] 
 
 
 def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
-    _check_node_type(ctx.schema, node_type, where)
-    _check_attrs(attributes, where)
-    _check_values(attributes, where)
-    _check_valid_time(attributes, None, where, ctx)
+    if node_type.__class__ is not str or node_type not in ctx.schema.node_types:
+        _check_node_type(ctx.schema, node_type, where)
+    if not _plain_attributes(attributes, _NODE_RESERVED):  # else neither check below can refuse
+        _check_attrs(attributes, where)
+        _check_values(attributes, where)
+    if VALID_FROM in attributes or VALID_TO in attributes:  # else no bound written
+        _check_valid_time(attributes, None, where, ctx)
     if node_id is not None and (not isinstance(node_id, str) or not node_id):
         raise _fail("'id' must be a non-empty string", where)
     if node_id is not None and (not node_id.isascii() or "\x00" in node_id):
@@ -543,9 +575,11 @@ def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
 
 
 def _add_edge(overlay, ctx, source, target, edge_type, attributes, where) -> None:
-    _check_edge_type(ctx.schema, edge_type, where)
-    _check_edge_attrs(attributes, where)
-    _check_values(attributes, where)
+    if edge_type.__class__ is not str or edge_type not in ctx.schema.edge_types:
+        _check_edge_type(ctx.schema, edge_type, where)
+    if not _plain_attributes(attributes, _EDGE_RESERVED):  # else neither check below can refuse
+        _check_edge_attrs(attributes, where)
+        _check_values(attributes, where)
     _need_node(overlay, source, where, ctx)
     _need_node(overlay, target, where, ctx)
     if overlay.edge(source, target, edge_type) is not None:
@@ -633,10 +667,13 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
             overlay.add_edge(op.parent, node_id, "parent_of", {"order": op.order} if op.order is not None else None)
         return [node_id]
     if isinstance(op, UpdateNode):
-        _check_attrs(op.set, where)
+        plain = _plain_attributes(op.set, _NODE_RESERVED)  # else the checks below, in their order
+        if not plain:
+            _check_attrs(op.set, where)
         if op.unset:
             _check_attrs(dict.fromkeys(op.unset), where)
-        _check_values(op.set, where, "set")
+        if not plain:
+            _check_values(op.set, where, "set")
         node = _need_node(overlay, op.node_id, where, ctx)
         attributes = dict(node.attrs)
         for name in op.unset:

@@ -69,6 +69,11 @@ class ConditionWriter:
         # (node type, attribute, value) -> the local name of its value-index bucket (bound by
         # the prologue; None when the graph has no such index at hand): see typed_test.
         self._bucket_names: dict[tuple[str, str, str], str] = {}
+        # An expression for how many ids the generated loop is about to test against its
+        # buckets, when the prologue knows it (id_filter: ``len(ids)``): the graph is told
+        # (``MemoryGraph.value_bucket``'s ``tests``), so a stored bucket makes its set at once
+        # when that many tests would cost more.
+        self.tests: str | None = None
 
     def preamble(self, indent: str = "    ") -> str:
         """The prologue's statements as source lines at ``indent`` (empty when none).
@@ -184,6 +189,8 @@ class ConditionWriter:
                 # a parameter's value is read once per call (a bucket only for a string)
                 wanted = f"ctx.params[{self.constant(value.name)}]" if isinstance(value, Param) else self.constant(value)
                 args = f"ctx.view, {self.constant(kept_type)}, {self.constant(attribute)}, {wanted}"
+                if self.tests is not None:
+                    args += f", {self.tests}"
                 self.prologue.append(f"{name} = {self.constant(_value_bucket)}({args})")
             names.append(name)
         probe = " and ".join(f"{var} in {name}" for name in names)
@@ -226,6 +233,7 @@ class ConditionWriter:
         ['b']
         """
         self.members = True
+        self.tests = "len(ids)"
         body = self.typed_test([cond], node_type, "i")
         told = self.epilogue("len(ids)")
         return self.define(
@@ -498,11 +506,12 @@ def tell_reads(view, keys, buckets: list, count: int) -> None:
 _NO_MEMBERS: dict = {}
 
 
-def _value_bucket(view, node_type: str, attribute: str, value: Any):
+def _value_bucket(view, node_type: str, attribute: str, value: Any, tests: int = 0):
     """``view.value_bucket(...)`` for a graph and a string; None for other views (tested on
-    attributes) and other values (a parameter bound to a number: compared as numbers are)."""
+    attributes) and other values (a parameter bound to a number: compared as numbers are).
+    ``tests``: how many ids the caller is about to test, when it knows (0: not known)."""
     if type(value) is str and isinstance(view, MemoryGraph):
-        return view.value_bucket(node_type, attribute, value)
+        return view.value_bucket(node_type, attribute, value, tests)
     return None
 
 

@@ -22,6 +22,7 @@ predicates — and faster forms for one-type hops, which the program chooses bet
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from typing import Callable
 
 from hgm_engine.model import Closure, Hop, Latest, MemoryGraph, Siblings, Versions
@@ -29,7 +30,7 @@ from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.codegen import bucket_keys, bucket_terms, buckets_at_hand, hop_then_filters_step, tell_reads
 from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted
 from hgm_engine.query.executor.values import sort_key
-from hgm_engine.query.plan import AllOf, Filter, Index, Limit, Navigate, Rank, Slice, SortBy
+from hgm_engine.query.plan import AllOf, Filter, Index, Limit, Navigate, Param, Rank, Slice, SortBy
 
 __all__ = [
     "Strategy",
@@ -42,6 +43,11 @@ __all__ = [
     "TieredFilter",
     "TieredHopThenFilters",
     "GENERATE_AFTER",
+    "PROBE_SET_AFTER",
+    "STORED_WALKS",
+    "Walked",
+    "stored_levels",
+    "stored_ends",
     "per_source_loop",
     "generic_hop",
     "generic_per_source",
@@ -216,8 +222,14 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
         return None
     edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
+    walks = [0]  # this step's walks over the stored columns so far (see STORED_WALKS)
 
     def levels(source, ctx):
+        if walks[0] < STORED_WALKS:  # (counted whether or not the view has columns)
+            walks[0] += 1
+            walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
+            if walked is not None:
+                return walked
         get, find = ctx.hop(edge_type, node_type, outgoing)
         reached = {source}
         level = [source]
@@ -242,6 +254,154 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
         return out
 
     return levels
+
+
+# A walk's first calls read the graph's stored columns by position (stored_levels), and so do
+# a one-type hop's (stored_ends): no id is looked up and no answer remembered per node, which
+# costs a first call of a walk of 100-550 nodes about half of what filling the hop's memo
+# (MemoryGraph.hop_memo) does, but a second call 2-5x what reading the filled memo does. Rent
+# or buy: a step reads the columns on its first STORED_WALKS calls, then fills the memo and
+# reads it from then on (even when another query has filled it already: asking would build the
+# memo's finder, ~17k instructions, on every first call of a fresh process; the loss is bounded
+# by two calls of the step). The break-even (what filling the memo costs more than a call on the
+# columns, over what a call on the columns costs more than one on the filled memo) was measured
+# in fresh processes on walks and hops of our own, not the benchmark's: median 1.7 calls over
+# 14 walks, 1.9 over 7 hops (bench/results/first-call/walks.py, walks.txt).
+STORED_WALKS = 2
+
+
+class Walked(list):
+    """The ids a walk over a graph's stored columns reached (:func:`stored_levels`), with
+    their ``positions`` there in the same order and the columns' ``ids``: a filter after the
+    walk tests the positions against the image's value indexes (:class:`TieredFilter`),
+    without reaching a node. A list like any other to everything else.
+
+    >>> walked = Walked(["a"]); walked.positions = [0]; walked == ["a"], walked.positions
+    (True, [0])
+    """
+
+    __slots__ = ("positions", "ids")
+
+
+def _stored_hop(ctx, edge_type: str, node_type: str | None) -> tuple | None:
+    """``(columns, position, edge type code, node type codes, node type code)`` of a hop
+    read from the view's stored columns (a code -1 when the columns hold none of it; the
+    node type code None for any type), or None when the view has no such columns (or keeps
+    no node types and the hop needs them)."""
+    view = ctx.view
+    if not isinstance(view, MemoryGraph):
+        return None
+    stored = view.stored_columns()
+    if stored is None:
+        return None
+    columns, position = stored
+    kinds, kind = columns.node_types, None
+    if node_type is not None:
+        if kinds is None:
+            return None
+        names = columns.node_type_names
+        kind = names.index(node_type) if node_type in names else -1
+    names = columns.type_names
+    return columns, position, (names.index(edge_type) if edge_type in names else -1), kinds, kind
+
+
+def stored_ends(ids, ctx, edge_type: str, node_type: str | None, direction: str) -> tuple[list[int], list[str]] | None:
+    """The other ends of a one-type hop from ``ids``, read from the view's stored columns
+    by position: ``(positions, the columns' ids)``, each source's outgoing then incoming ends
+    (``direction`` "out", "in" or "both") in edge order, repeats kept, as the hop's memo gives
+    them; None when the view has no such columns. An id that is no node there (or a node
+    added since) has none.
+
+    >>> from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_edges, lazy_nodes
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> nodes = lazy_nodes(["g", "s", "a"], ["goal", "goal", "action"], [None] * 3, [1, 2, 3])
+    >>> edges = lazy_edges(["g", "g"], ["s", "a"], ["parent_of"] * 2, [None, None], [1, 2])
+    >>> g = MemoryGraph.from_columns(nodes, {"goal": [0, 1], "action": [2]}, EdgeColumns.of_edges(nodes, edges), seqs=[1, 2, 3])
+    >>> stored_ends(["g", "x"], Context(g, {}, None, DEFAULT_LIMITS), "parent_of", "action", "out")[0]
+    [2]
+    """
+    stored = _stored_hop(ctx, edge_type, node_type)
+    if stored is None:
+        return None
+    columns, position, code, kinds, kind = stored
+    ways = []
+    if direction != "in":
+        ways.append((columns.out_start, columns.target, columns.type))
+    if direction != "out":
+        ways.append((columns.in_start, columns.in_other, columns.in_type))
+    limit = len(columns.ids)
+    found: list = []
+    append = found.append
+    for node_id in ids:
+        p = position(node_id)
+        if p is None or p >= limit:
+            continue
+        for starts, others, types in ways:
+            for j in range(starts[p], starts[p + 1]):
+                if types[j] == code and (kind is None or kinds[others[j]] == kind):
+                    append(others[j])
+    return found, columns.ids
+
+
+def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgoing: bool, low: int, high: int | None):
+    """The levels ``low`` to ``high`` of a one-type out or in hop repeated from ``source``,
+    breadth-first, read from the view's stored columns by position (``MemoryGraph.
+    stored_columns``) as a :class:`Walked`: the same ids, in the same order, and the same work
+    charged per level as the walk over the hop's memo. None when the view has no such columns
+    or ``source`` is not a node there (a node added since): the caller walks the memo.
+
+    >>> from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_edges, lazy_nodes
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> nodes = lazy_nodes(["g", "s", "a"], ["goal", "goal", "action"], [None] * 3, [1, 2, 3])
+    >>> edges = lazy_edges(["g", "s"], ["s", "a"], ["parent_of"] * 2, [None, None], [1, 2])
+    >>> g = MemoryGraph.from_columns(nodes, {"goal": [0, 1], "action": [2]}, EdgeColumns.of_edges(nodes, edges), seqs=[1, 2, 3])
+    >>> walked = stored_levels("g", Context(g, {}, None, DEFAULT_LIMITS), "parent_of", None, True, 1, None)
+    >>> walked, walked.positions
+    (['s', 'a'], [1, 2])
+    >>> stored_levels("g", Context(MemoryGraph(), {}, None, DEFAULT_LIMITS), "parent_of", None, True, 1, None) is None
+    True
+    """
+    stored = _stored_hop(ctx, edge_type, node_type)
+    if stored is None:
+        return None
+    columns, position, code, kinds, kind = stored
+    if outgoing:
+        starts, others, types = columns.out_start, columns.target, columns.type
+    else:
+        starts, others, types = columns.in_start, columns.in_other, columns.in_type
+    limit = len(starts) - 1
+    start = position(source)
+    if start is None or start >= limit:
+        return None
+    # Each level's nodes are charged as Context.charge does, inline: it is called (to stop
+    # the query with its error) only past max_work, or at every level under a deadline.
+    ceiling = -1 if ctx.deadline is not None else ctx.max_work
+    reached = {start}
+    level = [start]
+    out = [start] if low == 0 else []
+    depth = 0
+    while level and (high is None or depth < high):
+        depth += 1
+        following: list = []
+        append = following.append
+        for p in level:
+            if p < limit:  # (a node added since has no edges in the columns)
+                for j in range(starts[p], starts[p + 1]):
+                    if types[j] == code:
+                        q = others[j]
+                        if q not in reached and (kind is None or kinds[q] == kind):
+                            reached.add(q)
+                            append(q)
+        if depth >= low:
+            out.extend(following)
+        work = ctx.work = ctx.work + len(following)
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
+        level = following
+    ids = columns.ids
+    walked = Walked(map(ids.__getitem__, out))
+    walked.positions, walked.ids = out, ids
+    return walked
 
 
 def _repeat(expand: Callable, low: int, high: int | None, relation: Hop | None = None) -> tuple[Callable, Callable]:
@@ -482,6 +642,13 @@ def list_op(op, compile_path) -> Step:
 # tiering.py, docs/performance.md "First calls, fourth session"; not tuned on the benchmark).
 GENERATE_AFTER = 512
 
+# A filter after a walk of the stored columns (Walked) tests each position by bisection
+# while the bucket holds more than PROBE_SET_AFTER times as many positions as there are to
+# test, else one pass over the bucket against a set of them: in a fresh process a bisection
+# cost 460-600 ns, the pass 44-63 ns a bucket position (bench/results/first-call/walks.py,
+# walks.txt: 11x in its last run, 9.5x in the one before).
+PROBE_SET_AFTER = 10
+
 
 class TieredFilter:
     """``keep(ids, ctx) -> ids`` of a filter: its closures until its calls have tested more
@@ -523,6 +690,10 @@ class TieredFilter:
         return generated
 
     def __call__(self, ids, ctx):
+        if ids.__class__ is Walked and self.buckets:
+            kept = self._positions(ids, ctx)
+            if kept is not None:
+                return kept
         generated = self.generated
         if generated is not None:
             return generated(ids, ctx)
@@ -542,6 +713,42 @@ class TieredFilter:
         if keys:
             tell_reads(ctx.view, keys, buckets, len(ids))
         return kept
+
+    def _positions(self, walked: Walked, ctx) -> list | None:
+        """The ids of a walk over the stored columns that pass, their positions tested
+        against the image's value indexes (``MemoryGraph.stored_positions``, ascending): the
+        nodes are not reached, nor their ids looked up; the remaining terms are tested on the
+        nodes kept. None when the image has not every bucket (a node changed since): the
+        caller tests the ids."""
+        view = ctx.view
+        candidates = walked.positions
+        for node_type, attribute, value in self.buckets:
+            if value.__class__ is Param:
+                value = ctx.params[value.name]
+                if type(value) is not str:
+                    return None
+            positions = view.stored_positions(node_type, attribute, value)
+            if positions is None:
+                return None
+            if not candidates:
+                break
+            if len(positions) > PROBE_SET_AFTER * len(candidates):
+                # a few positions against a large bucket: a bisection each
+                size = len(positions)
+                candidates = [p for p in candidates if (i := bisect_left(positions, p)) < size and positions[i] == p]
+            else:  # one pass over the bucket against a set of them
+                inside = set(candidates).intersection(positions)
+                candidates = [p for p in candidates if p in inside]
+        ids = walked.ids
+        if self.rest is None:
+            terms = bucket_terms([self.condition], self.node_type)[2]
+            self.rest = interpreted(AllOf(tuple(terms)), self.compile_path) if terms else _always
+        if self.rest is _always:
+            kept = Walked(map(ids.__getitem__, candidates))
+            kept.positions, kept.ids = candidates, ids
+            return kept
+        nodes, rest = ctx.nodes, self.rest
+        return [i for i in map(ids.__getitem__, candidates) if (n := nodes.get(i)) is not None and rest(n, ctx)]
 
     def _probe(self, ids, ctx, buckets):
         """The ids in every bucket, the remaining terms tested on their nodes."""
@@ -653,8 +860,20 @@ def one_type_hop(relation: Hop) -> Callable | None:
     if relation.edge_types is None or len(relation.edge_types) != 1:
         return None
     edge_type, node_type, direction = relation.edge_types[0], relation.node_type, relation.direction
+    calls = [0]  # this step's calls that read the stored columns (see STORED_WALKS)
 
     def step(ids, ctx):
+        if calls[0] < STORED_WALKS:  # the first calls: the columns, no memo filled
+            calls[0] += 1
+            stored = stored_ends(ids, ctx, edge_type, node_type, direction)
+            if stored is not None:
+                found, names = stored
+                if direction == "both" or (len(ids) > 1 and not ctx.view.distinct_ends(edge_type, direction == "out", len(found))):
+                    found = list(dict.fromkeys(found))  # (a position is one id: the same repeats)
+                ctx.charge(len(found))
+                walked = Walked(map(names.__getitem__, found))
+                walked.positions, walked.ids = found, names
+                return walked
         out: list = []
         extend = out.extend
         # Each node's other ends come from the hop's memo (a call only on a miss): for a

@@ -36,6 +36,7 @@ from hgm_engine.query.executor.operators import (
     Step,
     Strategy,
     TieredHopThenFilters,
+    Walked,
     expanders,
     generated_name,
     generic_hop,
@@ -269,7 +270,8 @@ class Program:
         ['b', 'a']
         """
         if len(self._paths) == 1:
-            return self._paths[0].run_fast(ctx)
+            ids = self._paths[0].run_fast(ctx)
+            return list(ids) if ids.__class__ is Walked else ids  # a plain list, whatever the steps made
         return list(dict.fromkeys(itertools.chain.from_iterable(p.run_fast(ctx) for p in self._paths)))
 
     def traced(self, ctx) -> list:
@@ -295,12 +297,16 @@ class Program:
         Parameters must already be bound and checked (``hgm_engine.query.pipeline`` does that).
         """
         ctx = Context(view, params or {}, focus, limits)
-        if self.final == "paths":
+        final = self.final
+        if final is None and len(self._paths) == 1:  # the common case: one path's ids
+            ids = self._paths[0].run_fast(ctx)
+            return list(ids) if ids.__class__ is Walked else ids
+        if final == "paths":
             return [list(walk) for _, walk in self.traced(ctx)]
-        if self.final == "count":
+        if final == "count":
             return self.count(ctx)
         ids = self.fast(ctx)
-        if self.final == "exists":
+        if final == "exists":
             return bool(ids)
         return ids
 

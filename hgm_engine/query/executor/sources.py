@@ -94,8 +94,12 @@ def source(plan_source) -> Callable[[Any], list]:
             node = ctx.nodes.get(node_id)
             if node is None or (node_type is not None and node.type != node_type):
                 return []
+            ctx.charge(1)
             return [node_id]
 
+        # It counts its id as work itself (charged adds nothing): a call less in every run of
+        # the most common start, #id.
+        lookup.charged = True
         return lookup
     if isinstance(plan_source, ParamNodes):
         param = plan_source.param
@@ -145,6 +149,8 @@ def charged(start: Callable) -> Callable:
     >>> charged(lambda ctx: ["a", "b"])(ctx), ctx.work
     (['a', 'b'], 2)
     """
+    if getattr(start, "charged", False):  # a start that counts its ids itself
+        return start
 
     def counted(ctx):
         ids = start(ctx)
