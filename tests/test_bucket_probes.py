@@ -6,7 +6,9 @@ the image's seqs are consecutive, else the graph's lookup) and bisects, until te
 up to what making the set of the bucket's ids costs. A filter over a list knows how many ids it
 is about to test and says so (``MemoryGraph.value_bucket(..., tests=N)``): the bucket then
 makes its set at once when that many tests would cost more (a first call over 1,588 ids paid
-617 tests by position, then the set). These tests hold that every way of asking gives the
+617 tests by position, then the set). A filter after a walk of the image's columns tests
+positions instead (``operators.stored_levels``, the first ``STORED_WALKS`` calls); the count
+matters from the calls after those, which read the walk's memo. These tests hold that every way of asking gives the
 answers of the attributes themselves.
 """
 
@@ -16,6 +18,7 @@ import pytest
 
 from hgm_engine import Memory
 from hgm_engine.model import MemoryGraph
+from hgm_engine.query.executor.operators import STORED_WALKS
 from hgm_engine.store.image import decode_image, encode_image
 from hgm_engine.store.sqlite import SQLiteStore
 
@@ -89,6 +92,11 @@ def test_a_filter_over_a_long_list_on_a_memory_read_from_its_image_makes_the_set
         real = graph_module._Positions.__contains__
         monkeypatch.setattr(graph_module._Positions, "__contains__", lambda self, i: tested.append(i) or real(self, i))
         got = {TYPED: memory.query(TYPED).ids}
+        # the first calls walk the image's columns and test positions (operators.stored_levels):
+        # no id is tested, no set is made
+        assert tested == [] and not isinstance(memory.graph.value_members("status", "pending")["action"], frozenset)
+        for _ in range(STORED_WALKS):  # then the walk reads its memo and hands the filter ids
+            assert memory.query(TYPED).ids == got[TYPED]
         assert tested == []  # no id tested by position: 600 tests cost more than the set
         # the filter over the 600 descendants was told how many: the set, made in that call
         assert isinstance(memory.graph.value_members("status", "pending")["action"], frozenset)
