@@ -165,3 +165,14 @@ def test_a_direct_path_query_gives_the_stages_tree_analysis_and_literal_plan_whe
         assert (compiled.params, compiled.uses_focus) == ((), False)
     # no rule fired: the literal plan is the optimized one, as optimize() returns it
     assert compiled.logical_plan is compiled.optimized_plan
+
+
+def test_a_direct_path_query_says_it_has_no_parameter_roles_without_running_the_stages(monkeypatch):
+    from hgm_engine.query import pipeline
+
+    compiled = compile_uncached("#a1.following")
+    monkeypatch.setattr(pipeline, "parse", lambda *a, **k: pytest.fail("the stages ran"))
+    assert compiled.param_roles == {} and compiled.params == ()
+    monkeypatch.undo()
+    with_param = compile_uncached("#a1.where(content =~ $r)")
+    assert with_param.param_roles == with_param.analysis.param_roles == {"r": frozenset({"value", "regex"})}

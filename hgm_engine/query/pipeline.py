@@ -166,6 +166,20 @@ class CompiledQuery:
         return tuple(sorted(params, key=params.get))
 
     @property
+    def param_roles(self) -> Mapping[str, frozenset[str]]:
+        """How each parameter is used (``Analysis.param_roles``): none for a direct-path
+        query, whose stages are then not run to say so.
+
+        >>> compile("#a.where(status = $s)").param_roles
+        {'s': frozenset({'value'})}
+        >>> compile("#a.following").param_roles
+        {}
+        """
+        if self._front is None:
+            return {}
+        return self._front[1].param_roles
+
+    @property
     def uses_focus(self) -> bool:
         return self._front is not None and self._front[1].focus_offset is not None
 

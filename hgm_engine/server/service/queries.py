@@ -88,7 +88,7 @@ class QueryVerbs(ServiceCore):
             if "nested" not in str(exc):
                 raise
             raise fail("limit-exceeded", "the query is nested too deeply") from None
-        roles = compiled.analysis.param_roles
+        roles = compiled.param_roles  # a direct-path query has none: its stages are not run
         regex_params = tuple(name for name, role in roles.items() if "regex" in role)
         for name in regex_params:
             value = (params or {}).get(name)
