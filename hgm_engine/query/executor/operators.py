@@ -740,24 +740,28 @@ class TieredFilter:
                 inside = set(candidates).intersection(positions)
                 candidates = [p for p in candidates if p in inside]
         ids = walked.ids
-        if self.rest is None:
-            terms = bucket_terms([self.condition], self.node_type)[2]
-            self.rest = interpreted(AllOf(tuple(terms)), self.compile_path) if terms else _always
-        if self.rest is _always:
+        rest = self._rest()
+        if rest is _always:
             kept = Walked(map(ids.__getitem__, candidates))
             kept.positions, kept.ids = candidates, ids
             return kept
-        nodes, rest = ctx.nodes, self.rest
+        nodes = ctx.nodes
         return [i for i in map(ids.__getitem__, candidates) if (n := nodes.get(i)) is not None and rest(n, ctx)]
+
+    def _rest(self) -> Callable:
+        """The closures of the terms the buckets do not answer (:func:`_always` when none),
+        made once."""
+        rest = self.rest
+        if rest is None:
+            terms = bucket_terms([self.condition], self.node_type)[2]
+            rest = self.rest = interpreted(AllOf(tuple(terms)), self.compile_path) if terms else _always
+        return rest
 
     def _probe(self, ids, ctx, buckets):
         """The ids in every bucket, the remaining terms tested on their nodes."""
         for bucket in buckets:
             ids = [i for i in ids if i in bucket]
-        rest = self.rest
-        if rest is None:
-            terms = bucket_terms([self.condition], self.node_type)[2]
-            rest = self.rest = interpreted(AllOf(tuple(terms)), self.compile_path) if terms else _always
+        rest = self._rest()
         if rest is _always:
             return ids
         nodes = ctx.nodes
