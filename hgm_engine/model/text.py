@@ -41,6 +41,7 @@ __all__ = [
     "words",
     "stem",
     "analyze",
+    "analyze_counts",
     "term_counts",
     "node_text",
 ]
@@ -77,8 +78,35 @@ _WORD_ASCII = re.compile(r"[a-z0-9]+")
 
 _stemmer = snowballstemmer.stemmer("english")
 _stemmer_lock = threading.Lock()  # the pure-Python stemmer keeps state while it works
+# Each word seen with its term: its stem, or "" for a stop word (no term). One lookup per
+# word where a stop-word test and a call of stem() were two; bounded (emptied when full).
+# Real vocabularies are small and skewed: every string of the UltraTool data has 9,198
+# distinct words in 387,210 (the 1,000 most frequent are 94% of them), this repository's
+# docs 4,979 in 131,659 (88%): 200,000 words hold them many times over
+# (bench/results/search/word_cache.py, word-cache-s6.json).
 _stems: dict[str, str] = {}
 _STEM_CACHE_SIZE = 200_000
+
+
+def _term_of(word: str) -> str:
+    """The term of a lower-case word ("" for none: a stop word, or longer than
+    :data:`MAX_WORD_LENGTH`), remembered (a long word is not)."""
+    found = _stems.get(word)
+    if found is None:
+        if len(word) > MAX_WORD_LENGTH:
+            return ""
+        found = "" if word in STOP_WORDS else _stem_of(word)
+        if len(_stems) >= _STEM_CACHE_SIZE:
+            _stems.clear()
+        _stems[word] = found
+    return found
+
+
+def _stem_of(word: str) -> str:
+    if any(ch.isdigit() for ch in word):
+        return word  # a code or a number: no English suffix to take off
+    with _stemmer_lock:
+        return _stemmer.stemWord(word)
 
 
 def stem(word: str) -> str:
@@ -87,17 +115,7 @@ def stem(word: str) -> str:
     >>> [stem(w) for w in ["queries", "booking", "booked", "cancellation", "hotels", "bus"]]
     ['queri', 'book', 'book', 'cancel', 'hotel', 'bus']
     """
-    found = _stems.get(word)
-    if found is None:
-        if any(ch.isdigit() for ch in word):
-            found = word  # a code or a number: no English suffix to take off
-        else:
-            with _stemmer_lock:
-                found = _stemmer.stemWord(word)
-        if len(_stems) >= _STEM_CACHE_SIZE:
-            _stems.clear()
-        _stems[word] = found
-    return found
+    return _term_of(word) or _stem_of(word)  # a stop word or a long one: its stem, though it is no term
 
 
 def words(text: str) -> list[str]:
@@ -109,9 +127,10 @@ def words(text: str) -> list[str]:
     >>> words("iPhone")
     ['iphone', 'i', 'phone']
     """
-    if text.isascii() and _CAMEL_ASCII.search(text) is None:
-        # the usual text: no camel-case word to split, and lower() keeps every word and its
-        # length (a commit analyses the text of every node it changes)
+    if text.isascii() and (text[1:].islower() or _CAMEL_ASCII.search(text) is None):
+        # the usual text: no camel-case word to split (none can be when no letter after the
+        # first is upper case: the test without the regex), and lower() keeps every word and
+        # its length (a commit analyses the text of every node it changes)
         return [word for word in _WORD_ASCII.findall(text.lower()) if len(word) <= MAX_WORD_LENGTH]
     return _split_words(text)
 
@@ -137,7 +156,32 @@ def analyze(text: str) -> list[str]:
     >>> analyze("what is it?")
     []
     """
-    return [stem(word) for word in words(text) if word not in STOP_WORDS]
+    return [term for term in map(_term_of, words(text)) if term]
+
+
+def analyze_counts(text: str) -> tuple[dict[str, int], int]:
+    """The terms of ``text`` with their counts, in the order :func:`analyze` first gives
+    them, and how many terms it has (``len(analyze(text))``): what a node's index entry
+    holds, in one pass.
+
+    >>> analyze_counts("Book the hotel, book it")
+    ({'book': 2, 'hotel': 1}, 3)
+    """
+    counts: dict[str, int] = {}
+    length = 0
+    known = _stems.get
+    if text.isascii() and (text[1:].islower() or _CAMEL_ASCII.search(text) is None):
+        found = _WORD_ASCII.findall(text.lower())  # words() without its list of words
+    else:
+        found = _split_words(text)
+    for word in found:
+        term = known(word)
+        if term is None:
+            term = _term_of(word)
+        if term:
+            counts[term] = counts.get(term, 0) + 1
+            length += 1
+    return counts, length
 
 
 def term_counts(text: str) -> Counter:

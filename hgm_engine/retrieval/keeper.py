@@ -52,6 +52,7 @@ from hgm_engine.model.nodeindex import (
     SearchHit,
     Segment,
     register,
+    entries_of,
     text_changes,
 )
 from hgm_engine.retrieval.vectors import (
@@ -197,33 +198,42 @@ class NodeSearch:
     def _follow(self, t: int) -> None:
         """Apply the commits after ``self._t`` up to ``t`` (read on the store's reading side)."""
         commits = self.store.read_commits(self._t, t)
-        if len(commits) != t - self._t or any(c.genesis for c in commits):
+        if len(commits) != t - self._t:
             self._open(self.state.graph, t)
             return
-        index = self._index
         for commit in commits:
-            prepared = self._prepared.pop(commit.t, None)
+            if commit.genesis:
+                self._open(self.state.graph, t)
+                return
+        index = self._index
+        prepared_of = self._prepared
+        for commit in commits:
+            prepared = prepared_of.pop(commit.t, None)
             if prepared is not None and prepared.commit is not commit:
-                prepared = None
-            if prepared is not None and prepared.compacted is not None:
-                index = prepared.compacted
-            elif prepared is not None:
-                for node_id, doc in prepared.docs.items():
-                    index.replace(node_id, doc)
-            else:
+                prepared = None  # not the commit prepared (another process's took its t)
+            if prepared is None:
                 index.apply(commit.changes)
-            if prepared is not None and prepared.saved == "segment":
-                self._changed_rows = 0
-            elif prepared is not None and prepared.saved == "changes":
-                self._changed_rows += len(prepared.docs)
-            self._stored = prepared is not None and prepared.saved is not None
-            self._follow_vectors(commit, prepared)
+                self._stored = False
+            else:
+                if prepared.compacted is not None:
+                    index = prepared.compacted
+                else:
+                    index.replace_all(prepared.docs.items())
+                saved = prepared.saved
+                if saved == "segment":
+                    self._changed_rows = 0
+                elif saved == "changes":
+                    self._changed_rows += len(prepared.docs)
+                self._stored = saved is not None
+            if self._vectors is not None:
+                self._follow_vectors(commit, prepared)
             self.stats["commits_followed"] += 1
         if not self.store.keeps_node_index and index.n_changed > max(COMPACT_MIN, index.n_docs // 8):
             index = index.compact()  # an in-process index folds its changes in now and then
         self._index = index
         self._t = t
-        self._prepared = {n: p for n, p in self._prepared.items() if n > t}
+        if prepared_of:
+            self._prepared = {n: p for n, p in prepared_of.items() if n > t}
 
     # -- commits -----------------------------------------------------------------------------------
 
@@ -240,10 +250,8 @@ class NodeSearch:
             if not keeps and not dense:
                 return  # an in-process memory indexes on its first search
             index = self.current() if keeps or self._index is not None else None
-            docs: dict[str, Doc | None] = {}
             nodes = text_changes(commit.changes, self.fields)
-            for node_id, node in nodes.items():
-                docs[node_id] = None if node is None else Doc.of(node, self.fields)
+            docs = entries_of(nodes, self.fields)
             vectors = self._embed_changes(nodes) if dense else {}
             compacted = None
             saved = None
@@ -256,8 +264,7 @@ class NodeSearch:
                     saved = "changes"
                 else:
                     compacted = index.copy()
-                    for node_id, doc in docs.items():
-                        compacted.replace(node_id, doc)
+                    compacted.replace_all(docs.items())
                     compacted = compacted.compact()
                     self.store.write_node_index(commit.t, [], compacted.segment.to_bytes(t=commit.t))
                     saved = "segment"

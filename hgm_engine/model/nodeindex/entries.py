@@ -14,9 +14,9 @@ from typing import Any, Iterable, Mapping
 import attrs
 
 from hgm_engine.model.payloads import Node
-from hgm_engine.model.text import TAG_FIELD, TEXT_FIELDS, analyze, node_text, words
+from hgm_engine.model.text import TAG_FIELD, TEXT_FIELDS, analyze, analyze_counts, node_text, words
 
-__all__ = ["TextFields", "DEFAULT_FIELDS", "Doc", "SearchHit", "query_terms", "text_changes", "word_forms"]
+__all__ = ["TextFields", "DEFAULT_FIELDS", "Doc", "SearchHit", "query_terms", "text_changes", "entries_of", "word_forms"]
 
 
 @attrs.frozen
@@ -30,6 +30,12 @@ class TextFields:
 
     fields: tuple[str, ...] = TEXT_FIELDS
     tags: str | None = TAG_FIELD
+    # every attribute the text is read from (the fields, then the tag list)
+    names: tuple[str, ...] = attrs.field(init=False, repr=False, eq=False)
+
+    @names.default
+    def _names(self) -> tuple[str, ...]:
+        return self.fields if self.tags is None else (*self.fields, self.tags)
 
     def text(self, attributes: Mapping[str, Any]) -> str:
         return node_text(attributes, self.fields, self.tags)
@@ -45,8 +51,7 @@ class TextFields:
         >>> DEFAULT_FIELDS.same_text({"content": "Book"}, {"content": "Book it"})
         False
         """
-        names = self.fields if self.tags is None else (*self.fields, self.tags)
-        for name in names:
+        for name in self.names:
             old, new = before.get(name), after.get(name)
             if old is not new and old != new:
                 return self.text(before) == self.text(after)
@@ -77,15 +82,12 @@ _cache_lock = threading.Lock()
 def _terms_of(text: str) -> tuple[dict[str, int], int]:
     found = _TERMS_CACHE.get(text)
     if found is None:
-        terms = analyze(text)
-        counts: dict[str, int] = {}  # as dict(Counter(terms)), in first-seen order, at half the cost
-        for term in terms:
-            counts[term] = counts.get(term, 0) + 1
-        found = (counts, len(terms))
-        with _cache_lock:
-            if len(_TERMS_CACHE) >= _TERMS_CACHE_SIZE:
-                _TERMS_CACHE.clear()
-            _TERMS_CACHE[text] = found
+        found = analyze_counts(text)  # as dict(Counter(analyze(text))), len(analyze(text)), in one pass
+        if len(_TERMS_CACHE) >= _TERMS_CACHE_SIZE:
+            with _cache_lock:
+                if len(_TERMS_CACHE) >= _TERMS_CACHE_SIZE:
+                    _TERMS_CACHE.clear()
+        _TERMS_CACHE[text] = found  # one store of a dict: atomic, no lock needed for it
     return found
 
 
@@ -100,16 +102,49 @@ def text_changes(changes: Iterable[Any], fields: "TextFields") -> dict[str, Node
     {}
     """
     out: dict[str, Node | None] = {}
+    names = fields.names
     for change in changes:
         kind = change.kind
         if kind == "node_added":
             out[change.after.id] = change.after
         elif kind == "node_updated":
             before, after = change.before, change.after
-            if before is None or before.type != after.type or not fields.same_text(before.attrs, after.attrs):
+            if before is None or before.type != after.type:
                 out[after.id] = after
+                continue
+            old_attrs, new_attrs = before.attrs, after.attrs
+            if old_attrs is new_attrs:
+                continue
+            for name in names:  # fields.same_text, inlined: most updates are of a status
+                old, new = old_attrs.get(name), new_attrs.get(name)
+                if old is not new and old != new:
+                    if fields.text(old_attrs) != fields.text(new_attrs):
+                        out[after.id] = after
+                    break
         elif kind == "node_removed":
             out[change.before.id] = None
+    return out
+
+
+def entries_of(nodes: Mapping[str, Node | None], fields: TextFields) -> dict[str, "Doc | None"]:
+    """Each node's entry (:meth:`Doc.of`; None for a node that is None or has no term), for
+    the nodes of a commit (:func:`text_changes`) in one call.
+
+    >>> entries_of({"a": Node("a", "fact", {"content": "the hotel"}, 3), "b": None, "c": Node("c", "fact", {}, 4)}, DEFAULT_FIELDS)
+    {'a': Doc(terms={'hotel': 1}, length=1, seq=3, type='fact'), 'b': None, 'c': None}
+    """
+    out: dict[str, Doc | None] = {}
+    text_of = fields.text
+    known = _TERMS_CACHE.get
+    for node_id, node in nodes.items():
+        if node is None:
+            out[node_id] = None
+            continue
+        text = text_of(node.attrs)
+        found = known(text)
+        if found is None:
+            found = _terms_of(text)
+        out[node_id] = Doc(found[0], found[1], node.seq, node.type) if found[1] else None
     return out
 
 

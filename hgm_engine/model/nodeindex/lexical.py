@@ -14,7 +14,7 @@ import numpy as np
 
 from hgm_engine.model.graph import MemoryGraph  # noqa: F401 (the examples)
 from hgm_engine.model.payloads import Node
-from hgm_engine.model.nodeindex.entries import DEFAULT_FIELDS, Doc, SearchHit, TextFields, text_changes
+from hgm_engine.model.nodeindex.entries import DEFAULT_FIELDS, Doc, SearchHit, TextFields, entries_of, text_changes
 from hgm_engine.model.nodeindex.segment import Segment
 
 __all__ = ["K1", "B", "LexicalIndex", "IndexView"]
@@ -109,27 +109,51 @@ class LexicalIndex:
 
     def replace(self, node_id: str, doc: Doc | None) -> None:
         """``node_id``'s entry is now ``doc`` (None: no entry)."""
-        self.version += 1
-        old = self.docs.pop(node_id, None)
-        if old is not None:
-            self.changed_length -= old.length
-            if node_id not in self.segment.ord_of:
-                self.n_added -= 1
-            for term in old.terms:
-                holders = self.postings.get(term)
-                if holders is not None:
-                    holders.discard(node_id)
-                    if not holders:
-                        del self.postings[term]
-        else:
-            position = self.segment.ord_of.get(node_id)
-            if position is not None and position not in self.dead:
-                self.dead.add(position)
-                gone = self.segment.doc_at(position)
-                self.dead_df.update(gone.terms.keys())
-                self.dead_length += gone.length
-        if doc is not None:
-            self.set_doc(node_id, doc)
+        self.replace_all(((node_id, doc),))
+
+    def replace_all(self, entries: Iterable[tuple[str, Doc | None]]) -> None:
+        """:meth:`replace` for each ``(node_id, doc)`` of ``entries``, in order (one call for
+        a commit's entries: the index's parts looked up once, not per entry).
+
+        >>> index = LexicalIndex.build(MemoryGraph.from_records([("a", "fact", {"content": "hotel"})], []))
+        >>> index.replace_all([("b", Doc({"hotel": 1, "pay": 1}, 2, 2, "fact")), ("a", None)])
+        >>> index.n_docs, index.df("hotel"), index.df("pay"), index.n_changed
+        (1, 1, 1, 2)
+        """
+        docs, postings, segment = self.docs, self.postings, self.segment
+        ord_of, dead = segment.ord_of, self.dead
+        for node_id, doc in entries:
+            self.version += 1
+            in_segment = node_id in ord_of
+            old = docs.pop(node_id, None)
+            if old is not None:
+                self.changed_length -= old.length
+                if not in_segment:
+                    self.n_added -= 1
+                for term in old.terms:
+                    holders = postings.get(term)
+                    if holders is not None:
+                        holders.discard(node_id)
+                        if not holders:
+                            del postings[term]
+            elif in_segment:
+                position = ord_of[node_id]
+                if position not in dead:
+                    dead.add(position)
+                    gone = segment.doc_at(position)
+                    self.dead_df.update(gone.terms.keys())
+                    self.dead_length += gone.length
+            if doc is not None:
+                docs[node_id] = doc
+                self.changed_length += doc.length
+                if not in_segment:
+                    self.n_added += 1
+                for term in doc.terms:
+                    holders = postings.get(term)
+                    if holders is None:
+                        postings[term] = {node_id}
+                    else:
+                        holders.add(node_id)
 
     def copy(self) -> "LexicalIndex":
         """Another index of the same state, sharing the segment (cost: the changed entries)."""
@@ -154,8 +178,7 @@ class LexicalIndex:
 
     def apply(self, changes: Iterable[Any]) -> None:
         """Follow a commit's changes (``hgm_engine.model.Change``)."""
-        for node_id, node in text_changes(changes, self.fields).items():
-            self.update(node_id, node)
+        self.replace_all(entries_of(text_changes(changes, self.fields), self.fields).items())
 
     def compact(self) -> "LexicalIndex":
         """This state as one new segment (the changed entries folded in), in columns."""
