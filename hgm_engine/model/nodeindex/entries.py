@@ -159,8 +159,8 @@ def query_terms(text: str) -> tuple[str, ...]:
 
 @attrs.frozen(slots=True)
 class Doc:
-    """One node's entry: its terms with their counts, its length in terms, its creation
-    number and type."""
+    """One node's entry: its terms with their counts (positive integers), its length in
+    terms (the sum of the counts), its creation number and type."""
 
     terms: Mapping[str, int]
     length: int
@@ -170,9 +170,18 @@ class Doc:
     def terms_json(self) -> str:
         """The entry's terms as a store keeps them (a JSON object of counts).
 
-        >>> Doc({"hotel": 2}, 2, 1, "fact").terms_json()
-        '{"hotel":2}'
+        >>> Doc({"hotel": 2}, 2, 1, "fact").terms_json(), Doc({"book": 1, "26": 1}, 2, 1, "fact").terms_json()
+        ('{"hotel":2}', '{"book":1,"26":1}')
         """
+        terms = self.terms
+        if self.length == len(terms):
+            # Every count is 1 (the length is their sum): the usual entry of a short text,
+            # written as the encoder writes it, by one join; a term that the encoder would
+            # escape (a quote, a backslash, a control character: none that analysis makes)
+            # takes the encoder.
+            body = '":1,"'.join(terms)  # the separators' quotes are its only ones when no term has one
+            if body.count('"') == 2 * len(terms) - 2 and "\\" not in body and body.isprintable():
+                return f'{{"{body}":1}}' if terms else "{}"
         if _TERMS_CHUNKS is None:  # pragma: no cover - a Python without the json module's C accelerator
             return _TERMS_JSON.encode(self.terms)
         return "".join(_TERMS_CHUNKS(self.terms, 0))
