@@ -62,3 +62,18 @@ def test_a_known_word_is_not_stemmed_again(monkeypatch):
     monkeypatch.setattr(text._stemmer, "stemWord", lambda word: calls.append(word) or original(word))
     assert text.analyze_counts("reviewing museums, Reviewing") == ({"review": 2, "museum": 1}, 3)
     assert calls == []
+
+
+_VALUES = st.one_of(st.text(max_size=5), st.integers(0, 3), st.none(), st.lists(st.one_of(st.text(max_size=3), st.integers(0, 2)), max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["content", "name", "title", "description", "tags", "status"]), _VALUES))
+def test_a_nodes_text_is_its_strings_one_per_line(attributes):
+    """node_text (no list made for a node with one string): the strings of the text fields
+    in their order, then the strings of a tag list, joined by new lines."""
+    parts = [attributes[f] for f in text.TEXT_FIELDS if type(attributes.get(f)) is str]
+    tags = attributes.get("tags")
+    if isinstance(tags, list):
+        parts += [tag for tag in tags if type(tag) is str]
+    assert text.node_text(attributes) == "\n".join(parts)

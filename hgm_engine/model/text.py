@@ -216,13 +216,24 @@ def node_text(attributes: Mapping[str, Any], fields: Iterable[str] = TEXT_FIELDS
     >>> node_text({"name": "Beijing Hotel", "content": "Booked", "tags": "not a list"})
     'Booked\\nBeijing Hotel'
     """
-    parts = []
+    get = attributes.get
+    first = None  # the only string, while there is one (the usual node: no list made)
+    parts = None
     for field in fields:
-        value = attributes.get(field)
+        value = get(field)
         if type(value) is str:
-            parts.append(value)
+            if first is None:
+                first = value
+            else:
+                if parts is None:
+                    parts = [first]
+                parts.append(value)
     if tag_field is not None:
-        tags = attributes.get(tag_field)
-        if isinstance(tags, (list, tuple)):
+        tags = get(tag_field)
+        if tags is not None and isinstance(tags, (list, tuple)):
+            if parts is None:
+                parts = [] if first is None else [first]
             parts.extend(tag for tag in tags if type(tag) is str)
-    return "\n".join(parts)
+    if parts is not None:
+        return "\n".join(parts)
+    return "" if first is None else first
