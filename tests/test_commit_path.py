@@ -222,6 +222,35 @@ def test_new_actions_and_results_in_their_places_commit():
     assert report.committed and report.violations == ()
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("xyzmnp"), st.sampled_from("xyzmnp")), max_size=7), st.integers(0, 3))
+@example([("m", "n"), ("n", "m")], 2)  # a ring of new nodes
+@example([("x", "m"), ("m", "n"), ("n", "p")], 3)  # a new chain under an old node: no cycle
+@example([("z", "m"), ("m", "n"), ("n", "y")], 2)  # a new chain back to an old node
+def test_the_edges_a_commit_refuses_as_cycles_are_those_on_a_cycle_of_the_final_state(pairs, made):
+    # x, y, z exist (y -> z); m, n, p are made by the commit (the first ``made`` of them, as
+    # actions under g; the others are left out with their edges): every new ``before`` edge
+    # whose target reaches its source in the final state is refused, and no other
+    memory = _actions()
+    new = ["m", "n", "p"][:made]
+    names = {"x", "y", "z", *new}
+    edges = list(dict.fromkeys((s, t) for s, t in pairs if s in names and t in names and (s, t) != ("y", "z")))
+    final = {("y", "z"), *edges}
+
+    def reaches(start, goal):
+        seen, level = {start}, [start]
+        while level:
+            level = [t for s in level for (a, t) in final if a == s and t not in seen and not seen.add(t)]
+        return goal in seen
+
+    expected = {("before_acyclic", s) for s, t in edges if reaches(t, s)}
+    report = memory.apply({"ops": [
+        *({"op": "add_node", "id": name, "type": "action", "parent": "g"} for name in new),
+        *({"op": "add_edge", "from": s, "to": t, "type": "before"} for s, t in edges),
+    ], "dry_run": True})
+    assert {(v.constraint, v.node) for v in report.violations if v.constraint.endswith("_acyclic")} == expected
+
+
 def test_an_update_of_every_node_passes_the_structure_rules():
     memory = _planned()
     ops = [{"op": "update_node", "id": node_id, "set": {"note": "seen"}} for node_id in ("g", "h", "a", "b", "r", "e")]

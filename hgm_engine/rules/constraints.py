@@ -354,16 +354,17 @@ class ConstraintChecker:
         rules = self.schema.edge_rules
         closing: dict[str, set[tuple[str, str]]] = {}
         if check_cycles:
-            # A node made by this commit has only the commit's edges: when none of them leaves
-            # it over a type, an edge into it closes no cycle of that type (a new leaf under its
-            # parent), and the walk need not start there.
-            leaving = {(e.source, e.type) for e in edges if e is not None} if created else ()
+            # A node made by this commit has only the commit's edges: what it reaches is what
+            # they reach from it. An edge into it closes no cycle when that stays among the
+            # commit's new nodes without its source (a new subtree under its parent), and the
+            # walk need not start there (_may_close).
             for edge_type in self.schema.acyclic_edge_types:
                 typed = [  # the commit's edges: both ends are in the view
                     e for e in edges
                     if e is not None and e.type == edge_type
-                    and (e.source == e.target or e.target not in created or (e.target, edge_type) in leaving)
                 ]
+                if typed and created:
+                    typed = _may_close(typed, created)
                 if typed:
                     closing[edge_type] = _closing_cycles(view, typed, edge_type)
         for edge in edges:
@@ -437,6 +438,54 @@ class ConstraintChecker:
                 scopes[radius] = scope
             out.extend(constraint.violations(view, scope))
         return out
+
+
+def _may_close(edges: list, created: set[str]) -> list:
+    """The ones of ``edges`` (the commit's added edges of one type) that may lie on a cycle of
+    that type: all but an edge ``s -> t`` into a node ``t`` the commit made from which the
+    commit's edges reach only nodes the commit made, ``s`` not among them. A node the commit
+    made has no edge but the commit's, so what such a walk finds is all ``t`` reaches in the
+    view: no path back to ``s``, no cycle (the walk stops at the first node made earlier).
+
+    >>> from types import SimpleNamespace as E
+    >>> chain = [E(source="g", target="n1"), E(source="n1", target="n2")]
+    >>> len(_may_close(chain, {"n1", "n2"})), len(_may_close(chain + [E(source="n2", target="g")], {"n1", "n2"}))
+    (0, 3)
+    """
+    leaving: dict[str, list[str]] = {}
+    for edge in edges:
+        leaving.setdefault(edge.source, []).append(edge.target)
+    reach: dict[str, frozenset[str] | None] = {}  # node made here -> what it reaches (None: an older node)
+
+    def reached(start: str) -> frozenset[str] | None:
+        found = reach.get(start, False)
+        if found is not False:
+            return found
+        seen = {start}
+        level = [start]
+        while level:
+            following = []
+            for node_id in level:
+                for other in leaving.get(node_id, ()):
+                    if other not in created:
+                        reach[start] = None
+                        return None
+                    if other not in seen:
+                        seen.add(other)
+                        following.append(other)
+            level = following
+        reach[start] = frozen = frozenset(seen)
+        return frozen
+
+    out = []
+    for edge in edges:
+        if edge.source == edge.target or edge.target not in created:
+            out.append(edge)
+            continue
+        found = reached(edge.target)
+        if found is None or edge.source in found:
+            out.append(edge)
+    return out
 
 
 def _closing_cycles(view, edges: list, edge_type: str) -> set[tuple[str, str]]:
