@@ -539,6 +539,33 @@ def test_the_payload_classes_have_no_attribute_hook():
         assert not hasattr(cls, "__getattr__"), cls
 
 
+@pytest.mark.parametrize(
+    "cls, values",
+    [
+        (Node, ("g", "goal", freeze({"status": "done"}), 7)),
+        (Edge, ("g", "a", "parent_of", freeze({"order": 1}), 8)),
+        (Change, ("node_added", None, Node("g", "goal", freeze({}), 1))),
+    ],
+)
+def test_payloads_and_changes_made_by_their_constructor_are_the_frozen_values_attrs_describes(cls, values):
+    # Node, Edge and Change set their slots themselves (not attrs' __init__): every field by
+    # position and by name, equal and hashed by them, printed by them, still frozen
+    import attrs
+    import pickle
+
+    names = [field.name for field in attrs.fields(cls) if field.init]
+    made, named = cls(*values), cls(**dict(zip(names, values)))
+    assert [getattr(made, name) for name in names] == list(values) and made == named and hash(made) == hash(named)
+    assert repr(made) == f"{cls.__name__}({', '.join(f'{n}={v!r}' for n, v in zip(names, values))})"
+    assert attrs.evolve(made) == made and pickle.loads(pickle.dumps(made)) == made
+    if cls is not Change:
+        assert made._raw is None and made.attrs_text() == attrs_json(values[-2])
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        setattr(made, names[0], "other")
+    with pytest.raises(TypeError):
+        cls(*values[:-1])
+
+
 def _packed(text: str | bytes, kind: str = "node"):
     from hgm_engine.model import lazy_edges, lazy_nodes
 

@@ -37,7 +37,7 @@ __all__ = ["GraphOverlay", "Change", "apply_changes"]
 _MISSING = object()
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class Change:
     """One net change: ``kind`` is node_added/node_updated/node_removed or
     edge_added/edge_updated/edge_removed; ``before``/``after`` are payloads (None when absent)."""
@@ -45,6 +45,13 @@ class Change:
     kind: str
     before: Node | Edge | None
     after: Node | Edge | None
+
+    def __init__(self, kind: str, before: Node | Edge | None, after: Node | Edge | None) -> None:
+        # the slots' setters, not object.__setattr__ per field as attrs' frozen __init__ (Node's)
+        set_kind, set_before, set_after = _SET_CHANGE
+        set_kind(self, kind)
+        set_before(self, before)
+        set_after(self, after)
 
     @property
     def node_id(self) -> str | None:
@@ -67,6 +74,9 @@ class Change:
         elif kind.endswith("_removed"):
             kind = kind.replace("_removed", "_added")
         return Change(kind, self.after, self.before)
+
+
+_SET_CHANGE = (Change.kind.__set__, Change.before.__set__, Change.after.__set__)
 
 
 class _OverlayNodes(dict):
