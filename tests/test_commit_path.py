@@ -416,6 +416,76 @@ def test_an_overlays_adjacency_is_that_of_its_state_built_afresh(steps):
     assert [overlay.edge(*key) for key in keys] == [afresh.edge(*key) if afresh.node(key[0]) and afresh.node(key[1]) else None for key in keys]
 
 
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add_node", "remove_node", "add_edge", "remove_edge", "set_edge", "set_node"]), _overlay_ids,
+                          _overlay_ids, st.sampled_from(["parent_of", "before", "related_to"]), st.sampled_from(["done", "pending"])),
+                max_size=25))
+def test_a_commit_applied_at_once_leaves_the_graph_its_changes_one_by_one_leave(steps):
+    # MemoryGraph.apply_changes (a commit onto the state) against the graph's own methods
+    # change by change: the same nodes in the same order, types, adjacency, edges, roots, value
+    # indexes (built before), creation numbers
+    from hgm_engine.model import GraphOverlay, MemoryGraph
+
+    def base():
+        graph = MemoryGraph()
+        for node_id, node_type in (("a", "goal"), ("b", "action"), ("c", "action")):
+            graph.add_node(node_id, node_type, {"status": "pending"})
+        graph.add_edge("a", "b", "parent_of", {})
+        graph.add_edge("b", "c", "before", {"order": 2})
+        for node_type in ("goal", "action"):
+            graph.nodes_with(node_type, "status", "pending")
+        graph.roots()
+        return graph
+
+    at_once, one_by_one = base(), base()
+    overlay = GraphOverlay(at_once)
+    for kind, one, other, edge_type, status in steps:
+        if kind == "add_node" and one not in overlay:
+            overlay.add_node(one, "goal" if other < "c" else "action", {"status": status})
+        elif kind == "remove_node" and one in overlay:
+            overlay.remove_node(one)
+        elif kind == "set_node" and one in overlay:
+            overlay.set_node_attrs(one, {"status": status, "n": len(steps)})
+        elif kind == "add_edge" and one in overlay and other in overlay and overlay.edge(one, other, edge_type) is None:
+            overlay.add_edge(one, other, edge_type, {"order": len(steps)})
+        elif kind == "remove_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.remove_edge(one, other, edge_type)
+        elif kind == "set_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.set_edge_attrs(one, other, edge_type, {"order": -1})
+    changes = overlay.changes()
+    at_once.apply_changes(changes)
+    for change in changes:
+        payload = change.after if change.after is not None else change.before
+        if change.kind == "edge_removed":
+            one_by_one.remove_edge(*payload.key)
+        elif change.kind == "node_removed":
+            one_by_one.remove_node(payload.id)
+        elif change.kind == "node_added":
+            one_by_one.restore_node(payload)
+        elif change.kind == "node_updated":
+            one_by_one.put_node(payload)
+        elif change.kind == "edge_added":
+            one_by_one.restore_edge(payload)
+        else:
+            one_by_one.set_edge_attrs(*payload.key, payload.attrs)
+    for graph in (at_once, one_by_one):
+        assert graph.version > 0
+    assert list(at_once.node_map().items()) == list(one_by_one.node_map().items())
+    assert at_once.version == one_by_one.version
+    assert (at_once.last_node_seq, at_once.last_edge_seq) == (one_by_one.last_node_seq, one_by_one.last_edge_seq)
+    assert sorted(e.key for e in at_once.iter_edges()) == sorted(e.key for e in one_by_one.iter_edges())
+    assert at_once.roots() == one_by_one.roots()
+    for node_id in "abcde":
+        assert at_once.out_adjacency(node_id).pairs == one_by_one.out_adjacency(node_id).pairs
+        assert at_once.in_adjacency(node_id).pairs == one_by_one.in_adjacency(node_id).pairs
+    for node_type in ("goal", "action"):
+        assert list(at_once.ids_of_type(node_type)) == list(one_by_one.ids_of_type(node_type))
+        for status in ("done", "pending"):
+            expected = [n.id for n in one_by_one.nodes_of_type(node_type) if n.attrs.get("status") == status]
+            assert [n.id for n in at_once.nodes_with(node_type, "status", status)] == expected
+            assert [n.id for n in one_by_one.nodes_with(node_type, "status", status)] == expected
+
+
 # -- cycles: an edge into a node the commit made is walked from only when that node leads on --------
 
 
@@ -469,6 +539,37 @@ def test_new_leaves_under_new_and_old_nodes_close_no_cycle():
         {"op": "add_edge", "from": "p", "to": "q", "type": "before"}, {"op": "add_edge", "from": "z", "to": "p", "type": "before"},
     ]})
     assert report.committed and report.violations == ()
+
+
+def test_value_indexes_built_between_commits_follow_every_commit_after():
+    # A commit updates the value indexes of the changed nodes' type only (kept by type, looked
+    # up again when a reader built another index since): every index answers as a scan does
+    memory = Memory()
+    memory.apply({"ops": [
+        {"op": "add_node", "id": "g", "type": "goal", "status": "active"},
+        *({"op": "add_node", "id": f"a{i}", "type": "action", "parent": "g", "status": "pending", "slot": "am"} for i in range(4)),
+        {"op": "add_node", "id": "f", "type": "fact", "kind": "note"},
+    ]})
+    graph = memory.graph
+    probes = [("action", "status", "pending"), ("action", "status", "done"), ("action", "slot", "am"),
+              ("action", "slot", "pm"), ("goal", "status", "active"), ("goal", "status", "done"), ("fact", "kind", "note")]
+
+    def check():
+        for node_type, attribute, value in probes:
+            scan = [n.id for n in graph.nodes_of_type(node_type) if n.attrs.get(attribute) == value]
+            assert [n.id for n in graph.nodes_with(node_type, attribute, value)] == scan, (node_type, attribute, value)
+
+    graph.nodes_with("action", "status", "pending")  # the first index, before any commit
+    memory.apply({"ops": [{"op": "update_node", "id": "a1", "set": {"status": "done", "slot": "pm"}}]})
+    graph.nodes_with("action", "slot", "am")  # another index of the same type, built between commits
+    memory.apply({"ops": [{"op": "update_node", "id": "a2", "set": {"slot": "pm"}}, {"op": "delete_node", "id": "a3"}]})
+    graph.nodes_with("goal", "status", "active")  # and one of another type
+    memory.apply({"ops": [
+        {"op": "update_node", "id": "g", "set": {"status": "done"}},
+        {"op": "add_node", "id": "a9", "type": "action", "parent": "g", "status": "done", "slot": "pm"},
+        {"op": "update_node", "id": "f", "set": {"kind": "other"}},
+    ]})
+    check()
 
 
 def test_every_row_a_commit_writes_carries_the_checksum_row_crc_gives(tmp_path):

@@ -539,6 +539,9 @@ class GraphOverlay:
 
 def apply_changes(graph, changes: list[Change]) -> None:
     """Apply net changes (as :meth:`GraphOverlay.changes` orders them) to a graph or overlay."""
+    if graph.__class__ is MemoryGraph:
+        graph.apply_changes(changes)  # the same, the per-node look-ups made once
+        return
     for change in changes:
         kind = change.kind
         if kind == "edge_removed":
