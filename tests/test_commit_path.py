@@ -337,6 +337,41 @@ def test_the_root_goals_after_each_commit_are_those_of_the_same_memory_built_afr
 
 
 @pytest.mark.parametrize(
+    "ops, category, where",
+    [
+        ([{"op": "add_node", "id": "g", "type": "goal"}], "duplicate-id", "ops[0]"),
+        ([{"op": "add_node", "id": "n", "type": "goal"}, {"op": "add_node", "id": "n", "type": "goal"}], "duplicate-id", "ops[1]"),
+        ([{"op": "add_edge", "from": "g", "to": "a", "type": "parent_of"}], "duplicate-edge", "ops[0]"),
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"}, {"op": "add_edge", "from": "g", "to": "n", "type": "parent_of"}],
+         "duplicate-edge", "ops[1]"),
+        ([{"op": "add_edge", "from": "g", "to": "nowhere", "type": "related_to"}], "unknown-node", "ops[0]"),
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "nowhere"}], "unknown-node", "ops[0]"),
+    ],
+)
+def test_the_ops_refuse_taken_ids_and_edges_and_missing_ends_themselves(ops, category, where):
+    # the overlay does not look them up again after the ops did (add_node/add_edge checked=True)
+    from hgm_engine.errors import TransactionError
+
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+    before = memory.export()
+    with pytest.raises(TransactionError) as caught:
+        memory.apply({"ops": ops})
+    assert (caught.value.problems[0].category, caught.value.problems[0].where) == (category, where)
+    assert memory.export() == before and memory.t == 1
+
+
+def test_a_node_deleted_and_made_again_in_one_commit_gets_its_new_parent_edge():
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g", "order": 1}]})
+    report = memory.apply({"ops": [{"op": "delete_node", "id": "a"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g", "order": 2}]})
+    assert report.committed
+    assert [c.kind for c in report.changes] == ["edge_removed", "node_removed", "node_added", "edge_added"]
+    assert memory.graph.edge("g", "a", "parent_of").attrs == {"order": 2}
+    assert Memory.from_document(memory.export()).export() == memory.export()
+
+
+@pytest.mark.parametrize(
     "op, category, message, where",
     [
         ({"op": "add_node", "id": "a\x00b", "type": "goal"}, "invalid-value",

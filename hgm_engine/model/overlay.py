@@ -336,8 +336,10 @@ class GraphOverlay:
         if self._type_counts:
             self._type_counts.clear()
 
-    def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> Node:
-        if node_id in self:
+    def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any], *, checked: bool = False) -> Node:
+        """Add a node (a KeyError when ``node_id`` is taken; ``checked``: the caller has just
+        made sure it is not, and it is not asked again)."""
+        if not checked and node_id in self:
             raise KeyError(f"node {node_id!r} already exists")
         self._node_seq += 1
         node = Node(node_id, node_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._node_seq)
@@ -385,14 +387,29 @@ class GraphOverlay:
         self._changed()
         return removed
 
-    def add_edge(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None) -> Edge:
-        for end in (source, target):
-            if end not in self:
-                raise KeyError(f"node {end!r} does not exist")
-        # both ends are here: self.edge() without asking for them again
+    def add_edge(
+        self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None, *, checked: bool = False
+    ) -> Edge:
+        """Add an edge between two nodes of the overlay (a KeyError when an end is missing or the
+        edge exists; ``checked``: the caller has just made sure of both, and they are not asked
+        again — the transaction's ops look up the ends and the edge themselves).
+
+        >>> o = GraphOverlay(MemoryGraph()); _ = o.add_node("g", "goal", {}); _ = o.add_node("a", "action", {})
+        >>> o.add_edge("g", "a", "parent_of", checked=True) == o.edge("g", "a", "parent_of")
+        True
+        >>> o.add_edge("g", "a", "parent_of")
+        Traceback (most recent call last):
+        ...
+        KeyError: "edge 'g' -parent_of-> 'a' already exists"
+        """
         key = (source, target, edge_type)
-        if key in self._added_edges or (key not in self._removed_edges and self.base.edge(source, target, edge_type) is not None):
-            raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
+        if not checked:
+            for end in (source, target):
+                if end not in self:
+                    raise KeyError(f"node {end!r} does not exist")
+            # both ends are here: self.edge() without asking for them again
+            if key in self._added_edges or (key not in self._removed_edges and self.base.edge(source, target, edge_type) is not None):
+                raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
         self._edge_seq += 1
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._edge_seq)
         self._place_edge(edge)  # its key checked above
