@@ -16,6 +16,7 @@ from hgm_engine.errors import StoreError
 from hgm_engine.model import Change, Commit, Edge, Node, freeze
 from hgm_engine.store.journal import attrs_json, commit_from_row, commit_to_record, commit_to_text
 from hgm_engine.store.sqlite import SQLiteStore, row_crc
+from hgm_engine.txn import AddNode, TransactionReport, UpdateNode
 
 _texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=False, allow_infinity=False), _texts)
@@ -681,25 +682,34 @@ def test_the_payload_classes_have_no_attribute_hook():
         (Node, ("g", "goal", freeze({"status": "done"}), 7)),
         (Edge, ("g", "a", "parent_of", freeze({"order": 1}), 8)),
         (Change, ("node_added", None, Node("g", "goal", freeze({}), 1))),
+        (Commit, (3, "me", "why", 2, 1.5, (), ("rule",), (freeze({"id": "g"}),), True, "load", ("x",))),
+        (TransactionReport, (True, 3, 2, "me", "why", (), ("rule",), (), (), True, freeze({"code": 1}), ("g",), ())),
+        (AddNode, ("g", "goal", freeze({"status": "done"}), "p", 2)),
+        (UpdateNode, ("g", freeze({"status": "done"}), ("note",))),
     ],
 )
-def test_payloads_and_changes_made_by_their_constructor_are_the_frozen_values_attrs_describes(cls, values):
-    # Node, Edge and Change set their slots themselves (not attrs' __init__): every field by
-    # position and by name, equal and hashed by them, printed by them, still frozen
+def test_payloads_changes_commits_and_ops_made_by_their_constructor_are_the_frozen_values_attrs_describes(cls, values):
+    # Node, Edge, Change, Commit, the report and the two commonest ops set their slots
+    # themselves (not attrs' __init__): every field by position and by name, the defaults attrs
+    # declares for those left out, equal and hashed by them, printed by them, still frozen
     import attrs
     import pickle
 
-    names = [field.name for field in attrs.fields(cls) if field.init]
+    fields = [field for field in attrs.fields(cls) if field.init]
+    names = [field.name for field in fields]
     made, named = cls(*values), cls(**dict(zip(names, values)))
     assert [getattr(made, name) for name in names] == list(values) and made == named and hash(made) == hash(named)
     assert repr(made) == f"{cls.__name__}({', '.join(f'{n}={v!r}' for n, v in zip(names, values))})"
     assert attrs.evolve(made) == made and pickle.loads(pickle.dumps(made)) == made
-    if cls is not Change:
+    required = [field for field in fields if field.default is attrs.NOTHING]
+    bare = cls(*values[: len(required)])
+    assert [getattr(bare, field.name) for field in fields[len(required):]] == [field.default for field in fields[len(required):]]
+    if cls in (Node, Edge):
         assert made._raw is None and made.attrs_text() == attrs_json(values[-2])
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         setattr(made, names[0], "other")
     with pytest.raises(TypeError):
-        cls(*values[:-1])
+        cls(*values[: len(required) - 1])
 
 
 def _packed(text: str | bytes, kind: str = "node"):

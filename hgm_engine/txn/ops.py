@@ -75,7 +75,7 @@ _MAX_BASE_T = 2**63 - 1  # the largest integer SQLite and PostgreSQL store
 # -- operations ---------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class AddNode:
     node_id: str | None
     node_type: str
@@ -83,12 +83,33 @@ class AddNode:
     parent: str | None = None
     order: int | float | None = None  # the ``order`` of the parent edge, when given
 
+    def __init__(
+        self, node_id: str | None, node_type: str, attributes: Mapping[str, Any], parent: str | None = None, order: int | float | None = None
+    ) -> None:
+        # the slots' setters, not attrs' object.__setattr__ per field (most ops are these two)
+        s_id, s_type, s_attributes, s_parent, s_order = _SET_ADD_NODE
+        s_id(self, node_id)
+        s_type(self, node_type)
+        s_attributes(self, attributes)
+        s_parent(self, parent)
+        s_order(self, order)
 
-@attrs.frozen
+
+@attrs.frozen(init=False)
 class UpdateNode:
     node_id: str
     set: Mapping[str, Any]
     unset: tuple[str, ...] = ()
+
+    def __init__(self, node_id: str, set: Mapping[str, Any], unset: tuple[str, ...] = ()) -> None:  # noqa: A002 (the field's name)
+        s_id, s_set, s_unset = _SET_UPDATE_NODE  # as AddNode's
+        s_id(self, node_id)
+        s_set(self, set)
+        s_unset(self, unset)
+
+
+_SET_ADD_NODE = tuple(getattr(AddNode, field.name).__set__ for field in attrs.fields(AddNode))
+_SET_UPDATE_NODE = tuple(getattr(UpdateNode, field.name).__set__ for field in attrs.fields(UpdateNode))
 
 
 @attrs.frozen
