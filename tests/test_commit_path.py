@@ -831,3 +831,27 @@ def test_an_ops_attributes_are_refused_as_the_name_checks_then_the_value_checks_
     assert _refusal(lambda: ops.apply_op(overlay, op, ctx, "ops[0]")) == expected
     if expected is not None:
         assert overlay.changes() == []
+
+
+def test_the_cycle_filter_is_linear_in_a_commits_edges():
+    # a chain of new nodes under an old one: each edge into a new node asked once, not a walk
+    # from each (a 20,000-step ingest took minutes that way)
+    from types import SimpleNamespace
+
+    from hgm_engine.rules.constraints import _may_close
+
+    class Counted(set):
+        asked = 0
+
+        def __contains__(self, item):
+            Counted.asked += 1
+            return set.__contains__(self, item)
+
+    n = 2000
+    names = [f"n{i}" for i in range(n)]
+    edges = [SimpleNamespace(source=a, target=b) for a, b in zip(["old"] + names, names)]
+    # the edge from the old node closes nothing, nor the one into the last (a leaf); the rest are walked
+    assert _may_close(edges, Counted(names)) == edges[1:-1]
+    assert Counted.asked <= 8 * len(edges)
+    back = edges + [SimpleNamespace(source=names[-1], target="old")]
+    assert _may_close(back, set(names)) == back  # the chain leads back to the old node: all walked

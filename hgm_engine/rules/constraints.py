@@ -443,49 +443,41 @@ class ConstraintChecker:
 def _may_close(edges: list, created: set[str]) -> list:
     """The ones of ``edges`` (the commit's added edges of one type) that may lie on a cycle of
     that type: all but an edge ``s -> t`` into a node ``t`` the commit made from which the
-    commit's edges reach only nodes the commit made, ``s`` not among them. A node the commit
-    made has no edge but the commit's, so what such a walk finds is all ``t`` reaches in the
-    view: no path back to ``s``, no cycle (the walk stops at the first node made earlier).
+    commit's edges reach only nodes the commit made, when ``s`` is older (then it is not among
+    them) or ``t`` leads nowhere. A node the commit made has no edge but the commit's, so that
+    is all ``t`` reaches in the view: no path back to ``s``, no cycle. Linear in the edges:
+    the nodes that reach an older one are found backwards from the edges into older nodes.
 
     >>> from types import SimpleNamespace as E
     >>> chain = [E(source="g", target="n1"), E(source="n1", target="n2")]
     >>> len(_may_close(chain, {"n1", "n2"})), len(_may_close(chain + [E(source="n2", target="g")], {"n1", "n2"}))
     (0, 3)
     """
-    leaving: dict[str, list[str]] = {}
+    leaving: set[str] = set()
+    into: dict[str, list[str]] = {}  # node made here -> the nodes made here with an edge into it
+    escaping: list[str] = []  # nodes made here with an edge into an older node
     for edge in edges:
-        leaving.setdefault(edge.source, []).append(edge.target)
-    reach: dict[str, frozenset[str] | None] = {}  # node made here -> what it reaches (None: an older node)
-
-    def reached(start: str) -> frozenset[str] | None:
-        found = reach.get(start, False)
-        if found is not False:
-            return found
-        seen = {start}
-        level = [start]
-        while level:
-            following = []
-            for node_id in level:
-                for other in leaving.get(node_id, ()):
-                    if other not in created:
-                        reach[start] = None
-                        return None
-                    if other not in seen:
-                        seen.add(other)
-                        following.append(other)
-            level = following
-        reach[start] = frozen = frozenset(seen)
-        return frozen
-
-    out = []
-    for edge in edges:
-        if edge.source == edge.target or edge.target not in created:
-            out.append(edge)
-            continue
-        found = reached(edge.target)
-        if found is None or edge.source in found:
-            out.append(edge)
-    return out
+        source, target = edge.source, edge.target
+        leaving.add(source)
+        if source in created:
+            if target in created:
+                into.setdefault(target, []).append(source)
+            else:
+                escaping.append(source)
+    reaches_older = set(escaping)
+    while escaping:
+        following = []
+        for node_id in escaping:
+            for earlier in into.get(node_id, ()):
+                if earlier not in reaches_older:
+                    reaches_older.add(earlier)
+                    following.append(earlier)
+        escaping = following
+    return [
+        edge for edge in edges
+        if edge.source == edge.target or edge.target not in created or edge.target in reaches_older
+        or (edge.source in created and edge.target in leaving)
+    ]
 
 
 def _closing_cycles(view, edges: list, edge_type: str) -> set[tuple[str, str]]:
