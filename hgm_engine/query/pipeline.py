@@ -286,7 +286,8 @@ class CompiledQuery:
 
         ``payloads(ids)``, when given, fetches node payloads later, on demand, as they were
         when the query ran; otherwise they are captured now."""
-        bound = self.bind(focus, params, limits)
+        # a direct-path query has nothing to bind or check (bind returns {} at once)
+        bound = {} if self._front is None else self.bind(focus, params, limits)
         value = self.program.run(view, focus=focus, params=bound, limits=limits)
         if self.program.final is None:
             if payloads is not None:

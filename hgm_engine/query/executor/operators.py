@@ -22,6 +22,7 @@ predicates — and faster forms for one-type hops, which the program chooses bet
 from __future__ import annotations
 
 import itertools
+import sys
 from bisect import bisect_left
 from typing import Callable
 
@@ -50,6 +51,7 @@ __all__ = [
     "stored_ends",
     "per_source_loop",
     "generic_hop",
+    "walk_step",
     "generic_per_source",
     "traced_navigation",
     "TieredFilter",
@@ -268,6 +270,7 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
 # in fresh processes on walks and hops of our own, not the benchmark's: median 1.7 calls over
 # 14 walks, 1.9 over 7 hops (bench/results/first-call/walks.py, walks.txt).
 STORED_WALKS = 2
+_NO_CEILING = sys.maxsize  # no limit on the work: no count reaches it
 
 
 class Walked(list):
@@ -374,30 +377,39 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
     if start is None or start >= limit:
         return None
     # Each level's nodes are charged as Context.charge does, inline: it is called (to stop
-    # the query with its error) only past max_work, or at every level under a deadline.
-    ceiling = -1 if ctx.deadline is not None else ctx.max_work
+    # the query with its error) only past max_work, or at every level under a deadline
+    # (Context.ceiling); the work is counted here and given to ctx before each such call.
+    ceiling = ctx.ceiling
+    if ceiling is None:
+        ceiling = _NO_CEILING
+    work = ctx.work
     reached = {start}
     level = [start]
     out = [start] if low == 0 else []
     depth = 0
-    while level and (high is None or depth < high):
+    left = -1 if high is None else high  # levels still to expand (-1: no bound)
+    while level and left:
+        left -= 1
         depth += 1
         following: list = []
         append = following.append
+        # (every position reached is one of the columns': only the source may be a node
+        # added since, and it was checked above)
         for p in level:
-            if p < limit:  # (a node added since has no edges in the columns)
-                for j in range(starts[p], starts[p + 1]):
-                    if types[j] == code:
-                        q = others[j]
-                        if q not in reached and (kind is None or kinds[q] == kind):
-                            reached.add(q)
-                            append(q)
+            for j in range(starts[p], starts[p + 1]):
+                if types[j] == code:
+                    q = others[j]
+                    if q not in reached and (kind is None or kinds[q] == kind):
+                        reached.add(q)
+                        append(q)
         if depth >= low:
             out.extend(following)
-        work = ctx.work = ctx.work + len(following)
-        if ceiling is not None and work > ceiling:
+        work += len(following)
+        if work > ceiling:
+            ctx.work = work
             ctx.charge(0)
         level = following
+    ctx.work = work
     ids = columns.ids
     walked = Walked(map(ids.__getitem__, out))
     walked.positions, walked.ids = out, ids
@@ -874,7 +886,11 @@ def one_type_hop(relation: Hop) -> Callable | None:
                 found, names = stored
                 if direction == "both" or (len(ids) > 1 and not ctx.view.distinct_ends(edge_type, direction == "out", len(found))):
                     found = list(dict.fromkeys(found))  # (a position is one id: the same repeats)
-                ctx.charge(len(found))
+                # charged as Context.charge does, inline (Context.ceiling)
+                work = ctx.work = ctx.work + len(found)
+                ceiling = ctx.ceiling
+                if ceiling is not None and work > ceiling:
+                    ctx.charge(0)
                 walked = Walked(map(names.__getitem__, found))
                 walked.positions, walked.ids = found, names
                 return walked
@@ -975,6 +991,49 @@ def generic_hop(plain: Callable) -> Callable:
         else:
             out = list(dict.fromkeys(itertools.chain.from_iterable(plain(i, ctx) for i in ids)))
         ctx.charge(len(out))
+        return out
+
+    return fast
+
+
+def walk_step(op: Navigate) -> Callable | None:
+    """The fast form of a walk without predicates — a one-type out or in hop repeated
+    (``{m,n}``) or its closure (``ancestors``) — as :func:`generic_hop` over the walk's levels
+    gives it, with the levels' function called directly (:func:`_one_type_levels`: the stored
+    columns first, then the hop's memo) and the work charged inline; None for other steps.
+    (Its traced form is the general one: :func:`expanders`.)
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> g = MemoryGraph.from_records([("g", "goal", {}), ("s", "goal", {}), ("a", "action", {})],
+    ...                              [("g", "s", "parent_of", {}), ("s", "a", "parent_of", {})])
+    >>> walk_step(Navigate("children", Hop("out", ("parent_of",)), (1, None)))(["g"], Context(g, {}, None, DEFAULT_LIMITS))
+    ['s', 'a']
+    >>> walk_step(Navigate("children", Hop("out", ("parent_of",)))) is None  # one hop: not a walk
+    True
+    """
+    if op.predicates:
+        return None
+    relation = op.relation
+    if relation.__class__ is Closure:
+        levels = _one_type_levels(relation.hop, 1, None)
+    elif relation.__class__ is Hop and op.repeat is not None:
+        levels = _one_type_levels(relation, *op.repeat)
+    else:
+        return None
+    if levels is None:
+        return None
+
+    def fast(ids, ctx):
+        if len(ids) == 1:  # one source's levels hold no repeats; a new list each call
+            out = levels(ids[0], ctx)
+        else:
+            out = list(dict.fromkeys(itertools.chain.from_iterable(levels(i, ctx) for i in ids)))
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         return out
 
     return fast

@@ -46,6 +46,7 @@ from hgm_engine.query.executor.operators import (
     one_type_hop,
     per_source_loop,
     traced_navigation,
+    walk_step,
 )
 from hgm_engine.query.executor.sources import charged, index_counter, scan_filter, source
 from hgm_engine.query.plan import AllOf, Filter, Navigate, PathPlan, QueryPlan, SubPlan
@@ -64,6 +65,9 @@ def navigation_step(op: Navigate, compile_path) -> Step:
     >>> navigation_step(Navigate("children", Hop("out", ("parent_of",)), (1, 2), (done,)), None).strategy.name
     'generic per source'
     """
+    walk = walk_step(op)
+    if walk is not None:  # a walk without predicates: its general form's traced step, made when first run
+        return Step(walk, _lazy_traced(op), _WALK)
     plain, traced_expand = expanders(op)
     relation = op.relation
     plain_hop = isinstance(relation, Hop) and op.repeat is None
@@ -110,6 +114,19 @@ def navigation_step(op: Navigate, compile_path) -> Step:
         "generic per source", detail, _generated(predicate_steps())))
 
 
+def _lazy_traced(op: Navigate) -> Callable:
+    """The traced form of navigation ``op`` as :func:`navigation_step` makes it for a step
+    without predicates, made on its first call (only ``.paths()`` runs it)."""
+    made: list = []
+
+    def traced(items, ctx):
+        if not made:
+            made.append(traced_navigation(expanders(op)[1], None))
+        return made[0](items, ctx)
+
+    return traced
+
+
 def _one_loop(relation: Hop) -> str:
     text = f"one loop over {relation.direction}({relation.edge_types[0]}) of all sources"
     if relation.node_type is not None:
@@ -140,6 +157,8 @@ def _generated(steps: list[Step]) -> tuple[str, ...]:
     return tuple(name for step in steps if step.strategy is not None for name in step.strategy.generated)
 
 
+# what _expansion says of a repetition or closure without predicates
+_WALK = Strategy("generic", "each source expanded on its own (breadth-first levels)")
 _TRACED_NAVIGATION = Strategy(
     "traced", "each (node, walk) expanded on its own, then its predicates; the walk to each node kept"
 )
@@ -199,7 +218,11 @@ class Program:
         # the paths inside it again, so nesting exists(children.where(...)) doubled the work
         # per level. Each relative path of the plan is compiled once.
         self._relatives: dict[int, tuple[PathPlan, Callable]] = {}
-        self._paths = [self._compile_path(p) for p in query_plan.branches]
+        branches = query_plan.branches
+        if len(branches) == 1:  # (no comprehension: one function less in a fresh process)
+            self._paths = [self._compile_path(branches[0])]
+        else:
+            self._paths = [self._compile_path(p) for p in branches]
 
     def _compile_path(self, path: PathPlan) -> _PathProgram:
         program = _PathProgram()
@@ -213,11 +236,13 @@ class Program:
         program.fast_ops = tuple(fast_ops)
         program.traced_ops = tuple(traced_ops)
         program.scan_filter = None
-        scan = scan_filter(path, self._relative)
+        ops = path.ops
+        # (scan_filter needs a filter first, index_counter no operator: not called otherwise)
+        scan = scan_filter(path, self._relative) if ops and isinstance(ops[0], Filter) else None
         if scan is not None:
             program.scan_filter, strategy = scan
-            self._strategies[id(path.ops[0])] = (path.ops[0], strategy)
-        program.counter = index_counter(path)
+            self._strategies[id(ops[0])] = (ops[0], strategy)
+        program.counter = None if ops else index_counter(path)
         if path.source is None:
             program.source = None
             program.traced_source = None
