@@ -95,6 +95,18 @@ def test_a_walk_is_built_without_its_general_expansion() -> None:
     assert fast.__qualname__ == "walk_step.<locals>.fast"
 
 
+def _charge_always(monkeypatch) -> None:
+    """Make every inline charge call Context.charge(0) (the ceiling -1): what calling
+    charge at each of them, as the general steps do, gives."""
+    init = Context.__init__
+
+    def always(self, *args):
+        init(self, *args)
+        self.ceiling = -1
+
+    monkeypatch.setattr(Context, "__init__", always)
+
+
 def _outcome(graph, text: str, limits: Limits):
     ctx = Context(graph, {}, None, limits)
     try:
@@ -104,28 +116,55 @@ def _outcome(graph, text: str, limits: Limits):
 
 
 @pytest.mark.parametrize("stored", [True, False])
-def test_the_inline_charges_stop_at_the_same_work_as_the_general_steps(stored, monkeypatch) -> None:
+def test_the_inline_charges_stop_at_the_same_work_as_calling_charge(stored, monkeypatch) -> None:
     nodes, edges = _records()
     graph_of = (lambda: _stored(nodes, edges)) if stored else (lambda: MemoryGraph.from_records(nodes, edges))
     texts = ["#g0.descendants", "#g0.children{2,3}", "#a3.ancestors", "#g0.related_facts", "#g0.children.children",
-             "nodes.where(type = 'goal').children{1,2}", "#g0"]
+             "nodes.where(type = 'goal').children{1,2}", "#g0", "#g0.descendants.where(priority >= 2)"]
     stopped = []
     for text in texts:
         most = _outcome(graph_of(), text, DEFAULT_LIMITS)[1]
         # every limit without a deadline; under one (every charge then looks at the clock) the
         # first few and the last few
-        every = range(0, most + 2)
+        every = sorted({*range(0, 6), *range(max(0, most - 3), most + 2), *range(0, most, max(1, most // 12))})
         for max_work, timeout in [(w, None) for w in every] + [(w, 60.0) for w in {*every[:6], *every[-4:]}]:
             if True:
                 limits = Limits(max_work=max_work, timeout=timeout)
                 lean = _outcome(graph_of(), text, limits)
-                with monkeypatch.context() as patch:
-                    _general(patch)
+                with monkeypatch.context() as patch:  # every inline charge calling charge(0)
+                    _charge_always(patch)
                     assert _outcome(graph_of(), text, limits) == lean, (text, max_work, timeout)
+                # charge's rule: stopped exactly when the whole query's work is over max_work
+                assert (lean[0] is QueryExecutionError) == (max_work < most), (text, max_work)
                 if stored:  # the columns' first calls stop where the memo's do on a built graph
                     assert _outcome(MemoryGraph.from_records(nodes, edges), text, limits) == lean, (text, max_work, timeout)
                 stopped.append(lean[0] is QueryExecutionError)
     assert True in stopped and False in stopped
+
+
+def test_each_step_charges_the_work_the_language_says() -> None:
+    # g -> s, a, b; s -> c: an id is 1, a hop its ids, a filter 1 per node it tests, a walk its levels
+    graph = MemoryGraph.from_records(
+        [("g", "goal", {}), ("s", "goal", {}), ("a", "action", {"priority": 2}), ("b", "action", {"priority": 0}),
+         ("c", "action", {"priority": 3})],
+        [("g", "s", "parent_of", {}), ("g", "a", "parent_of", {}), ("g", "b", "parent_of", {}), ("s", "c", "parent_of", {})])
+    expected = {
+        "#g": (["g"], 1),
+        "#g.children": (["s", "a", "b"], 1 + 3),
+        "#g.children.where(priority >= 1)": (["a"], 1 + 3 + 3),
+        "#g.descendants": (["s", "a", "b", "c"], 1 + 3 + 1 + 4),  # its levels, then what it gives
+        "#g.children{2}": (["c"], 1 + 3 + 1 + 1),
+        "#g.descendants.where(priority >= 1)": (["a", "c"], 1 + 3 + 1 + 4 + 2),
+        "#g.where(priority >= 1)": ([], 1 + 1),
+    }
+    nodes = [(i, t, a) for i, t, a in [("g", "goal", {}), ("s", "goal", {}), ("a", "action", {"priority": 2}),
+                                      ("b", "action", {"priority": 0}), ("c", "action", {"priority": 3})]]
+    edges = [("g", "s", "parent_of", {}), ("g", "a", "parent_of", {}), ("g", "b", "parent_of", {}), ("s", "c", "parent_of", {})]
+    for text, answer in expected.items():
+        for view in (graph, _stored(nodes, edges)):
+            for _ in range(STORED_WALKS + 1):
+                ctx = Context(view, {}, None, DEFAULT_LIMITS)
+                assert (compile_uncached(text).program.fast(ctx), ctx.work) == answer, text
 
 
 def test_an_id_lookup_charges_its_id_and_stops_past_max_work() -> None:

@@ -850,7 +850,11 @@ def _filter_step(cond, compile_path) -> Step:
     tests: list = []
 
     def fast(ids, ctx):
-        ctx.charge(len(ids) * weight)
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(ids) * weight
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         return keep(ids, ctx)
 
     def traced(items, ctx):
@@ -1060,7 +1064,11 @@ def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
             out = list(per_source(ids[0], ctx))
         else:
             out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
-        ctx.charge(len(out))
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         return out
 
     return fast
