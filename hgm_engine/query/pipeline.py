@@ -428,7 +428,7 @@ def compile_uncached(text: str, schema: Schema = DEFAULT_SCHEMA, limits: Limits 
     if type(text) is str:
         direct = direct_plan(text, schema, limits)
         if direct is not None:
-            return CompiledQuery(text, direct, build(direct), schema, limits)
+            return CompiledQuery(text, direct, Program(direct), schema, limits)  # (build is Program)
     try:
         ast = parse(text, limits)
         analysis = analyze(ast, schema, limits)

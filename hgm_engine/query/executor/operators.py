@@ -384,6 +384,7 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
         ceiling = _NO_CEILING
     work = ctx.work
     reached = {start}
+    add = reached.add
     level = [start]
     out = [start] if low == 0 else []
     depth = 0
@@ -395,13 +396,22 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
         append = following.append
         # (every position reached is one of the columns': only the source may be a node
         # added since, and it was checked above)
-        for p in level:
-            for j in range(starts[p], starts[p + 1]):
-                if types[j] == code:
-                    q = others[j]
-                    if q not in reached and (kind is None or kinds[q] == kind):
-                        reached.add(q)
-                        append(q)
+        if kind is None:  # (the same loop without the node type's test)
+            for p in level:
+                for j in range(starts[p], starts[p + 1]):
+                    if types[j] == code:
+                        q = others[j]
+                        if q not in reached:
+                            add(q)
+                            append(q)
+        else:
+            for p in level:
+                for j in range(starts[p], starts[p + 1]):
+                    if types[j] == code:
+                        q = others[j]
+                        if q not in reached and kinds[q] == kind:
+                            add(q)
+                            append(q)
         if depth >= low:
             out.extend(following)
         work += len(following)

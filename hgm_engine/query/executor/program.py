@@ -324,7 +324,13 @@ class Program:
         ctx = Context(view, params or {}, focus, limits)
         final = self.final
         if final is None and len(self._paths) == 1:  # the common case: one path's ids
-            ids = self._paths[0].run_fast(ctx)
+            path = self._paths[0]
+            if path.scan_filter is None and path.source is not None:  # run_fast's own loop, inline
+                ids = path.source(ctx)
+                for op in path.fast_ops:
+                    ids = op(ids, ctx)
+            else:
+                ids = path.run_fast(ctx)
             return list(ids) if ids.__class__ is Walked else ids
         if final == "paths":
             return [list(walk) for _, walk in self.traced(ctx)]
