@@ -250,3 +250,15 @@ def test_a_comparison_with_long_runs_and_every_operator_reads_as_lark_reads_it(t
     from tests.test_fastparse import _same
 
     _same(text)
+
+
+def test_a_navigation_builds_its_traced_form_only_when_paths_runs(monkeypatch) -> None:
+    real = program_module.expanders
+    made = []
+    monkeypatch.setattr(program_module, "expanders", lambda op: made.append(op.name) or real(op))
+    graph = MemoryGraph.from_records([("g", "goal", {}), ("a", "action", {"status": "done"}), ("f", "fact", {})],
+                                     [("g", "a", "parent_of", {}), ("a", "f", "related_to", {})])
+    for text in ("#g.children", "#a.related_facts", "#g.actions.where(status = 'done')", "#g.children[0]", "#g.descendants"):
+        assert compile_uncached(text).program.run(graph) and made == [], text
+    assert compile_uncached("#g.children.related_facts.paths()").program.run(graph) == [["g", "a", "f"]]
+    assert made == ["children", "related_facts"]  # each made once, when paths() ran

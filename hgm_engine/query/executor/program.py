@@ -66,9 +66,8 @@ def navigation_step(op: Navigate, compile_path) -> Step:
     'generic per source'
     """
     walk = walk_step(op)
-    if walk is not None:  # a walk without predicates: its general form's traced step, made when first run
-        return Step(walk, _lazy_traced(op), _WALK)
-    plain, traced_expand = expanders(op)
+    if walk is not None:  # a walk without predicates
+        return Step(walk, _lazy_traced(op, None), _WALK)
     relation = op.relation
     plain_hop = isinstance(relation, Hop) and op.repeat is None
     single = one_type_hop(relation) if plain_hop else None
@@ -81,7 +80,8 @@ def navigation_step(op: Navigate, compile_path) -> Step:
             built.append([list_op(p, compile_path) for p in op.predicates])
         return built[0]
 
-    traced = traced_navigation(traced_expand, predicate_steps if op.predicates else None)
+    # the traced form (only .paths() runs it) and the general expansion are made when used
+    traced = _lazy_traced(op, predicate_steps if op.predicates else None)
     if single is not None and not op.predicates:
         return Step(single, traced, Strategy("one-type hop", _one_loop(relation)))
     if single is not None and all(isinstance(p, Filter) for p in op.predicates):
@@ -107,6 +107,7 @@ def navigation_step(op: Navigate, compile_path) -> Step:
             tests = "the type test and the predicates" if relation.node_type is not None else "the predicates"
             detail = f"one loop over {relation.direction}({relation.edge_types[0]}) of all sources, {tests} on each source's targets"
             return Step(loop, traced, Strategy("per-source loop", detail, _generated(predicate_steps())))
+    plain = expanders(op)[0]
     if not op.predicates:
         return Step(generic_hop(plain), traced, Strategy("generic", _expansion(op)))
     detail = _expansion(op) + ", then its predicates"
@@ -114,14 +115,15 @@ def navigation_step(op: Navigate, compile_path) -> Step:
         "generic per source", detail, _generated(predicate_steps())))
 
 
-def _lazy_traced(op: Navigate) -> Callable:
-    """The traced form of navigation ``op`` as :func:`navigation_step` makes it for a step
-    without predicates, made on its first call (only ``.paths()`` runs it)."""
+def _lazy_traced(op: Navigate, predicate_steps: Callable[[], list[Step]] | None) -> Callable:
+    """The traced form of navigation ``op`` (:func:`traced_navigation` over its traced
+    expansion, then ``predicate_steps()``' traced forms), made on its first call: only
+    ``.paths()`` runs it."""
     made: list = []
 
     def traced(items, ctx):
         if not made:
-            made.append(traced_navigation(expanders(op)[1], None))
+            made.append(traced_navigation(expanders(op)[1], predicate_steps))
         return made[0](items, ctx)
 
     return traced
