@@ -52,6 +52,7 @@ __all__ = [
     "per_source_loop",
     "generic_hop",
     "walk_step",
+    "walk_levels",
     "generic_per_source",
     "traced_navigation",
     "TieredFilter",
@@ -1010,6 +1011,24 @@ def generic_hop(plain: Callable) -> Callable:
     return fast
 
 
+def walk_levels(op: Navigate) -> Callable | None:
+    """``levels(source, ctx) -> ids`` of a walk — a one-type out or in hop repeated (``{m,n}``)
+    or its closure — as :func:`expanders` gives it (:func:`_one_type_levels`), without making
+    the general expansions it does not use; None for other steps.
+
+    >>> walk_levels(Navigate("ancestors", Closure(Hop("in", ("parent_of",))))).__qualname__
+    '_one_type_levels.<locals>.levels'
+    >>> walk_levels(Navigate("children", Hop("out", ("parent_of",)))) is None
+    True
+    """
+    relation = op.relation
+    if relation.__class__ is Closure:
+        return _one_type_levels(relation.hop, 1, None)
+    if relation.__class__ is Hop and op.repeat is not None:
+        return _one_type_levels(relation, *op.repeat)
+    return None
+
+
 def walk_step(op: Navigate) -> Callable | None:
     """The fast form of a walk without predicates — a one-type out or in hop repeated
     (``{m,n}``) or its closure (``ancestors``) — as :func:`generic_hop` over the walk's levels
@@ -1028,13 +1047,7 @@ def walk_step(op: Navigate) -> Callable | None:
     """
     if op.predicates:
         return None
-    relation = op.relation
-    if relation.__class__ is Closure:
-        levels = _one_type_levels(relation.hop, 1, None)
-    elif relation.__class__ is Hop and op.repeat is not None:
-        levels = _one_type_levels(relation, *op.repeat)
-    else:
-        return None
+    levels = walk_levels(op)
     if levels is None:
         return None
 

@@ -46,6 +46,7 @@ from hgm_engine.query.executor.operators import (
     one_type_hop,
     per_source_loop,
     traced_navigation,
+    walk_levels,
     walk_step,
 )
 from hgm_engine.query.executor.sources import charged, index_counter, scan_filter, source
@@ -107,7 +108,7 @@ def navigation_step(op: Navigate, compile_path) -> Step:
             tests = "the type test and the predicates" if relation.node_type is not None else "the predicates"
             detail = f"one loop over {relation.direction}({relation.edge_types[0]}) of all sources, {tests} on each source's targets"
             return Step(loop, traced, Strategy("per-source loop", detail, _generated(predicate_steps())))
-    plain = expanders(op)[0]
+    plain = walk_levels(op) or expanders(op)[0]  # a walk's levels without the expansions it does not use
     if not op.predicates:
         return Step(generic_hop(plain), traced, Strategy("generic", _expansion(op)))
     detail = _expansion(op) + ", then its predicates"
