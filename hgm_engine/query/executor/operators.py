@@ -1047,7 +1047,13 @@ def walk_step(op: Navigate) -> Callable | None:
     """
     if op.predicates:
         return None
-    levels = walk_levels(op)
+    relation = op.relation  # (walk_levels' test, here: a call less on every compile of a walk)
+    if relation.__class__ is Closure:
+        levels = _one_type_levels(relation.hop, 1, None)
+    elif relation.__class__ is Hop and op.repeat is not None:
+        levels = _one_type_levels(relation, *op.repeat)
+    else:
+        return None
     if levels is None:
         return None
 
