@@ -16,6 +16,7 @@ from hgm_engine.errors import StoreError
 from hgm_engine.model import Change, Commit, Edge, Node, freeze
 from hgm_engine.store.journal import attrs_json, commit_from_row, commit_to_record, commit_to_text
 from hgm_engine.store.sqlite import SQLiteStore, row_crc
+from hgm_engine.txn import AddNode, TransactionReport, UpdateNode
 
 _texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=False, allow_infinity=False), _texts)
@@ -222,6 +223,35 @@ def test_new_actions_and_results_in_their_places_commit():
     assert report.committed and report.violations == ()
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("xyzmnp"), st.sampled_from("xyzmnp")), max_size=7), st.integers(0, 3))
+@example([("m", "n"), ("n", "m")], 2)  # a ring of new nodes
+@example([("x", "m"), ("m", "n"), ("n", "p")], 3)  # a new chain under an old node: no cycle
+@example([("z", "m"), ("m", "n"), ("n", "y")], 2)  # a new chain back to an old node
+def test_the_edges_a_commit_refuses_as_cycles_are_those_on_a_cycle_of_the_final_state(pairs, made):
+    # x, y, z exist (y -> z); m, n, p are made by the commit (the first ``made`` of them, as
+    # actions under g; the others are left out with their edges): every new ``before`` edge
+    # whose target reaches its source in the final state is refused, and no other
+    memory = _actions()
+    new = ["m", "n", "p"][:made]
+    names = {"x", "y", "z", *new}
+    edges = list(dict.fromkeys((s, t) for s, t in pairs if s in names and t in names and (s, t) != ("y", "z")))
+    final = {("y", "z"), *edges}
+
+    def reaches(start, goal):
+        seen, level = {start}, [start]
+        while level:
+            level = [t for s in level for (a, t) in final if a == s and t not in seen and not seen.add(t)]
+        return goal in seen
+
+    expected = {("before_acyclic", s) for s, t in edges if reaches(t, s)}
+    report = memory.apply({"ops": [
+        *({"op": "add_node", "id": name, "type": "action", "parent": "g"} for name in new),
+        *({"op": "add_edge", "from": s, "to": t, "type": "before"} for s, t in edges),
+    ], "dry_run": True})
+    assert {(v.constraint, v.node) for v in report.violations if v.constraint.endswith("_acyclic")} == expected
+
+
 def test_an_update_of_every_node_passes_the_structure_rules():
     memory = _planned()
     ops = [{"op": "update_node", "id": node_id, "set": {"note": "seen"}} for node_id in ("g", "h", "a", "b", "r", "e")]
@@ -308,6 +338,41 @@ def test_the_root_goals_after_each_commit_are_those_of_the_same_memory_built_afr
 
 
 @pytest.mark.parametrize(
+    "ops, category, where",
+    [
+        ([{"op": "add_node", "id": "g", "type": "goal"}], "duplicate-id", "ops[0]"),
+        ([{"op": "add_node", "id": "n", "type": "goal"}, {"op": "add_node", "id": "n", "type": "goal"}], "duplicate-id", "ops[1]"),
+        ([{"op": "add_edge", "from": "g", "to": "a", "type": "parent_of"}], "duplicate-edge", "ops[0]"),
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "g"}, {"op": "add_edge", "from": "g", "to": "n", "type": "parent_of"}],
+         "duplicate-edge", "ops[1]"),
+        ([{"op": "add_edge", "from": "g", "to": "nowhere", "type": "related_to"}], "unknown-node", "ops[0]"),
+        ([{"op": "add_node", "id": "n", "type": "action", "parent": "nowhere"}], "unknown-node", "ops[0]"),
+    ],
+)
+def test_the_ops_refuse_taken_ids_and_edges_and_missing_ends_themselves(ops, category, where):
+    # the overlay does not look them up again after the ops did (add_node/add_edge checked=True)
+    from hgm_engine.errors import TransactionError
+
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g"}]})
+    before = memory.export()
+    with pytest.raises(TransactionError) as caught:
+        memory.apply({"ops": ops})
+    assert (caught.value.problems[0].category, caught.value.problems[0].where) == (category, where)
+    assert memory.export() == before and memory.t == 1
+
+
+def test_a_node_deleted_and_made_again_in_one_commit_gets_its_new_parent_edge():
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g", "order": 1}]})
+    report = memory.apply({"ops": [{"op": "delete_node", "id": "a"}, {"op": "add_node", "id": "a", "type": "action", "parent": "g", "order": 2}]})
+    assert report.committed
+    assert [c.kind for c in report.changes] == ["edge_removed", "node_removed", "node_added", "edge_added"]
+    assert memory.graph.edge("g", "a", "parent_of").attrs == {"order": 2}
+    assert Memory.from_document(memory.export()).export() == memory.export()
+
+
+@pytest.mark.parametrize(
     "op, category, message, where",
     [
         ({"op": "add_node", "id": "a\x00b", "type": "goal"}, "invalid-value",
@@ -387,6 +452,76 @@ def test_an_overlays_adjacency_is_that_of_its_state_built_afresh(steps):
     assert [overlay.edge(*key) for key in keys] == [afresh.edge(*key) if afresh.node(key[0]) and afresh.node(key[1]) else None for key in keys]
 
 
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add_node", "remove_node", "add_edge", "remove_edge", "set_edge", "set_node"]), _overlay_ids,
+                          _overlay_ids, st.sampled_from(["parent_of", "before", "related_to"]), st.sampled_from(["done", "pending"])),
+                max_size=25))
+def test_a_commit_applied_at_once_leaves_the_graph_its_changes_one_by_one_leave(steps):
+    # MemoryGraph.apply_changes (a commit onto the state) against the graph's own methods
+    # change by change: the same nodes in the same order, types, adjacency, edges, roots, value
+    # indexes (built before), creation numbers
+    from hgm_engine.model import GraphOverlay, MemoryGraph
+
+    def base():
+        graph = MemoryGraph()
+        for node_id, node_type in (("a", "goal"), ("b", "action"), ("c", "action")):
+            graph.add_node(node_id, node_type, {"status": "pending"})
+        graph.add_edge("a", "b", "parent_of", {})
+        graph.add_edge("b", "c", "before", {"order": 2})
+        for node_type in ("goal", "action"):
+            graph.nodes_with(node_type, "status", "pending")
+        graph.roots()
+        return graph
+
+    at_once, one_by_one = base(), base()
+    overlay = GraphOverlay(at_once)
+    for kind, one, other, edge_type, status in steps:
+        if kind == "add_node" and one not in overlay:
+            overlay.add_node(one, "goal" if other < "c" else "action", {"status": status})
+        elif kind == "remove_node" and one in overlay:
+            overlay.remove_node(one)
+        elif kind == "set_node" and one in overlay:
+            overlay.set_node_attrs(one, {"status": status, "n": len(steps)})
+        elif kind == "add_edge" and one in overlay and other in overlay and overlay.edge(one, other, edge_type) is None:
+            overlay.add_edge(one, other, edge_type, {"order": len(steps)})
+        elif kind == "remove_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.remove_edge(one, other, edge_type)
+        elif kind == "set_edge" and overlay.edge(one, other, edge_type) is not None:
+            overlay.set_edge_attrs(one, other, edge_type, {"order": -1})
+    changes = overlay.changes()
+    at_once.apply_changes(changes)
+    for change in changes:
+        payload = change.after if change.after is not None else change.before
+        if change.kind == "edge_removed":
+            one_by_one.remove_edge(*payload.key)
+        elif change.kind == "node_removed":
+            one_by_one.remove_node(payload.id)
+        elif change.kind == "node_added":
+            one_by_one.restore_node(payload)
+        elif change.kind == "node_updated":
+            one_by_one.put_node(payload)
+        elif change.kind == "edge_added":
+            one_by_one.restore_edge(payload)
+        else:
+            one_by_one.set_edge_attrs(*payload.key, payload.attrs)
+    for graph in (at_once, one_by_one):
+        assert graph.version > 0
+    assert list(at_once.node_map().items()) == list(one_by_one.node_map().items())
+    assert at_once.version == one_by_one.version
+    assert (at_once.last_node_seq, at_once.last_edge_seq) == (one_by_one.last_node_seq, one_by_one.last_edge_seq)
+    assert sorted(e.key for e in at_once.iter_edges()) == sorted(e.key for e in one_by_one.iter_edges())
+    assert at_once.roots() == one_by_one.roots()
+    for node_id in "abcde":
+        assert at_once.out_adjacency(node_id).pairs == one_by_one.out_adjacency(node_id).pairs
+        assert at_once.in_adjacency(node_id).pairs == one_by_one.in_adjacency(node_id).pairs
+    for node_type in ("goal", "action"):
+        assert list(at_once.ids_of_type(node_type)) == list(one_by_one.ids_of_type(node_type))
+        for status in ("done", "pending"):
+            expected = [n.id for n in one_by_one.nodes_of_type(node_type) if n.attrs.get("status") == status]
+            assert [n.id for n in at_once.nodes_with(node_type, "status", status)] == expected
+            assert [n.id for n in one_by_one.nodes_with(node_type, "status", status)] == expected
+
+
 # -- cycles: an edge into a node the commit made is walked from only when that node leads on --------
 
 
@@ -440,6 +575,37 @@ def test_new_leaves_under_new_and_old_nodes_close_no_cycle():
         {"op": "add_edge", "from": "p", "to": "q", "type": "before"}, {"op": "add_edge", "from": "z", "to": "p", "type": "before"},
     ]})
     assert report.committed and report.violations == ()
+
+
+def test_value_indexes_built_between_commits_follow_every_commit_after():
+    # A commit updates the value indexes of the changed nodes' type only (kept by type, looked
+    # up again when a reader built another index since): every index answers as a scan does
+    memory = Memory()
+    memory.apply({"ops": [
+        {"op": "add_node", "id": "g", "type": "goal", "status": "active"},
+        *({"op": "add_node", "id": f"a{i}", "type": "action", "parent": "g", "status": "pending", "slot": "am"} for i in range(4)),
+        {"op": "add_node", "id": "f", "type": "fact", "kind": "note"},
+    ]})
+    graph = memory.graph
+    probes = [("action", "status", "pending"), ("action", "status", "done"), ("action", "slot", "am"),
+              ("action", "slot", "pm"), ("goal", "status", "active"), ("goal", "status", "done"), ("fact", "kind", "note")]
+
+    def check():
+        for node_type, attribute, value in probes:
+            scan = [n.id for n in graph.nodes_of_type(node_type) if n.attrs.get(attribute) == value]
+            assert [n.id for n in graph.nodes_with(node_type, attribute, value)] == scan, (node_type, attribute, value)
+
+    graph.nodes_with("action", "status", "pending")  # the first index, before any commit
+    memory.apply({"ops": [{"op": "update_node", "id": "a1", "set": {"status": "done", "slot": "pm"}}]})
+    graph.nodes_with("action", "slot", "am")  # another index of the same type, built between commits
+    memory.apply({"ops": [{"op": "update_node", "id": "a2", "set": {"slot": "pm"}}, {"op": "delete_node", "id": "a3"}]})
+    graph.nodes_with("goal", "status", "active")  # and one of another type
+    memory.apply({"ops": [
+        {"op": "update_node", "id": "g", "set": {"status": "done"}},
+        {"op": "add_node", "id": "a9", "type": "action", "parent": "g", "status": "done", "slot": "pm"},
+        {"op": "update_node", "id": "f", "set": {"kind": "other"}},
+    ]})
+    check()
 
 
 def test_every_row_a_commit_writes_carries_the_checksum_row_crc_gives(tmp_path):
@@ -508,6 +674,42 @@ def test_the_payload_classes_have_no_attribute_hook():
     # specialise those reads: node.id, edge.source cost 4x on every commit and query.
     for cls in (Node, Edge):
         assert not hasattr(cls, "__getattr__"), cls
+
+
+@pytest.mark.parametrize(
+    "cls, values",
+    [
+        (Node, ("g", "goal", freeze({"status": "done"}), 7)),
+        (Edge, ("g", "a", "parent_of", freeze({"order": 1}), 8)),
+        (Change, ("node_added", None, Node("g", "goal", freeze({}), 1))),
+        (Commit, (3, "me", "why", 2, 1.5, (), ("rule",), (freeze({"id": "g"}),), True, "load", ("x",))),
+        (TransactionReport, (True, 3, 2, "me", "why", (), ("rule",), (), (), True, freeze({"code": 1}), ("g",), ())),
+        (AddNode, ("g", "goal", freeze({"status": "done"}), "p", 2)),
+        (UpdateNode, ("g", freeze({"status": "done"}), ("note",))),
+    ],
+)
+def test_payloads_changes_commits_and_ops_made_by_their_constructor_are_the_frozen_values_attrs_describes(cls, values):
+    # Node, Edge, Change, Commit, the report and the two commonest ops set their slots
+    # themselves (not attrs' __init__): every field by position and by name, the defaults attrs
+    # declares for those left out, equal and hashed by them, printed by them, still frozen
+    import attrs
+    import pickle
+
+    fields = [field for field in attrs.fields(cls) if field.init]
+    names = [field.name for field in fields]
+    made, named = cls(*values), cls(**dict(zip(names, values)))
+    assert [getattr(made, name) for name in names] == list(values) and made == named and hash(made) == hash(named)
+    assert repr(made) == f"{cls.__name__}({', '.join(f'{n}={v!r}' for n, v in zip(names, values))})"
+    assert attrs.evolve(made) == made and pickle.loads(pickle.dumps(made)) == made
+    required = [field for field in fields if field.default is attrs.NOTHING]
+    bare = cls(*values[: len(required)])
+    assert [getattr(bare, field.name) for field in fields[len(required):]] == [field.default for field in fields[len(required):]]
+    if cls in (Node, Edge):
+        assert made._raw is None and made.attrs_text() == attrs_json(values[-2])
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        setattr(made, names[0], "other")
+    with pytest.raises(TypeError):
+        cls(*values[: len(required) - 1])
 
 
 def _packed(text: str | bytes, kind: str = "node"):
@@ -629,3 +831,27 @@ def test_an_ops_attributes_are_refused_as_the_name_checks_then_the_value_checks_
     assert _refusal(lambda: ops.apply_op(overlay, op, ctx, "ops[0]")) == expected
     if expected is not None:
         assert overlay.changes() == []
+
+
+def test_the_cycle_filter_is_linear_in_a_commits_edges():
+    # a chain of new nodes under an old one: each edge into a new node asked once, not a walk
+    # from each (a 20,000-step ingest took minutes that way)
+    from types import SimpleNamespace
+
+    from hgm_engine.rules.constraints import _may_close
+
+    class Counted(set):
+        asked = 0
+
+        def __contains__(self, item):
+            Counted.asked += 1
+            return set.__contains__(self, item)
+
+    n = 2000
+    names = [f"n{i}" for i in range(n)]
+    edges = [SimpleNamespace(source=a, target=b) for a, b in zip(["old"] + names, names)]
+    # the edge from the old node closes nothing, nor the one into the last (a leaf); the rest are walked
+    assert _may_close(edges, Counted(names)) == edges[1:-1]
+    assert Counted.asked <= 8 * len(edges)
+    back = edges + [SimpleNamespace(source=names[-1], target="old")]
+    assert _may_close(back, set(names)) == back  # the chain leads back to the old node: all walked

@@ -195,3 +195,15 @@ def test_a_loaded_graphs_edge_ends_are_its_own_id_strings_and_types_the_schemas(
     assert target is keys["act-1"] and source is keys["goal-1"]
     assert graph.node_map()["act-1"].type is sys.intern("action")
     assert next(iter(graph.out_adjacency("goal-1").by_type)) is sys.intern("parent_of")
+
+
+@pytest.mark.parametrize("doc", [
+    {"format": 10**4301, "nodes": [], "edges": []},
+    {"format": "hgm-graph/1", "nodes": [{"id": "a", "type": "fact", 10**4301: 1}], "edges": []},
+    {"format": [10**5000], "nodes": [], "edges": []},
+])
+def test_an_integer_too_long_to_print_in_a_document_is_named_in_the_error(doc):
+    # str() refuses integers of more than 4,300 digits: the message must not try to print one
+    with pytest.raises(GraphFileError) as caught:
+        Memory.from_document(doc)
+    assert "digits" in str(caught.value) or "a list" in str(caught.value)

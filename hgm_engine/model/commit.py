@@ -18,7 +18,7 @@ from hgm_engine.model.overlay import Change
 __all__ = ["Commit"]
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class Commit:
     """One committed transaction. ``genesis`` marks a load into an empty memory: before it,
     memory was empty, and its changes are not kept (they are the whole graph)."""
@@ -34,6 +34,34 @@ class Commit:
     genesis: bool = False
     kind: str = "transaction"  # transaction | load | revert | purge
     purged: tuple[str, ...] = ()  # a purge's tombstone: the ids whose every trace was removed
+
+    def __init__(
+        self,
+        t: int,
+        author: str | None,
+        reason: str | None,
+        base_t: int | None,
+        timestamp: float,
+        changes: tuple[Change, ...],
+        fired_rules: tuple[str, ...] = (),
+        dirtied: tuple[Mapping[str, Any], ...] = (),
+        genesis: bool = False,
+        kind: str = "transaction",
+        purged: tuple[str, ...] = (),
+    ) -> None:
+        # the slots' setters, not attrs' object.__setattr__ per field (as Node's __init__)
+        s_t, s_author, s_reason, s_base_t, s_timestamp, s_changes, s_fired, s_dirtied, s_genesis, s_kind, s_purged = _SET_COMMIT
+        s_t(self, t)
+        s_author(self, author)
+        s_reason(self, reason)
+        s_base_t(self, base_t)
+        s_timestamp(self, timestamp)
+        s_changes(self, changes)
+        s_fired(self, fired_rules)
+        s_dirtied(self, dirtied)
+        s_genesis(self, genesis)
+        s_kind(self, kind)
+        s_purged(self, purged)
 
     @property
     def touched(self) -> frozenset[str]:
@@ -54,3 +82,6 @@ class Commit:
             "fired_rules": list(self.fired_rules),
             **({"purged": list(self.purged)} if self.purged else {}),
         }
+
+
+_SET_COMMIT = tuple(getattr(Commit, field.name).__set__ for field in attrs.fields(Commit))

@@ -196,6 +196,9 @@ class MemoryGraph:
         self._root_pending: set[str] = set()
         # (type, attribute) -> string value -> id -> payload; built on first use, then kept.
         self._values: dict[tuple[str, str], dict[str, dict[str, Node]]] = {}
+        # (how many keys ``_values`` had, node type -> its keys): what _index_values looks at for
+        # one node's change; readers only add keys (under the read lock), so the count tells.
+        self._value_keys: tuple[int, dict[str, list[tuple[str, str]]]] = (0, {})
         self._unsorted: set[tuple[str, str, str]] = set()  # buckets whose order needs a sort
         self._node_seq = 0
         self._edge_seq = 0
@@ -675,7 +678,8 @@ class MemoryGraph:
 
     def _index_values(self, old: Node | None, new: Node | None) -> None:
         """Keep the built value indexes in step with one node's change."""
-        self._members = {}
+        if self._members:
+            self._members = {}
         self._stored_numbers = None  # positions of the nodes before the change: not kept up
         if self._stored_values is not None:
             # The image's positions describe the nodes before this change: every index kept
@@ -690,12 +694,20 @@ class MemoryGraph:
                         found: {node_id: nodes[node_id] for node_id in map(at, where) if node_id in nodes}
                         for found, where in buckets.items()
                     }
-        if not self._values:
+        values = self._values
+        if not values:
             return
         node = new if new is not None else old
-        for (node_type, attribute), buckets in self._values.items():
-            if node_type != node.type:
-                continue
+        count, by_type = self._value_keys
+        if count != len(values):  # an index was built since: the keys by node type again: the keys by node type again
+            by_type = {}
+            keys = list(values)
+            for key in keys:
+                by_type.setdefault(key[0], []).append(key)
+            self._value_keys = (len(keys), by_type)
+        for key in by_type.get(node.type, ()):
+            buckets = values[key]
+            node_type, attribute = key
             before = old.attrs.get(attribute) if old is not None else None
             after = new.attrs.get(attribute) if new is not None else None
             if type(before) is str and (before != after or new is None):
@@ -920,6 +932,64 @@ class MemoryGraph:
             self._root_pending.add(node_id)  # decided by roots(), on the state it asks about
 
     # -- changing -----------------------------------------------------------------------
+
+    def apply_changes(self, changes: Iterable[Any]) -> None:
+        """Apply net changes (``Change``, in the order ``GraphOverlay.changes`` gives them) as
+        :meth:`remove_edge`, :meth:`remove_node`, :meth:`restore_node`, :meth:`put_node`,
+        :meth:`restore_edge` and :meth:`set_edge_attrs` apply them one by one: a commit onto
+        the state, nodes added and updated here with what those methods repeat per node
+        (finding the id map, building what an image keeps by position) done once.
+
+        >>> from hgm_engine.model.overlay import GraphOverlay
+        >>> g = MemoryGraph(); _ = g.add_node("g", "goal", {})
+        >>> o = GraphOverlay(g); _ = o.add_node("a", "action", {}); _ = o.add_edge("g", "a", "parent_of")
+        >>> _ = o.set_node_attrs("g", {"status": "done"})
+        >>> g.apply_changes(o.changes()); g.node("g").attrs["status"], g.out_adjacency("g").by_type
+        ('done', {'parent_of': ('a',)})
+        """
+        nodes, by_type = self._nodes, self._by_type
+        index = None  # the id -> index map, once a node changes (_changing_nodes)
+        for change in changes:
+            kind = change.kind
+            if kind == "node_updated":  # put_node
+                node = change.after
+                node_id = node.id
+                old = nodes[node_id]
+                if old.type != node.type:
+                    raise ValueError(f"node {node_id!r} cannot change type from {old.type!r} to {node.type!r}")
+                if index is None:
+                    index = self._changing_nodes()
+                self._rx[index[node_id]] = node
+                nodes[node_id] = node
+                by_type[node.type][node_id] = node
+                self._index_values(old, node)
+                self.version += 1
+            elif kind == "node_added":  # restore_node
+                node = change.after
+                node_id = node.id
+                if node_id in nodes:
+                    raise KeyError(f"node {node_id!r} already exists")
+                if index is None:
+                    index = self._changing_nodes()
+                if node.seq > self._node_seq:
+                    self._node_seq = node.seq
+                index[node_id] = self._rx.add_node(node)
+                nodes[node_id] = node
+                by_type.setdefault(node.type, {})[node_id] = node
+                self._index_values(None, node)
+                if node.type == "goal":
+                    self._recheck_root(node_id)
+                self.version += 1
+            elif kind == "edge_added":
+                self.restore_edge(change.after)
+            elif kind == "edge_removed":
+                self.remove_edge(*change.before.key)
+            elif kind == "node_removed":
+                self.remove_node(change.before.id)
+            elif kind == "edge_updated":
+                self.set_edge_attrs(*change.after.key, change.after.attrs)
+            else:
+                raise ValueError(f"unknown change kind {kind!r}")
 
     def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> Node:
         """Add a node; ``node_id`` must be new."""

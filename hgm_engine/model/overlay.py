@@ -37,7 +37,7 @@ __all__ = ["GraphOverlay", "Change", "apply_changes"]
 _MISSING = object()
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class Change:
     """One net change: ``kind`` is node_added/node_updated/node_removed or
     edge_added/edge_updated/edge_removed; ``before``/``after`` are payloads (None when absent)."""
@@ -45,6 +45,13 @@ class Change:
     kind: str
     before: Node | Edge | None
     after: Node | Edge | None
+
+    def __init__(self, kind: str, before: Node | Edge | None, after: Node | Edge | None) -> None:
+        # the slots' setters, not object.__setattr__ per field as attrs' frozen __init__ (Node's)
+        set_kind, set_before, set_after = _SET_CHANGE
+        set_kind(self, kind)
+        set_before(self, before)
+        set_after(self, after)
 
     @property
     def node_id(self) -> str | None:
@@ -67,6 +74,9 @@ class Change:
         elif kind.endswith("_removed"):
             kind = kind.replace("_removed", "_added")
         return Change(kind, self.after, self.before)
+
+
+_SET_CHANGE = (Change.kind.__set__, Change.before.__set__, Change.after.__set__)
 
 
 class _OverlayNodes(dict):
@@ -326,8 +336,10 @@ class GraphOverlay:
         if self._type_counts:
             self._type_counts.clear()
 
-    def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any]) -> Node:
-        if node_id in self:
+    def add_node(self, node_id: str, node_type: str, attributes: Mapping[str, Any], *, checked: bool = False) -> Node:
+        """Add a node (a KeyError when ``node_id`` is taken; ``checked``: the caller has just
+        made sure it is not, and it is not asked again)."""
+        if not checked and node_id in self:
             raise KeyError(f"node {node_id!r} already exists")
         self._node_seq += 1
         node = Node(node_id, node_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._node_seq)
@@ -375,14 +387,29 @@ class GraphOverlay:
         self._changed()
         return removed
 
-    def add_edge(self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None) -> Edge:
-        for end in (source, target):
-            if end not in self:
-                raise KeyError(f"node {end!r} does not exist")
-        # both ends are here: self.edge() without asking for them again
+    def add_edge(
+        self, source: str, target: str, edge_type: str, attributes: Mapping[str, Any] | None = None, *, checked: bool = False
+    ) -> Edge:
+        """Add an edge between two nodes of the overlay (a KeyError when an end is missing or the
+        edge exists; ``checked``: the caller has just made sure of both, and they are not asked
+        again — the transaction's ops look up the ends and the edge themselves).
+
+        >>> o = GraphOverlay(MemoryGraph()); _ = o.add_node("g", "goal", {}); _ = o.add_node("a", "action", {})
+        >>> o.add_edge("g", "a", "parent_of", checked=True) == o.edge("g", "a", "parent_of")
+        True
+        >>> o.add_edge("g", "a", "parent_of")
+        Traceback (most recent call last):
+        ...
+        KeyError: "edge 'g' -parent_of-> 'a' already exists"
+        """
         key = (source, target, edge_type)
-        if key in self._added_edges or (key not in self._removed_edges and self.base.edge(source, target, edge_type) is not None):
-            raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
+        if not checked:
+            for end in (source, target):
+                if end not in self:
+                    raise KeyError(f"node {end!r} does not exist")
+            # both ends are here: self.edge() without asking for them again
+            if key in self._added_edges or (key not in self._removed_edges and self.base.edge(source, target, edge_type) is not None):
+                raise KeyError(f"edge {source!r} -{edge_type}-> {target!r} already exists")
         self._edge_seq += 1
         edge = Edge(source, target, edge_type, freeze(attributes) if attributes else EMPTY_ATTRS, self._edge_seq)
         self._place_edge(edge)  # its key checked above
@@ -529,6 +556,9 @@ class GraphOverlay:
 
 def apply_changes(graph, changes: list[Change]) -> None:
     """Apply net changes (as :meth:`GraphOverlay.changes` orders them) to a graph or overlay."""
+    if graph.__class__ is MemoryGraph:
+        graph.apply_changes(changes)  # the same, the per-node look-ups made once
+        return
     for change in changes:
         kind = change.kind
         if kind == "edge_removed":

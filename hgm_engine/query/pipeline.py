@@ -286,7 +286,8 @@ class CompiledQuery:
 
         ``payloads(ids)``, when given, fetches node payloads later, on demand, as they were
         when the query ran; otherwise they are captured now."""
-        bound = self.bind(focus, params, limits)
+        # a direct-path query has nothing to bind or check (bind returns {} at once)
+        bound = {} if self._front is None else self.bind(focus, params, limits)
         value = self.program.run(view, focus=focus, params=bound, limits=limits)
         if self.program.final is None:
             if payloads is not None:
@@ -427,7 +428,7 @@ def compile_uncached(text: str, schema: Schema = DEFAULT_SCHEMA, limits: Limits 
     if type(text) is str:
         direct = direct_plan(text, schema, limits)
         if direct is not None:
-            return CompiledQuery(text, direct, build(direct), schema, limits)
+            return CompiledQuery(text, direct, Program(direct), schema, limits)  # (build is Program)
     try:
         ast = parse(text, limits)
         analysis = analyze(ast, schema, limits)

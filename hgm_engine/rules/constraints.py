@@ -354,16 +354,17 @@ class ConstraintChecker:
         rules = self.schema.edge_rules
         closing: dict[str, set[tuple[str, str]]] = {}
         if check_cycles:
-            # A node made by this commit has only the commit's edges: when none of them leaves
-            # it over a type, an edge into it closes no cycle of that type (a new leaf under its
-            # parent), and the walk need not start there.
-            leaving = {(e.source, e.type) for e in edges if e is not None} if created else ()
+            # A node made by this commit has only the commit's edges: what it reaches is what
+            # they reach from it. An edge into it closes no cycle when that stays among the
+            # commit's new nodes without its source (a new subtree under its parent), and the
+            # walk need not start there (_may_close).
             for edge_type in self.schema.acyclic_edge_types:
                 typed = [  # the commit's edges: both ends are in the view
                     e for e in edges
                     if e is not None and e.type == edge_type
-                    and (e.source == e.target or e.target not in created or (e.target, edge_type) in leaving)
                 ]
+                if typed and created:
+                    typed = _may_close(typed, created)
                 if typed:
                     closing[edge_type] = _closing_cycles(view, typed, edge_type)
         for edge in edges:
@@ -437,6 +438,46 @@ class ConstraintChecker:
                 scopes[radius] = scope
             out.extend(constraint.violations(view, scope))
         return out
+
+
+def _may_close(edges: list, created: set[str]) -> list:
+    """The ones of ``edges`` (the commit's added edges of one type) that may lie on a cycle of
+    that type: all but an edge ``s -> t`` into a node ``t`` the commit made from which the
+    commit's edges reach only nodes the commit made, when ``s`` is older (then it is not among
+    them) or ``t`` leads nowhere. A node the commit made has no edge but the commit's, so that
+    is all ``t`` reaches in the view: no path back to ``s``, no cycle. Linear in the edges:
+    the nodes that reach an older one are found backwards from the edges into older nodes.
+
+    >>> from types import SimpleNamespace as E
+    >>> chain = [E(source="g", target="n1"), E(source="n1", target="n2")]
+    >>> len(_may_close(chain, {"n1", "n2"})), len(_may_close(chain + [E(source="n2", target="g")], {"n1", "n2"}))
+    (0, 3)
+    """
+    leaving: set[str] = set()
+    into: dict[str, list[str]] = {}  # node made here -> the nodes made here with an edge into it
+    escaping: list[str] = []  # nodes made here with an edge into an older node
+    for edge in edges:
+        source, target = edge.source, edge.target
+        leaving.add(source)
+        if source in created:
+            if target in created:
+                into.setdefault(target, []).append(source)
+            else:
+                escaping.append(source)
+    reaches_older = set(escaping)
+    while escaping:
+        following = []
+        for node_id in escaping:
+            for earlier in into.get(node_id, ()):
+                if earlier not in reaches_older:
+                    reaches_older.add(earlier)
+                    following.append(earlier)
+        escaping = following
+    return [
+        edge for edge in edges
+        if edge.source == edge.target or edge.target not in created or edge.target in reaches_older
+        or (edge.source in created and edge.target in leaving)
+    ]
 
 
 def _closing_cycles(view, edges: list, edge_type: str) -> set[tuple[str, str]]:

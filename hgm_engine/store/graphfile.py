@@ -70,7 +70,7 @@ def check_document(doc: Any, schema: Schema = DEFAULT_SCHEMA, existing: Any = ()
     fmt = doc.get("format")
     if fmt != GRAPH_FORMAT:
         problems.append(
-            _problem("invalid-document", f"format must be {GRAPH_FORMAT!r}, found {fmt!r}", "format")
+            _problem("invalid-document", f"format must be {GRAPH_FORMAT!r}, found {_shown(fmt)}", "format")
         )
     unknown_keys = sorted(set(doc) - {"format", "nodes", "edges"})
     if unknown_keys:
@@ -146,7 +146,7 @@ def _value_problems(records: list, label: str, reserved: tuple[str, ...]) -> lis
 def _record_problem(record: dict, where: str, reserved: tuple[str, ...]) -> Problem | None:
     for key, value in record.items():
         if not isinstance(key, str):
-            return _problem("invalid-value", f"attribute names are strings, not {key!r}", where)
+            return _problem("invalid-value", f"attribute names are strings, not {_shown(key)}", where)
         found = text_problem(key, where, "an attribute name")
         if found is None:
             if key in reserved:  # the record's own id, type or ends: only strings are stored
@@ -197,8 +197,31 @@ def marks_problem(record: dict, where: str) -> Problem | None:
 
 
 def _shown(value: Any) -> str:
+    """A document's value for a message, cut to 40 characters (an integer too long for ``str``,
+    which refuses over 4,300 digits, by its length).
+
+    >>> _shown("x" * 50), _shown(10**5000), _shown([1])
+    ('"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...', 'an integer of 5,001 digits', 'a list')
+    """
+    if isinstance(value, int) and value.bit_length() > 14_000:  # about 4,200 digits: str() may refuse it
+        return f"an integer of {_digits(value):,} digits"
     text = json.dumps(value) if isinstance(value, (str, int, float, bool)) or value is None else f"a {type(value).__name__}"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _digits(value: int) -> int:
+    """How many decimal digits ``value`` has, without printing it.
+
+    >>> _digits(10**5000), _digits(10**5000 - 1), _digits(-7)
+    (5001, 5000, 1)
+    """
+    magnitude = abs(value)
+    count = max(1, int((magnitude.bit_length() - 1) * 0.30102999566398120) + 1)  # log10(2)
+    while magnitude >= 10**count:
+        count += 1
+    while count > 1 and magnitude < 10 ** (count - 1):
+        count -= 1
+    return count
 
 
 def _node_problems(node: Any, position: int, schema: Schema, first_seen: dict[str, int]) -> list[Problem]:

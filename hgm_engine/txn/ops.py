@@ -75,7 +75,7 @@ _MAX_BASE_T = 2**63 - 1  # the largest integer SQLite and PostgreSQL store
 # -- operations ---------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class AddNode:
     node_id: str | None
     node_type: str
@@ -83,12 +83,33 @@ class AddNode:
     parent: str | None = None
     order: int | float | None = None  # the ``order`` of the parent edge, when given
 
+    def __init__(
+        self, node_id: str | None, node_type: str, attributes: Mapping[str, Any], parent: str | None = None, order: int | float | None = None
+    ) -> None:
+        # the slots' setters, not attrs' object.__setattr__ per field (most ops are these two)
+        s_id, s_type, s_attributes, s_parent, s_order = _SET_ADD_NODE
+        s_id(self, node_id)
+        s_type(self, node_type)
+        s_attributes(self, attributes)
+        s_parent(self, parent)
+        s_order(self, order)
 
-@attrs.frozen
+
+@attrs.frozen(init=False)
 class UpdateNode:
     node_id: str
     set: Mapping[str, Any]
     unset: tuple[str, ...] = ()
+
+    def __init__(self, node_id: str, set: Mapping[str, Any], unset: tuple[str, ...] = ()) -> None:  # noqa: A002 (the field's name)
+        s_id, s_set, s_unset = _SET_UPDATE_NODE  # as AddNode's
+        s_id(self, node_id)
+        s_set(self, set)
+        s_unset(self, unset)
+
+
+_SET_ADD_NODE = tuple(getattr(AddNode, field.name).__set__ for field in attrs.fields(AddNode))
+_SET_UPDATE_NODE = tuple(getattr(UpdateNode, field.name).__set__ for field in attrs.fields(UpdateNode))
 
 
 @attrs.frozen
@@ -570,7 +591,7 @@ def _add_node(overlay, ctx, node_id, node_type, attributes, where) -> str:
         node_id = ctx.new_id(overlay, node_type)
     elif node_id in overlay:
         raise _fail(f"node {node_id!r} already exists", where, "duplicate-id")
-    overlay.add_node(node_id, node_type, attributes)
+    overlay.add_node(node_id, node_type, attributes, checked=True)  # a new id: checked here or made new
     return node_id
 
 
@@ -584,7 +605,7 @@ def _add_edge(overlay, ctx, source, target, edge_type, attributes, where) -> Non
     _need_node(overlay, target, where, ctx)
     if overlay.edge(source, target, edge_type) is not None:
         raise _fail(f"edge {source!r} -{edge_type}-> {target!r} already exists", where, "duplicate-edge")
-    overlay.add_edge(source, target, edge_type, attributes)
+    overlay.add_edge(source, target, edge_type, attributes, checked=True)  # both ends and the key looked up above
 
 
 def _descendants(overlay: GraphOverlay, node_id: str) -> list[str]:
@@ -647,7 +668,8 @@ def _add_plan(overlay, ctx, parent: str, plan: PlanNode, order: int | None, wher
     if level > MAX_PLAN_DEPTH:
         raise _fail(f"a plan may nest at most {MAX_PLAN_DEPTH} levels of children", where)
     node_id = _add_node(overlay, ctx, plan.node_id, plan.node_type, plan.attributes, where)
-    overlay.add_edge(parent, node_id, "parent_of", {"order": order} if order is not None else None)
+    # into the node just made: no such edge yet (its parent exists: the op's node or the plan's)
+    overlay.add_edge(parent, node_id, "parent_of", {"order": order} if order is not None else None, checked=True)
     for i, child in enumerate(plan.children):
         _add_plan(overlay, ctx, node_id, child, i, f"{where}.children[{i}]", level + 1)
     for i, (target, edge_type, attributes) in enumerate(plan.edges):
@@ -663,8 +685,8 @@ def apply_op(overlay: GraphOverlay, op: Op, ctx: OpContext, where: str) -> list[
         if op.parent is not None:
             _need_node(overlay, op.parent, where, ctx)
         node_id = _add_node(overlay, ctx, op.node_id, op.node_type, op.attributes, where)
-        if op.parent is not None:
-            overlay.add_edge(op.parent, node_id, "parent_of", {"order": op.order} if op.order is not None else None)
+        if op.parent is not None:  # looked up above; into the node just made, so a new edge
+            overlay.add_edge(op.parent, node_id, "parent_of", {"order": op.order} if op.order is not None else None, checked=True)
         return [node_id]
     if isinstance(op, UpdateNode):
         plain = _plain_attributes(op.set, _NODE_RESERVED)  # else the checks below, in their order

@@ -71,7 +71,7 @@ def change_to_json(change: Change) -> dict[str, Any]:
 
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class TransactionReport:
     """What a transaction did (or would do, or why it did not).
 
@@ -94,6 +94,39 @@ class TransactionReport:
     created: tuple[str, ...] = ()
     cleared: tuple[Mapping[str, Any], ...] = ()
 
+    def __init__(
+        self,
+        committed: bool,
+        t: int | None,
+        base_t: int | None,
+        author: str | None,
+        reason: str | None,
+        changes: tuple[Change, ...] = (),
+        fired_rules: tuple[str, ...] = (),
+        dirtied: tuple[Mapping[str, Any], ...] = (),
+        violations: tuple[Violation, ...] = (),
+        dry_run: bool = False,
+        error: Mapping[str, Any] | None = None,
+        created: tuple[str, ...] = (),
+        cleared: tuple[Mapping[str, Any], ...] = (),
+    ) -> None:
+        # the slots' setters, not attrs' object.__setattr__ per field (one report per commit)
+        (s_committed, s_t, s_base_t, s_author, s_reason, s_changes, s_fired, s_dirtied, s_violations, s_dry_run, s_error,
+         s_created, s_cleared) = _SET_REPORT
+        s_committed(self, committed)
+        s_t(self, t)
+        s_base_t(self, base_t)
+        s_author(self, author)
+        s_reason(self, reason)
+        s_changes(self, changes)
+        s_fired(self, fired_rules)
+        s_dirtied(self, dirtied)
+        s_violations(self, violations)
+        s_dry_run(self, dry_run)
+        s_error(self, error)
+        s_created(self, created)
+        s_cleared(self, cleared)
+
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "committed": self.committed,
@@ -115,3 +148,6 @@ class TransactionReport:
         if self.error is not None:
             doc["error"] = dict(self.error)
         return doc
+
+
+_SET_REPORT = tuple(getattr(TransactionReport, field.name).__set__ for field in attrs.fields(TransactionReport))

@@ -42,6 +42,8 @@ def condition_weight(cond) -> int:
     >>> condition_weight(Cmp("in", Attr("n"), Const(tuple(range(80)))))
     11
     """
+    if cond.__class__ is Cmp and cond.left.__class__ is Attr and cond.right.__class__ is Const and not isinstance(cond.right.value, tuple):
+        return 1  # the commonest: one term, nothing inside it counted (what the loop gives)
     terms = 0
     stack = [cond]
     while stack:

@@ -40,7 +40,7 @@ class Context:
 
     __slots__ = (
         "view", "nodes", "out_adj", "in_adj", "_hop_memo", "params", "focus", "work", "max_work", "deadline", "regexes",
-        "regex_timeout", "regex_left", "output", "max_output", "members",
+        "regex_timeout", "regex_left", "output", "max_output", "members", "ceiling",
     )
 
     def __init__(self, view, params: Mapping[str, Any], focus: str | None, limits: Limits):
@@ -54,6 +54,10 @@ class Context:
         self.work = 0
         self.max_work = limits.max_work
         self.deadline = None if limits.timeout is None else time.monotonic() + limits.timeout
+        # An operator charging work inline calls charge(0) only when the work passes this
+        # (which stops it with charge's error): max_work, or -1 under a deadline (every charge
+        # then looks at the clock, as charge does); None: nothing to check.
+        self.ceiling = -1 if self.deadline is not None else self.max_work
         self.regexes: dict[str, Any] = {}  # parameter name -> its compiled pattern, this run
         self.regex_timeout = limits.regex_timeout
         self.regex_left = limits.regex_budget  # seconds all matches of this run may still take

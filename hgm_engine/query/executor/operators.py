@@ -22,6 +22,7 @@ predicates — and faster forms for one-type hops, which the program chooses bet
 from __future__ import annotations
 
 import itertools
+import sys
 from bisect import bisect_left
 from typing import Callable
 
@@ -50,6 +51,8 @@ __all__ = [
     "stored_ends",
     "per_source_loop",
     "generic_hop",
+    "walk_step",
+    "walk_levels",
     "generic_per_source",
     "traced_navigation",
     "TieredFilter",
@@ -268,6 +271,7 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
 # in fresh processes on walks and hops of our own, not the benchmark's: median 1.7 calls over
 # 14 walks, 1.9 over 7 hops (bench/results/first-call/walks.py, walks.txt).
 STORED_WALKS = 2
+_NO_CEILING = sys.maxsize  # no limit on the work: no count reaches it
 
 
 class Walked(list):
@@ -374,30 +378,49 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
     if start is None or start >= limit:
         return None
     # Each level's nodes are charged as Context.charge does, inline: it is called (to stop
-    # the query with its error) only past max_work, or at every level under a deadline.
-    ceiling = -1 if ctx.deadline is not None else ctx.max_work
+    # the query with its error) only past max_work, or at every level under a deadline
+    # (Context.ceiling); the work is counted here and given to ctx before each such call.
+    ceiling = ctx.ceiling
+    if ceiling is None:
+        ceiling = _NO_CEILING
+    work = ctx.work
     reached = {start}
+    add = reached.add
     level = [start]
     out = [start] if low == 0 else []
     depth = 0
-    while level and (high is None or depth < high):
+    left = -1 if high is None else high  # levels still to expand (-1: no bound)
+    while level and left:
+        left -= 1
         depth += 1
         following: list = []
         append = following.append
-        for p in level:
-            if p < limit:  # (a node added since has no edges in the columns)
+        # (every position reached is one of the columns': only the source may be a node
+        # added since, and it was checked above)
+        if kind is None:  # (the same loop without the node type's test)
+            for p in level:
                 for j in range(starts[p], starts[p + 1]):
                     if types[j] == code:
                         q = others[j]
-                        if q not in reached and (kind is None or kinds[q] == kind):
-                            reached.add(q)
+                        if q not in reached:
+                            add(q)
+                            append(q)
+        else:
+            for p in level:
+                for j in range(starts[p], starts[p + 1]):
+                    if types[j] == code:
+                        q = others[j]
+                        if q not in reached and kinds[q] == kind:
+                            add(q)
                             append(q)
         if depth >= low:
             out.extend(following)
-        work = ctx.work = ctx.work + len(following)
-        if ceiling is not None and work > ceiling:
+        work += len(following)
+        if work > ceiling:
+            ctx.work = work
             ctx.charge(0)
         level = following
+    ctx.work = work
     ids = columns.ids
     walked = Walked(map(ids.__getitem__, out))
     walked.positions, walked.ids = out, ids
@@ -838,7 +861,11 @@ def _filter_step(cond, compile_path) -> Step:
     tests: list = []
 
     def fast(ids, ctx):
-        ctx.charge(len(ids) * weight)
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(ids) * weight
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         return keep(ids, ctx)
 
     def traced(items, ctx):
@@ -874,7 +901,11 @@ def one_type_hop(relation: Hop) -> Callable | None:
                 found, names = stored
                 if direction == "both" or (len(ids) > 1 and not ctx.view.distinct_ends(edge_type, direction == "out", len(found))):
                     found = list(dict.fromkeys(found))  # (a position is one id: the same repeats)
-                ctx.charge(len(found))
+                # charged as Context.charge does, inline (Context.ceiling)
+                work = ctx.work = ctx.work + len(found)
+                ceiling = ctx.ceiling
+                if ceiling is not None and work > ceiling:
+                    ctx.charge(0)
                 walked = Walked(map(names.__getitem__, found))
                 walked.positions, walked.ids = found, names
                 return walked
@@ -980,6 +1011,67 @@ def generic_hop(plain: Callable) -> Callable:
     return fast
 
 
+def walk_levels(op: Navigate) -> Callable | None:
+    """``levels(source, ctx) -> ids`` of a walk — a one-type out or in hop repeated (``{m,n}``)
+    or its closure — as :func:`expanders` gives it (:func:`_one_type_levels`), without making
+    the general expansions it does not use; None for other steps.
+
+    >>> walk_levels(Navigate("ancestors", Closure(Hop("in", ("parent_of",))))).__qualname__
+    '_one_type_levels.<locals>.levels'
+    >>> walk_levels(Navigate("children", Hop("out", ("parent_of",)))) is None
+    True
+    """
+    relation = op.relation
+    if relation.__class__ is Closure:
+        return _one_type_levels(relation.hop, 1, None)
+    if relation.__class__ is Hop and op.repeat is not None:
+        return _one_type_levels(relation, *op.repeat)
+    return None
+
+
+def walk_step(op: Navigate) -> Callable | None:
+    """The fast form of a walk without predicates — a one-type out or in hop repeated
+    (``{m,n}``) or its closure (``ancestors``) — as :func:`generic_hop` over the walk's levels
+    gives it, with the levels' function called directly (:func:`_one_type_levels`: the stored
+    columns first, then the hop's memo) and the work charged inline; None for other steps.
+    (Its traced form is the general one: :func:`expanders`.)
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> g = MemoryGraph.from_records([("g", "goal", {}), ("s", "goal", {}), ("a", "action", {})],
+    ...                              [("g", "s", "parent_of", {}), ("s", "a", "parent_of", {})])
+    >>> walk_step(Navigate("children", Hop("out", ("parent_of",)), (1, None)))(["g"], Context(g, {}, None, DEFAULT_LIMITS))
+    ['s', 'a']
+    >>> walk_step(Navigate("children", Hop("out", ("parent_of",)))) is None  # one hop: not a walk
+    True
+    """
+    if op.predicates:
+        return None
+    relation = op.relation  # (walk_levels' test, here: a call less on every compile of a walk)
+    if relation.__class__ is Closure:
+        levels = _one_type_levels(relation.hop, 1, None)
+    elif relation.__class__ is Hop and op.repeat is not None:
+        levels = _one_type_levels(relation, *op.repeat)
+    else:
+        return None
+    if levels is None:
+        return None
+
+    def fast(ids, ctx):
+        if len(ids) == 1:  # one source's levels hold no repeats; a new list each call
+            out = levels(ids[0], ctx)
+        else:
+            out = list(dict.fromkeys(itertools.chain.from_iterable(levels(i, ctx) for i in ids)))
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
+        return out
+
+    return fast
+
+
 def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
     """Any navigation with predicates: expand each source and apply them to its outputs.
 
@@ -1001,7 +1093,11 @@ def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
             out = list(per_source(ids[0], ctx))
         else:
             out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
-        ctx.charge(len(out))
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         return out
 
     return fast

@@ -46,6 +46,8 @@ from hgm_engine.query.executor.operators import (
     one_type_hop,
     per_source_loop,
     traced_navigation,
+    walk_levels,
+    walk_step,
 )
 from hgm_engine.query.executor.sources import charged, index_counter, scan_filter, source
 from hgm_engine.query.plan import AllOf, Filter, Navigate, PathPlan, QueryPlan, SubPlan
@@ -64,7 +66,9 @@ def navigation_step(op: Navigate, compile_path) -> Step:
     >>> navigation_step(Navigate("children", Hop("out", ("parent_of",)), (1, 2), (done,)), None).strategy.name
     'generic per source'
     """
-    plain, traced_expand = expanders(op)
+    walk = walk_step(op)
+    if walk is not None:  # a walk without predicates
+        return Step(walk, _lazy_traced(op, None), _WALK)
     relation = op.relation
     plain_hop = isinstance(relation, Hop) and op.repeat is None
     single = one_type_hop(relation) if plain_hop else None
@@ -77,7 +81,8 @@ def navigation_step(op: Navigate, compile_path) -> Step:
             built.append([list_op(p, compile_path) for p in op.predicates])
         return built[0]
 
-    traced = traced_navigation(traced_expand, predicate_steps if op.predicates else None)
+    # the traced form (only .paths() runs it) and the general expansion are made when used
+    traced = _lazy_traced(op, predicate_steps if op.predicates else None)
     if single is not None and not op.predicates:
         return Step(single, traced, Strategy("one-type hop", _one_loop(relation)))
     if single is not None and all(isinstance(p, Filter) for p in op.predicates):
@@ -103,11 +108,26 @@ def navigation_step(op: Navigate, compile_path) -> Step:
             tests = "the type test and the predicates" if relation.node_type is not None else "the predicates"
             detail = f"one loop over {relation.direction}({relation.edge_types[0]}) of all sources, {tests} on each source's targets"
             return Step(loop, traced, Strategy("per-source loop", detail, _generated(predicate_steps())))
+    plain = walk_levels(op) or expanders(op)[0]  # a walk's levels without the expansions it does not use
     if not op.predicates:
         return Step(generic_hop(plain), traced, Strategy("generic", _expansion(op)))
     detail = _expansion(op) + ", then its predicates"
     return Step(generic_per_source(plain, [step.fast for step in predicate_steps()]), traced, Strategy(
         "generic per source", detail, _generated(predicate_steps())))
+
+
+def _lazy_traced(op: Navigate, predicate_steps: Callable[[], list[Step]] | None) -> Callable:
+    """The traced form of navigation ``op`` (:func:`traced_navigation` over its traced
+    expansion, then ``predicate_steps()``' traced forms), made on its first call: only
+    ``.paths()`` runs it."""
+    made: list = []
+
+    def traced(items, ctx):
+        if not made:
+            made.append(traced_navigation(expanders(op)[1], predicate_steps))
+        return made[0](items, ctx)
+
+    return traced
 
 
 def _one_loop(relation: Hop) -> str:
@@ -140,6 +160,8 @@ def _generated(steps: list[Step]) -> tuple[str, ...]:
     return tuple(name for step in steps if step.strategy is not None for name in step.strategy.generated)
 
 
+# what _expansion says of a repetition or closure without predicates
+_WALK = Strategy("generic", "each source expanded on its own (breadth-first levels)")
 _TRACED_NAVIGATION = Strategy(
     "traced", "each (node, walk) expanded on its own, then its predicates; the walk to each node kept"
 )
@@ -199,7 +221,11 @@ class Program:
         # the paths inside it again, so nesting exists(children.where(...)) doubled the work
         # per level. Each relative path of the plan is compiled once.
         self._relatives: dict[int, tuple[PathPlan, Callable]] = {}
-        self._paths = [self._compile_path(p) for p in query_plan.branches]
+        branches = query_plan.branches
+        if len(branches) == 1:  # (no comprehension: one function less in a fresh process)
+            self._paths = [self._compile_path(branches[0])]
+        else:
+            self._paths = [self._compile_path(p) for p in branches]
 
     def _compile_path(self, path: PathPlan) -> _PathProgram:
         program = _PathProgram()
@@ -213,11 +239,13 @@ class Program:
         program.fast_ops = tuple(fast_ops)
         program.traced_ops = tuple(traced_ops)
         program.scan_filter = None
-        scan = scan_filter(path, self._relative)
+        ops = path.ops
+        # (scan_filter needs a filter first, index_counter no operator: not called otherwise)
+        scan = scan_filter(path, self._relative) if ops and isinstance(ops[0], Filter) else None
         if scan is not None:
             program.scan_filter, strategy = scan
-            self._strategies[id(path.ops[0])] = (path.ops[0], strategy)
-        program.counter = index_counter(path)
+            self._strategies[id(ops[0])] = (ops[0], strategy)
+        program.counter = None if ops else index_counter(path)
         if path.source is None:
             program.source = None
             program.traced_source = None
@@ -299,7 +327,13 @@ class Program:
         ctx = Context(view, params or {}, focus, limits)
         final = self.final
         if final is None and len(self._paths) == 1:  # the common case: one path's ids
-            ids = self._paths[0].run_fast(ctx)
+            path = self._paths[0]
+            if path.scan_filter is None and path.source is not None:  # run_fast's own loop, inline
+                ids = path.source(ctx)
+                for op in path.fast_ops:
+                    ids = op(ids, ctx)
+            else:
+                ids = path.run_fast(ctx)
             return list(ids) if ids.__class__ is Walked else ids
         if final == "paths":
             return [list(walk) for _, walk in self.traced(ctx)]
