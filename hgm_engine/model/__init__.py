@@ -34,6 +34,7 @@ from hgm_engine.model.payloads import (
     decode_payloads,
     NumberIndex,
     compact_ids,
+    slot_setters,
 )
 from hgm_engine.model.graph import (
     MemoryGraph,
@@ -123,6 +124,7 @@ __all__ = [
     "stored_value_indexes",
     "NumberIndex",
     "compact_ids",
+    "slot_setters",
     "decode_payloads",
     "GraphOverlay",
     "Change",

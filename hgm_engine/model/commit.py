@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import attrs
 
 from hgm_engine.model.overlay import Change
+from hgm_engine.model.payloads import slot_setters
 
 __all__ = ["Commit"]
 
@@ -84,4 +85,4 @@ class Commit:
         }
 
 
-_SET_COMMIT = tuple(getattr(Commit, field.name).__set__ for field in attrs.fields(Commit))
+_SET_COMMIT = slot_setters(Commit)

@@ -699,7 +699,7 @@ class MemoryGraph:
             return
         node = new if new is not None else old
         count, by_type = self._value_keys
-        if count != len(values):  # an index was built since: the keys by node type again: the keys by node type again
+        if count != len(values):  # an index was built since: the keys by node type again
             by_type = {}
             keys = list(values)
             for key in keys:
@@ -947,39 +947,17 @@ class MemoryGraph:
         >>> g.apply_changes(o.changes()); g.node("g").attrs["status"], g.out_adjacency("g").by_type
         ('done', {'parent_of': ('a',)})
         """
-        nodes, by_type = self._nodes, self._by_type
         index = None  # the id -> index map, once a node changes (_changing_nodes)
         for change in changes:
             kind = change.kind
-            if kind == "node_updated":  # put_node
-                node = change.after
-                node_id = node.id
-                old = nodes[node_id]
-                if old.type != node.type:
-                    raise ValueError(f"node {node_id!r} cannot change type from {old.type!r} to {node.type!r}")
+            if kind == "node_updated":
                 if index is None:
                     index = self._changing_nodes()
-                self._rx[index[node_id]] = node
-                nodes[node_id] = node
-                by_type[node.type][node_id] = node
-                self._index_values(old, node)
-                self.version += 1
-            elif kind == "node_added":  # restore_node
-                node = change.after
-                node_id = node.id
-                if node_id in nodes:
-                    raise KeyError(f"node {node_id!r} already exists")
+                self._put_node(change.after, index)
+            elif kind == "node_added":
                 if index is None:
                     index = self._changing_nodes()
-                if node.seq > self._node_seq:
-                    self._node_seq = node.seq
-                index[node_id] = self._rx.add_node(node)
-                nodes[node_id] = node
-                by_type.setdefault(node.type, {})[node_id] = node
-                self._index_values(None, node)
-                if node.type == "goal":
-                    self._recheck_root(node_id)
-                self.version += 1
+                self._restore_node(change.after, index)
             elif kind == "edge_added":
                 self.restore_edge(change.after)
             elif kind == "edge_removed":
@@ -1009,10 +987,13 @@ class MemoryGraph:
 
     def restore_node(self, node: Node) -> None:
         """Put back a node payload exactly as it was (its ``seq`` too); used by loaders."""
+        self._restore_node(node, self._changing_nodes())
+
+    def _restore_node(self, node: Node, index: dict[str, int]) -> None:
         if node.id in self._nodes:
             raise KeyError(f"node {node.id!r} already exists")
-        index = self._changing_nodes()
-        self._node_seq = max(self._node_seq, node.seq)
+        if node.seq > self._node_seq:
+            self._node_seq = node.seq
         index[node.id] = self._rx.add_node(node)
         self._nodes[node.id] = node
         self._by_type.setdefault(node.type, {})[node.id] = node
@@ -1035,10 +1016,12 @@ class MemoryGraph:
 
     def put_node(self, node: Node) -> None:
         """Replace an existing node's payload by ``node`` (same id and type)."""
+        self._put_node(node, self._changing_nodes())
+
+    def _put_node(self, node: Node, index: dict[str, int]) -> None:
         old = self._nodes[node.id]
         if old.type != node.type:
             raise ValueError(f"node {node.id!r} cannot change type from {old.type!r} to {node.type!r}")
-        index = self._changing_nodes()
         self._rx[index[node.id]] = node
         self._nodes[node.id] = node
         self._by_type[node.type][node.id] = node

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import attrs
 
 from hgm_engine.model.graph import MemoryGraph
-from hgm_engine.model.payloads import Adjacency, Edge, Node
+from hgm_engine.model.payloads import Adjacency, Edge, Node, slot_setters
 from hgm_engine.model.values import EMPTY_ATTRS, freeze, same_json
 
 __all__ = ["GraphOverlay", "Change", "apply_changes"]
@@ -76,7 +76,7 @@ class Change:
         return Change(kind, self.after, self.before)
 
 
-_SET_CHANGE = (Change.kind.__set__, Change.before.__set__, Change.after.__set__)
+_SET_CHANGE = slot_setters(Change)  # kind, before, after
 
 
 class _OverlayNodes(dict):

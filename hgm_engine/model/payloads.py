@@ -45,6 +45,7 @@ __all__ = [
     "decode_payloads",
     "NumberIndex",
     "compact_ids",
+    "slot_setters",
 ]
 
 _EMPTY = EMPTY_ATTRS
@@ -415,10 +416,22 @@ class Edge:
         return _json_text(self.attrs)
 
 
-# The slots' setters (each field's member descriptor ``__set__``), in the order of the fields:
-# what Node's and Edge's __init__ set, without a call of object.__setattr__ per field.
-_SET_NODE = tuple(getattr(Node, name).__set__ for name in ("id", "type", "attrs", "seq", "_raw"))
-_SET_EDGE = tuple(getattr(Edge, name).__set__ for name in ("source", "target", "type", "attrs", "seq", "_raw"))
+def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The setters of an attrs slotted class's fields (each slot's member descriptor
+    ``__set__``), in the order of :func:`attrs.fields`: what a frozen class's own ``__init__``
+    calls to set its fields without attrs' ``object.__setattr__`` per field (a quarter less a
+    field; payloads, changes, commits, reports and ops are made on every commit).
+
+    >>> [setter.__qualname__ for setter in slot_setters(Edge)][:2]
+    ['member_descriptor.__set__', 'member_descriptor.__set__']
+    >>> len(slot_setters(Node)) == len(attrs.fields(Node))
+    True
+    """
+    return tuple(getattr(cls, field.name).__set__ for field in attrs.fields(cls))
+
+
+_SET_NODE = slot_setters(Node)  # id, type, attrs, seq, _raw
+_SET_EDGE = slot_setters(Edge)  # source, target, type, attrs, seq, _raw
 
 
 class _LazyNode(_LazyAttrs, Node):

@@ -32,6 +32,7 @@ from hgm_engine.model import (
     closest,
     id_problem,
     parse_instant,
+    slot_setters,
     text_problem,
     valid_time_problem,
     value_problem,
@@ -108,8 +109,8 @@ class UpdateNode:
         s_unset(self, unset)
 
 
-_SET_ADD_NODE = tuple(getattr(AddNode, field.name).__set__ for field in attrs.fields(AddNode))
-_SET_UPDATE_NODE = tuple(getattr(UpdateNode, field.name).__set__ for field in attrs.fields(UpdateNode))
+_SET_ADD_NODE = slot_setters(AddNode)
+_SET_UPDATE_NODE = slot_setters(UpdateNode)
 
 
 @attrs.frozen

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from hgm_engine.model import Change, same_json, thaw
+from hgm_engine.model import Change, same_json, slot_setters, thaw
 
 __all__ = ["Violation", "TransactionReport", "change_to_json"]
 
@@ -150,4 +150,4 @@ class TransactionReport:
         return doc
 
 
-_SET_REPORT = tuple(getattr(TransactionReport, field.name).__set__ for field in attrs.fields(TransactionReport))
+_SET_REPORT = slot_setters(TransactionReport)

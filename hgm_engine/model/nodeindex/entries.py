@@ -102,7 +102,7 @@ def text_changes(changes: Iterable[Any], fields: "TextFields") -> dict[str, Node
     {}
     """
     out: dict[str, Node | None] = {}
-    names = fields.names
+    same_text = fields.same_text
     for change in changes:
         kind = change.kind
         if kind == "node_added":
@@ -111,16 +111,8 @@ def text_changes(changes: Iterable[Any], fields: "TextFields") -> dict[str, Node
             before, after = change.before, change.after
             if before is None or before.type != after.type:
                 out[after.id] = after
-                continue
-            old_attrs, new_attrs = before.attrs, after.attrs
-            if old_attrs is new_attrs:
-                continue
-            for name in names:  # fields.same_text, inlined: most updates are of a status
-                old, new = old_attrs.get(name), new_attrs.get(name)
-                if old is not new and old != new:
-                    if fields.text(old_attrs) != fields.text(new_attrs):
-                        out[after.id] = after
-                    break
+            elif before.attrs is not after.attrs and not same_text(before.attrs, after.attrs):
+                out[after.id] = after
         elif kind == "node_removed":
             out[change.before.id] = None
     return out

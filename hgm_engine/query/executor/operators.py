@@ -999,16 +999,39 @@ def generic_hop(plain: Callable) -> Callable:
     >>> generic_hop(lambda i, ctx: [i, "x"])(["a", "b"], Context(MemoryGraph(), {}, None, DEFAULT_LIMITS))
     ['a', 'x', 'b']
     """
+    return _each_source(plain, fresh=False)
+
+
+def _each_source(expand: Callable, fresh: bool) -> Callable:
+    """``fast(ids, ctx)``: ``expand(id, ctx)`` for each source, the first occurrence of each id
+    kept, the work charged as :meth:`Context.charge` does, inline (``Context.ceiling``). With
+    ``fresh`` ``expand`` makes a new list each call, which one source's answer is, uncopied
+    (a walk's :class:`Walked` keeps its positions for the filter after it)."""
+    chain = itertools.chain.from_iterable
 
     def fast(ids, ctx):
-        if len(ids) == 1:
-            out = list(plain(ids[0], ctx))
+        if len(ids) == 1:  # one source's outputs hold no repeats (each expansion drops them)
+            out = list(expand(ids[0], ctx))
         else:
-            out = list(dict.fromkeys(itertools.chain.from_iterable(plain(i, ctx) for i in ids)))
-        ctx.charge(len(out))
+            out = list(dict.fromkeys(chain(expand(i, ctx) for i in ids)))
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         return out
 
-    return fast
+    def fresh_fast(ids, ctx):
+        if len(ids) == 1:
+            out = expand(ids[0], ctx)
+        else:
+            out = list(dict.fromkeys(chain(expand(i, ctx) for i in ids)))
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
+        return out
+
+    return fresh_fast if fresh else fast
 
 
 def walk_levels(op: Navigate) -> Callable | None:
@@ -1047,29 +1070,8 @@ def walk_step(op: Navigate) -> Callable | None:
     """
     if op.predicates:
         return None
-    relation = op.relation  # (walk_levels' test, here: a call less on every compile of a walk)
-    if relation.__class__ is Closure:
-        levels = _one_type_levels(relation.hop, 1, None)
-    elif relation.__class__ is Hop and op.repeat is not None:
-        levels = _one_type_levels(relation, *op.repeat)
-    else:
-        return None
-    if levels is None:
-        return None
-
-    def fast(ids, ctx):
-        if len(ids) == 1:  # one source's levels hold no repeats; a new list each call
-            out = levels(ids[0], ctx)
-        else:
-            out = list(dict.fromkeys(itertools.chain.from_iterable(levels(i, ctx) for i in ids)))
-        # charged as Context.charge does, inline (Context.ceiling)
-        work = ctx.work = ctx.work + len(out)
-        ceiling = ctx.ceiling
-        if ceiling is not None and work > ceiling:
-            ctx.charge(0)
-        return out
-
-    return fast
+    levels = walk_levels(op)
+    return None if levels is None else _each_source(levels, fresh=True)
 
 
 def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
@@ -1088,19 +1090,7 @@ def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:
             outputs = predicate(outputs, ctx)
         return outputs
 
-    def fast(ids, ctx):
-        if len(ids) == 1:  # one source's outputs hold no repeats (each expansion drops them)
-            out = list(per_source(ids[0], ctx))
-        else:
-            out = list(dict.fromkeys(itertools.chain.from_iterable(per_source(i, ctx) for i in ids)))
-        # charged as Context.charge does, inline (Context.ceiling)
-        work = ctx.work = ctx.work + len(out)
-        ceiling = ctx.ceiling
-        if ceiling is not None and work > ceiling:
-            ctx.charge(0)
-        return out
-
-    return fast
+    return _each_source(per_source, fresh=False)
 
 
 def traced_navigation(traced_expand: Callable, predicate_steps: Callable[[], list[Step]] | None) -> Callable:
