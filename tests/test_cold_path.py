@@ -102,6 +102,55 @@ def test_a_generated_function_the_collector_frees_inside_linecache_checkcache_do
     assert filename not in linecache.cache
 
 
+def test_a_generated_function_freed_by_another_thread_while_one_is_inside_checkcache_does_not_break_it(monkeypatch):
+    # a request thread dropping its last program while another thread (a traceback, a
+    # doctest) is in linecache.checkcache's loop: the entry it already listed must stay until
+    # that loop is over, then go
+    import linecache
+    import os
+    import threading
+
+    from hgm_engine.model.generated import compile_function
+
+    real_stat = os.stat
+    inside, release = threading.Event(), threading.Event()
+
+    def stat_that_waits(path, *args, **kwargs):
+        if path == "/nonexistent/held-in-checkcache":
+            inside.set()
+            assert release.wait(10)
+            raise FileNotFoundError(path)
+        return real_stat(path, *args, **kwargs)
+
+    linecache.cache["<held in checkcache>"] = (1, 1.0, ["x\n"], "/nonexistent/held-in-checkcache")
+    function = compile_function("def f():\n    return 1\n", "f", {}, kind="test")  # listed after it
+    filename = function.__code__.co_filename
+    monkeypatch.setattr(os, "stat", stat_that_waits)
+    failures = []
+
+    def check():
+        try:
+            linecache.checkcache()
+        except BaseException as error:  # pragma: no cover - what the test is about
+            failures.append(error)
+
+    checker = threading.Thread(target=check)
+    checker.start()
+    try:
+        assert inside.wait(10)
+        del function  # freed here, in this thread, while the checker is in its loop
+        assert filename in linecache.cache
+        compile_function("def g():\n    return 2\n", "g", {}, kind="test")  # a compile meanwhile drops nothing
+        assert filename in linecache.cache
+    finally:
+        release.set()
+        checker.join(10)
+    monkeypatch.undo()
+    assert not checker.is_alive() and failures == []
+    compile_function("def h():\n    return 3\n", "h", {}, kind="test")  # nobody in checkcache now
+    assert filename not in linecache.cache
+
+
 def test_a_row_whose_seq_is_not_a_number_is_still_reported_as_damage_when_reopening(tmp_path):
     # the state rows are sorted by seq in Python (faster than SQLite's ORDER BY); a text seq
     # must still end in the store's own "wrong type" report, not in a TypeError from the sort

@@ -46,22 +46,24 @@ _serial = itertools.count(1)
 _registered: dict[weakref.ref, str] = {}
 
 
-# The cyclic collector can free a function in the middle of anything that allocates, such as
-# ``linecache.checkcache`` looping over a copy of the cache's keys (which then fails with a
-# KeyError for the entry that went). A function freed by the collector therefore only queues
-# its entry; the queue is emptied when the collection ends, unless that collection ran inside
-# ``checkcache`` (then at the next collection or compile). Freed any other way (its last
-# reference dropped), the entry goes at once.
+# ``linecache.checkcache`` loops over a copy of the cache's keys and fails with a KeyError for
+# an entry that went meanwhile. Two things can free a function in the middle of that loop:
+# the cyclic collector (anything that allocates can start a collection) and another thread
+# (checkcache's ``os.stat`` lets others run). So a freed function drops its entry at once only
+# when no thread is inside checkcache and no collection is running; otherwise the entry is
+# queued, and the queue is emptied at the end of a collection or at the next compile, again
+# only when no thread is inside checkcache.
 _collecting = [False]
 _queued: list[str] = []
 
 
-def _inside_checkcache(code=linecache.checkcache.__code__, getframe=sys._getframe) -> bool:
-    frame = getframe(0)  # (a collection can run with almost nothing on the stack)
-    while frame is not None:
-        if frame.f_code is code:
-            return True
-        frame = frame.f_back
+def _inside_checkcache(code=linecache.checkcache.__code__, current_frames=sys._current_frames) -> bool:
+    """Whether any thread is running ``linecache.checkcache``."""
+    for frame in current_frames().values():  # (a collection can run with almost nothing on a stack)
+        while frame is not None:
+            if frame.f_code is code:
+                return True
+            frame = frame.f_back
     return False
 
 
@@ -75,10 +77,10 @@ gc.callbacks.append(_on_collection)
 
 
 def _forget(reference: weakref.ref, registered=_registered, cache=linecache.cache, collecting=_collecting,
-            queued=_queued) -> None:
+            queued=_queued, inside_checkcache=_inside_checkcache) -> None:
     # (bound as defaults: a function freed while the interpreter shuts down still finds them)
     filename = registered.pop(reference)
-    if collecting[0]:
+    if collecting[0] or inside_checkcache():
         queued.append(filename)
     else:
         cache.pop(filename, None)
@@ -104,7 +106,8 @@ def compile_function(source: str, name: str, namespace: Mapping[str, Any], *, ki
     >>> double(21)
     42
     """
-    _drop_queued()
+    if _queued and not _inside_checkcache():
+        _drop_queued()
     filename = f"<hgm {kind} {next(_serial)}>"
     scope = dict(namespace)
     exec(compile(source, filename, "exec"), scope)  # noqa: S102 - source the engine wrote
