@@ -121,6 +121,48 @@ def _payload_text(payload: Node | Edge | None, attrs_text: str | None) -> str:
     )
 
 
+def _head_text(commit: Commit) -> str:
+    """``attrs_json`` of the record's first fields (t, author, reason, base_t, timestamp),
+    written without building the dict and calling the encoder when they have the types a
+    commit made here has (an int t, texts or None, an int or None, a finite float); the
+    encoder's text otherwise."""
+    t, author, reason, base_t, timestamp = commit.t, commit.author, commit.reason, commit.base_t, commit.timestamp
+    if (
+        t.__class__ is int
+        and (author is None or author.__class__ is str)
+        and (reason is None or reason.__class__ is str)
+        and (base_t is None or base_t.__class__ is int)
+        and timestamp.__class__ is float
+        and timestamp - timestamp == 0.0  # finite: the encoder writes NaN and the infinities otherwise
+    ):
+        return (
+            f'{{"t":{t:d},"author":{"null" if author is None else _json_string(author)},'
+            f'"reason":{"null" if reason is None else _json_string(reason)},'
+            f'"base_t":{"null" if base_t is None else format(base_t, "d")},"timestamp":{float.__repr__(timestamp)}}}'
+        )
+    return attrs_json(
+        {"t": t, "author": author, "reason": reason, "base_t": base_t, "timestamp": timestamp}
+    )
+
+
+def _tail_text(commit: Commit) -> str:
+    """``attrs_json`` of the record's last fields (fired_rules, dirtied, genesis, kind and a
+    purge's purged): written directly when no rule fired, nothing was dirtied and nothing
+    purged (a commit of a memory without rules), else by the encoder."""
+    genesis, kind = commit.genesis, commit.kind
+    if not commit.fired_rules and not commit.dirtied and not commit.purged and genesis.__class__ is bool and kind.__class__ is str:
+        return f'{{"fired_rules":[],"dirtied":[],"genesis":{"true" if genesis else "false"},"kind":{_json_string(kind)}}}'
+    return attrs_json(
+        {
+            "fired_rules": list(commit.fired_rules),
+            "dirtied": [thaw(d) for d in commit.dirtied],
+            "genesis": genesis,
+            "kind": kind,
+            **({"purged": list(commit.purged)} if commit.purged else {}),
+        }
+    )
+
+
 def commit_to_text(commit: Commit, after_texts: list[str | None] | None = None) -> str:
     """The journal record of ``commit`` as compact JSON text: exactly the text of
     :func:`commit_to_record` encoded by :data:`attrs_json`, made without building the record
@@ -133,18 +175,7 @@ def commit_to_text(commit: Commit, after_texts: list[str | None] | None = None) 
     >>> commit_to_text(commit) == attrs_json(commit_to_record(commit))
     True
     """
-    head = attrs_json(
-        {"t": commit.t, "author": commit.author, "reason": commit.reason, "base_t": commit.base_t, "timestamp": commit.timestamp}
-    )
-    tail = attrs_json(
-        {
-            "fired_rules": list(commit.fired_rules),
-            "dirtied": [thaw(d) for d in commit.dirtied],
-            "genesis": commit.genesis,
-            "kind": commit.kind,
-            **({"purged": list(commit.purged)} if commit.purged else {}),
-        }
-    )
+    head, tail = _head_text(commit), _tail_text(commit)
     if commit.genesis:
         changes = ""
     else:

@@ -106,6 +106,7 @@ class CommitPipeline:
             changes = overlay.changes()
             self._check_conflict(base_t, ctx, changes)
             violations = self.checker.check(overlay, changes, ctx.violations + orphan_violations(overlay, ctx))
+            changes = tuple(changes)  # one tuple for the commit and its report
 
             def report(t: int | None) -> TransactionReport:
                 return TransactionReport(
@@ -114,7 +115,7 @@ class CommitPipeline:
                     base_t,
                     author,
                     reason,
-                    tuple(changes),
+                    changes,
                     tuple(fired),
                     tuple(dirtied),
                     tuple(violations),
@@ -127,7 +128,7 @@ class CommitPipeline:
                 return None, report(None)
             t = state.t + 1
             stamp = self._timestamp()
-            commit = Commit(t, author, reason, base_t, stamp, tuple(changes), tuple(fired), tuple(dirtied), kind=kind)
+            commit = Commit(t, author, reason, base_t, stamp, changes, tuple(fired), tuple(dirtied), kind=kind)
             state.store.append(commit)
             # In the same store transaction: what keeps an index with the state (the node
             # index); one that raises fails the whole commit, nothing written.

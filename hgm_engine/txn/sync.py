@@ -57,9 +57,8 @@ And the rules that keep that order free of deadlocks:
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, TypeVar
 
 from hgm_engine.model import GraphView, MemoryGraph, apply_changes, bulk_allocation
 from hgm_engine.model import Commit
@@ -94,33 +93,51 @@ class ReadWriteLock:
         with the lock, serves every read: every query takes it.)"""
         return self._reading
 
-    @contextlib.contextmanager
-    def writing(self, *, blocking: bool = True) -> Iterator[bool]:
-        """Exclusive access; with ``blocking=False`` yields False at once instead of waiting
-        for readers or a writer (and nothing is held)."""
-        with self._condition:
-            if not blocking and (self._writer or self._readers):
-                acquired = False
-            else:
-                while self._writer or self._readers:
-                    self._writers_waiting += 1
-                    try:
-                        self._condition.wait()
-                    finally:
-                        self._writers_waiting -= 1
-                self._writer = acquired = True
-        try:
-            yield acquired
-        finally:
-            if acquired:
-                with self._condition:
-                    self._writer = False
-                    self._condition.notify_all()
+    def writing(self, *, blocking: bool = True) -> "_Writing":
+        """Exclusive access; with ``blocking=False`` gives False at once instead of waiting
+        for readers or a writer (and nothing is held). (A plain context manager, as
+        :meth:`reading`'s: every commit takes it, and a generator's costs twice as much.)"""
+        return _Writing(self, blocking)
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait until ``predicate()`` holds after a writer finished (or ``timeout`` passed)."""
         with self._condition:
             return self._condition.wait_for(predicate, timeout)
+
+
+class _Writing:
+    """``with lock.writing(blocking=...) as acquired:`` — the write side of a
+    :class:`ReadWriteLock`: waits while another writer or any reader holds it (unless not
+    ``blocking``: then ``acquired`` is False and nothing is held), released on leaving."""
+
+    __slots__ = ("_lock", "_blocking", "_acquired")
+
+    def __init__(self, lock: ReadWriteLock, blocking: bool) -> None:
+        self._lock = lock
+        self._blocking = blocking
+        self._acquired = False
+
+    def __enter__(self) -> bool:
+        lock = self._lock
+        with lock._condition:
+            if not self._blocking and (lock._writer or lock._readers):
+                return False
+            while lock._writer or lock._readers:
+                lock._writers_waiting += 1
+                try:
+                    lock._condition.wait()
+                finally:
+                    lock._writers_waiting -= 1
+            lock._writer = self._acquired = True
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._acquired:
+            self._acquired = False
+            lock = self._lock
+            with lock._condition:
+                lock._writer = False
+                lock._condition.notify_all()
 
 
 class _Reading:
@@ -415,7 +432,7 @@ class MemoryState:
     def _apply_commits(self, commits: list[Commit]) -> None:
         """Commits onto the state (under the state's write lock)."""
         for commit in commits:
-            changes = list(commit.changes)
+            changes = commit.changes  # a tuple: nothing can change it on the way
             apply_changes(self.graph, changes)
             self.t = commit.t
             self.views.carry(self.graph.version, self.t, changes)

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from hgm_engine.model.payloads import Node
+from hgm_engine.model.payloads import Node, slot_setters
 from hgm_engine.model.text import TAG_FIELD, TEXT_FIELDS, analyze, analyze_counts, node_text, words
 
 __all__ = ["TextFields", "DEFAULT_FIELDS", "Doc", "SearchHit", "query_terms", "text_changes", "entries_of", "word_forms"]
@@ -149,7 +149,7 @@ def query_terms(text: str) -> tuple[str, ...]:
     return tuple(sorted(set(analyze(text))))
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, init=False)
 class Doc:
     """One node's entry: its terms with their counts (positive integers), its length in
     terms (the sum of the counts), its creation number and type."""
@@ -158,6 +158,15 @@ class Doc:
     length: int
     seq: int
     type: str
+
+    def __init__(self, terms: Mapping[str, int], length: int, seq: int, type: str) -> None:
+        # the slots' setters, not attrs' object.__setattr__ per field (as Node's __init__):
+        # every commit makes one per node whose text it adds or changes
+        set_terms, set_length, set_seq, set_type = _SET_DOC
+        set_terms(self, terms)
+        set_length(self, length)
+        set_seq(self, seq)
+        set_type(self, type)
 
     def terms_json(self) -> str:
         """The entry's terms as a store keeps them (a JSON object of counts).
@@ -204,6 +213,9 @@ class Doc:
         if not length:
             return None
         return cls(terms, length, node.seq, node.type)
+
+
+_SET_DOC = slot_setters(Doc)  # terms, length, seq, type
 
 
 @attrs.frozen(slots=True)
