@@ -96,7 +96,7 @@ class ReadWriteLock:
     def writing(self, *, blocking: bool = True) -> "_Writing":
         """Exclusive access; with ``blocking=False`` gives False at once instead of waiting
         for readers or a writer (and nothing is held). (A plain context manager, as
-        :meth:`reading`'s: every commit takes it, and a generator's costs twice as much.)"""
+        :meth:`reading`'s: every commit takes it, and a generator-based one costs more.)"""
         return _Writing(self, blocking)
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
