@@ -310,6 +310,7 @@ class MemoryGraph:
         last_seq: int | None = None,
         seqs: list[int] | None = None,
         numbers: dict[tuple[str, str], NumberIndex] | None = None,
+        seq_base: int | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
@@ -320,8 +321,9 @@ class MemoryGraph:
         when known (:meth:`roots` then needs no pass over the edges); ``last_seq``: the highest
         ``seq`` of ``nodes``, when known; ``seqs``: their seqs by position, when known (when
         they ascend, no id → position index is built until one is needed); ``numbers``: number
-        indexes kept with them (:meth:`stored_numbers`). Each type's index of
-        nodes is built when first read.
+        indexes kept with them (:meth:`stored_numbers`); ``seq_base``: ``seqs`` are known to be
+        ``seq_base, seq_base + 1, ...`` (not checked again). Each type's index of nodes is built
+        when first read.
         Nothing is checked: the caller read them from a store image whose checksum matched.
 
         >>> from hgm_engine.model import lazy_edges, lazy_nodes
@@ -335,7 +337,10 @@ class MemoryGraph:
         graph._rx.add_nodes_from(nodes)
         ids = edges.ids
         graph._nodes = dict(zip(ids, nodes))
-        if seqs is not None and len(seqs) == len(ids) and all(map(operator.lt, seqs, islice(seqs, 1, None))):
+        if seq_base is not None and seqs is not None and len(seqs) == len(ids):
+            graph._index, graph._seqs, graph._seq_base = None, seqs, seq_base
+            graph._bisects_left = max(1024, len(seqs) >> 5)
+        elif seqs is not None and len(seqs) == len(ids) and all(map(operator.lt, seqs, islice(seqs, 1, None))):
             graph._index, graph._seqs = None, seqs
             # A bisection costs ~2 dict lookups: a query that looks up more than one node in 32
             # pays for the map (built once, then kept) instead.
