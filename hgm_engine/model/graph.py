@@ -33,6 +33,9 @@ from hgm_engine.model.values import EMPTY_ATTRS, freeze
 __all__ = [
     "MemoryGraph",
     "bulk_allocation",
+    "collect_kept",
+    "forget_hold",
+    "kept_memories",
     "release_kept",
 ]
 
@@ -54,8 +57,9 @@ class bulk_allocation:
     object alive at the end into the collector's permanent generation (``gc.freeze``): the
     payloads would otherwise still be young when the collector is enabled again, and its next
     passes would walk all of them (about 80 ms after reopening a 100k-node memory, falling
-    on whatever query came next). :func:`release_kept` gives them back (``Memory.close``),
-    so a closed memory's objects can be collected again.
+    on whatever query came next). Such a freeze is a *hold* (``kept`` is then the number of
+    objects it froze) that the memory gives back when it closes (:func:`release_kept`), so
+    that its objects can be collected again.
 
     >>> with bulk_allocation():
     ...     payloads = [Node(str(i), "fact", EMPTY_ATTRS, i) for i in range(3)]
@@ -64,10 +68,14 @@ class bulk_allocation:
     """
 
     _keep = False
+    _hold = True
+    kept = 0  # the objects the block froze as a hold (see release_kept); 0: none
 
-    def keep(self) -> None:
-        """What the block made lives on: freeze it when the block ends without an error."""
-        self._keep = True
+    def keep(self, hold: bool = True) -> None:
+        """What the block made lives on: freeze it when the block ends without an error.
+        ``hold=False``: no memory will give it back (a graph file loaded into a memory that
+        holds nothing); it is unfrozen when no memory holds frozen objects any more."""
+        self._keep, self._hold = True, hold
 
     def __enter__(self) -> "bulk_allocation":
         import gc
@@ -79,21 +87,110 @@ class bulk_allocation:
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         import gc
 
+        global _holds
         if self._was_enabled:
             if self._keep and exc_type is None:
-                gc.freeze()
+                with _KEPT:
+                    before = gc.get_freeze_count()
+                    gc.freeze()
+                    if self._hold:
+                        _holds += 1
+                        self.kept = max(1, gc.get_freeze_count() - before)
             gc.enable()
 
 
-def release_kept() -> None:
-    """Let the collector see again what ``bulk_allocation.keep`` moved out of its reach
-    (``gc.unfreeze``): called when a memory closes, so that its objects can be freed.
+# The memories whose load froze what it made (bulk_allocation.keep) and that have not given it
+# back (release_kept), and how many objects the memories closed since the last collection
+# left frozen because others still held theirs. Under _KEPT (reentrant: a collection run
+# under it calls finalizers, forget_hold).
+_KEPT = threading.RLock()
+_holds = 0
+_waiting = 0
 
-    >>> release_kept()
+
+def release_kept(frozen: int) -> None:
+    """A memory closes: ``frozen`` is how many objects its load froze (``bulk_allocation.kept``;
+    0 when it held none).
+
+    gc has no per-object unfreeze: ``gc.unfreeze`` gives the collector back every frozen
+    object of the process, every other open memory's payloads (and a caller's own
+    ``gc.freeze``) with this one's, and its next full passes would walk them all again. So
+    nothing is unfrozen while another memory still holds frozen objects; when the last one
+    closes (or a memory that held nothing closes while none holds: a graph file's load, an
+    empty memory), everything is. What this cannot do: a memory closed while others stay open
+    keeps its objects frozen, and those in reference cycles (a memory's own) are not freed
+    until a collection reaches them: :func:`collect_kept`, which a close runs once the
+    objects so left since the last one come to a quarter of all frozen objects (CPython's own
+    rule for a full pass: a quarter more long-lived objects than it last found), so what waits
+    stays in proportion to what is open and each close pays a share of one pass in proportion
+    to its memory. The server's registry also collects on its own schedule.
+
+    >>> release_kept(0)
+    >>> kept_memories()
+    0
     """
     import gc
 
-    gc.unfreeze()
+    global _holds, _waiting
+    with _KEPT:
+        if frozen and _holds:
+            _holds -= 1
+            if _holds:
+                _waiting += frozen
+        if not _holds:
+            _waiting = 0
+            gc.unfreeze()
+        elif _waiting * 4 >= gc.get_freeze_count():
+            collect_kept()
+
+
+def forget_hold() -> None:
+    """A memory that held frozen objects was collected without being closed (its finalizer):
+    one hold fewer. Nothing is unfrozen here (this runs inside a collection); the next close
+    or collection does.
+
+    >>> before = kept_memories()
+    >>> with bulk_allocation() as bulk:
+    ...     bulk.keep()
+    >>> kept_memories() == before + 1
+    True
+    >>> forget_hold(); kept_memories() == before
+    True
+    """
+    global _holds
+    with _KEPT:
+        if _holds:
+            _holds -= 1
+
+
+def collect_kept() -> int:
+    """A full pass of the collector that also reaches the frozen objects of memories already
+    closed: unfreeze everything, collect, and freeze what is left again while any memory still
+    holds frozen objects (``gc.collect``'s count of what it found unreachable).
+
+    >>> collect_kept() >= 0
+    True
+    """
+    import gc
+
+    global _waiting
+    with _KEPT:
+        gc.unfreeze()
+        try:
+            return gc.collect()
+        finally:
+            _waiting = 0
+            if _holds:
+                gc.freeze()
+
+
+def kept_memories() -> int:
+    """How many open memories hold frozen objects (see :func:`release_kept`).
+
+    >>> kept_memories() >= 0
+    True
+    """
+    return _holds
 
 
 class _Positions:
