@@ -95,7 +95,6 @@ class Memory:
         if self._state.kept:
             self._hold = weakref.finalize(self, forget_hold)
             self._hold.atexit = False
-        self._frozen = self._state.kept
         try:
             self._build(schema, stored, max_rule_rounds)
         except BaseException:
@@ -222,7 +221,7 @@ class Memory:
         """What loading moved out of the collector's reach can be freed again (once: a second
         close gives nothing back twice)."""
         hold, self._hold = self._hold, None
-        release_kept(self._frozen if hold is not None and hold.detach() is not None else 0)
+        release_kept(hold is not None and hold.detach() is not None)
 
     def __enter__(self) -> "Memory":
         return self

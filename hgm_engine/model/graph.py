@@ -20,6 +20,7 @@ each node's edges in *edge order* (spec/dsl.md §1) — and refreshes them as it
 from __future__ import annotations
 
 import operator
+import sys
 import threading
 from bisect import bisect_left
 from itertools import compress, islice
@@ -33,6 +34,7 @@ from hgm_engine.model.values import EMPTY_ATTRS, freeze
 __all__ = [
     "MemoryGraph",
     "bulk_allocation",
+    "KEPT_GROWTH",
     "collect_kept",
     "forget_hold",
     "kept_memories",
@@ -57,9 +59,9 @@ class bulk_allocation:
     object alive at the end into the collector's permanent generation (``gc.freeze``): the
     payloads would otherwise still be young when the collector is enabled again, and its next
     passes would walk all of them (about 80 ms after reopening a 100k-node memory, falling
-    on whatever query came next). Such a freeze is a *hold* (``kept`` is then the number of
-    objects it froze) that the memory gives back when it closes (:func:`release_kept`), so
-    that its objects can be collected again.
+    on whatever query came next). Such a freeze is a *hold* (``kept`` is then True) that the
+    memory gives back when it closes (:func:`release_kept`), so that its objects can be
+    collected again.
 
     >>> with bulk_allocation():
     ...     payloads = [Node(str(i), "fact", EMPTY_ATTRS, i) for i in range(3)]
@@ -69,7 +71,7 @@ class bulk_allocation:
 
     _keep = False
     _hold = True
-    kept = 0  # the objects the block froze as a hold (see release_kept); 0: none
+    kept = False  # True once the block froze what it made as a hold (see release_kept)
 
     def keep(self, hold: bool = True) -> None:
         """What the block made lives on: freeze it when the block ends without an error.
@@ -91,26 +93,28 @@ class bulk_allocation:
         if self._was_enabled:
             if self._keep and exc_type is None:
                 with _KEPT:
-                    before = gc.get_freeze_count()
                     gc.freeze()
                     if self._hold:
                         _holds += 1
-                        self.kept = max(1, gc.get_freeze_count() - before)
+                        self.kept = True
             gc.enable()
 
 
 # The memories whose load froze what it made (bulk_allocation.keep) and that have not given it
-# back (release_kept), and how many objects the memories closed since the last collection
-# left frozen because others still held theirs. Under _KEPT (reentrant: a collection run
-# under it calls finalizers, forget_hold).
+# back (release_kept or forget_hold), and Python's heap (sys.getallocatedblocks) after the last
+# collect_kept. Under _KEPT (reentrant: a collection run under it calls finalizers).
 _KEPT = threading.RLock()
 _holds = 0
-_waiting = 0
+_heap_after: int | None = None
+
+KEPT_GROWTH = 0.25
+"""A close while other memories hold frozen objects runs :func:`collect_kept` once Python's
+heap has grown by this share since the last one (CPython's own rule for a full pass: a quarter
+more long-lived objects than it last found)."""
 
 
-def release_kept(frozen: int) -> None:
-    """A memory closes: ``frozen`` is how many objects its load froze (``bulk_allocation.kept``;
-    0 when it held none).
+def release_kept(held: bool) -> None:
+    """A memory closes: ``held`` when its load froze what it made (``bulk_allocation.kept``).
 
     gc has no per-object unfreeze: ``gc.unfreeze`` gives the collector back every frozen
     object of the process, every other open memory's payloads (and a caller's own
@@ -119,29 +123,31 @@ def release_kept(frozen: int) -> None:
     closes (or a memory that held nothing closes while none holds: a graph file's load, an
     empty memory), everything is. What this cannot do: a memory closed while others stay open
     keeps its objects frozen, and those in reference cycles (a memory's own) are not freed
-    until a collection reaches them: :func:`collect_kept`, which a close runs once the
-    objects so left since the last one come to a quarter of all frozen objects (CPython's own
-    rule for a full pass: a quarter more long-lived objects than it last found), so what waits
-    stays in proportion to what is open and each close pays a share of one pass in proportion
-    to its memory. The server's registry also collects on its own schedule.
+    until a collection reaches them. So such a close runs :func:`collect_kept` once Python's
+    heap has grown by :data:`KEPT_GROWTH` since the last one (``sys.getallocatedblocks``, a walk
+    over the allocator's pools, not its objects): what waits stays in proportion to what is
+    alive, and each pass is paid for by that much growth. The server's registry also collects
+    on its own schedule.
 
-    >>> release_kept(0)
+    >>> release_kept(False)
     >>> kept_memories()
     0
     """
     import gc
 
-    global _holds, _waiting
+    global _holds, _heap_after
     with _KEPT:
-        if frozen and _holds:
+        if held and _holds:
             _holds -= 1
-            if _holds:
-                _waiting += frozen
         if not _holds:
-            _waiting = 0
+            _heap_after = None
             gc.unfreeze()
-        elif _waiting * 4 >= gc.get_freeze_count():
-            collect_kept()
+        elif held:
+            heap = sys.getallocatedblocks()
+            if _heap_after is None:
+                _heap_after = heap
+            elif heap >= _heap_after * (1 + KEPT_GROWTH):
+                collect_kept()
 
 
 def forget_hold() -> None:
@@ -152,8 +158,8 @@ def forget_hold() -> None:
     >>> before = kept_memories()
     >>> with bulk_allocation() as bulk:
     ...     bulk.keep()
-    >>> kept_memories() == before + 1
-    True
+    >>> kept_memories() == before + 1, bulk.kept
+    (True, True)
     >>> forget_hold(); kept_memories() == before
     True
     """
@@ -173,15 +179,15 @@ def collect_kept() -> int:
     """
     import gc
 
-    global _waiting
+    global _heap_after
     with _KEPT:
         gc.unfreeze()
         try:
             return gc.collect()
         finally:
-            _waiting = 0
             if _holds:
                 gc.freeze()
+            _heap_after = sys.getallocatedblocks()
 
 
 def kept_memories() -> int:
