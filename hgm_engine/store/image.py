@@ -240,11 +240,10 @@ def decode_image(data: Any) -> Image:
         numbers = {tuple(key.split("\x1f", 1)): NumberIndex({value: _array("i", where) for value, where in buckets.items()}) for key, buckets in number_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
         type_codes = _array("i", node_types)
-        node_types = list(map(list(groups).__getitem__, type_codes))  # one string per type name
         seq_base = None
-        if node_seqs.__class__ is int:  # consecutive: the first one
-            seq_base, node_seqs = node_seqs, list(range(node_seqs, node_seqs + node_count))
-        if not (len(ids) == len(node_types) == len(node_seqs) == len(node_raws) == node_count):
+        if node_seqs.__class__ is int:  # consecutive: the first one (a range, no list of them)
+            seq_base, node_seqs = node_seqs, range(node_seqs, node_seqs + node_count)
+        if not (len(ids) == len(type_codes) == len(node_seqs) == len(node_raws) == node_count):
             raise ImageMismatch("the image's node columns differ in length")
         if not (len(source) == len(target) == len(types) == len(seqs) == len(edge_raws) == len(in_other) == len(in_type) == edge_count):
             raise ImageMismatch("the image's edge columns differ in length")
@@ -252,7 +251,8 @@ def decode_image(data: Any) -> Image:
             raise ImageMismatch("the image's adjacency offsets do not fit its nodes")
         if sum(map(len, groups.values())) != node_count:
             raise ImageMismatch("the image's node types do not cover its nodes")
-        nodes = lazy_nodes(ids, node_types, node_raws, node_seqs)
+        # The type names from their codes as the payloads are filled (one string per name).
+        nodes = lazy_nodes(ids, map(list(groups).__getitem__, type_codes), node_raws, node_seqs)
         del node_raws  # the payloads hold them now
         edges = EdgeColumns(ids, edge_type_names, source, target, types, seqs, edge_raws, out_start, in_start, in_other, in_type, last_seq, type_codes, groups)
         graph = MemoryGraph.from_columns(
