@@ -418,10 +418,10 @@ class MemoryRegistry:
         holds frozen objects (``hgm_engine.model.release_kept``: gc cannot unfreeze one
         memory's objects alone), so a closed memory's cycles stay frozen until a collection
         unfreezes everything, collects and freezes what is left again (``collect_kept``). The
-        collector's own schedule never reaches them, so the registry collects itself, once per ``max(1, max_open // 4)`` closed memories:
-        a full pass walks every open memory (about 0.1-0.2 s CPU with 100 open memories of
-        1,000 nodes), which comes to a few ms per memory closed, against some 20 ms to open
-        one.
+        collector's own schedule never reaches them, so the registry collects itself, once per
+        ``max(1, max_open // 4)`` closed memories: a full pass walks every open memory (about
+        0.1-0.2 s CPU with 100 open memories of 1,000 nodes), which comes to a few ms per
+        memory closed, against some 20 ms to open one.
 
         A full pass walks every object of the process, though, not only the memories: in a
         process that holds much more than its open memories (an application embedding the

@@ -191,10 +191,10 @@ class _Pieces:
         self._at = at + n
         return self._data[at : at + n]
 
-    def take(self, n: int, what: str = "image") -> Any:
+    def take(self, n: int) -> Any:
         piece = self._take(n)
         if len(piece) != n:
-            raise ImageMismatch(f"the {what} is too short to be one")
+            raise ImageMismatch("the image is too short to be one")
         return piece
 
 
@@ -210,8 +210,9 @@ def decode_image(data: Any) -> Image:
     *_, node_count, edge_count, crc = _HEADER.unpack_from(header)
     count_data = pieces.take(_COUNT.size)
     (count,) = _COUNT.unpack(count_data)
-    chunks = -(-node_count // NODES_PER_CHUNK) if node_count > 0 else 0
-    if count != _CHUNKS + chunks or pieces.size < _HEADER.size + _COUNT.size + count * _SECTION.size:
+    # The attributes' chunks: however many the writer made (their lengths add up to the nodes).
+    chunks = count - _CHUNKS
+    if not 0 <= chunks <= max(node_count, 0) or pieces.size < _HEADER.size + _COUNT.size + count * _SECTION.size:
         raise ImageMismatch("the image does not match its checksum")  # a damaged count: its CRC cannot be read
     entries = pieces.take(count * _SECTION.size)
     if zlib.crc32(entries, zlib.crc32(count_data, zlib.crc32(memoryview(header)[: _HEADER.size - 4]))) != crc:
