@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from hgm_engine.facade import PathVerb, forward
-from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, MemoryGraph, Schema, release_kept
+from hgm_engine.model import DEFAULT_SCHEMA, Commit, GraphOverlay, MemoryGraph, Schema, forget_hold, release_kept
 from hgm_engine.query import DEFAULT_LIMITS, Limits
 from hgm_engine.retrieval import ReadVerbs, SearchVerbs
 from hgm_engine.rules import MAX_ROUNDS, PlannerViews, RuleRegistry, SchemaKeeper
@@ -88,6 +89,20 @@ class Memory:
         # empty until synced with the store, after the state
         self._rules = RuleRegistry(self, max_rounds=max_rule_rounds)
         self._state = MemoryState(self._store, sync_meta=self._sync_meta)
+        # Loading the state froze what it made (bulk_allocation.keep): a hold, given back by
+        # close, or forgotten when this memory is collected without being closed.
+        self._hold: weakref.finalize | None = None
+        if self._state.kept:
+            self._hold = weakref.finalize(self, forget_hold)
+            self._hold.atexit = False
+        try:
+            self._build(schema, stored, max_rule_rounds)
+        except BaseException:
+            self._give_back()  # a failed open holds nothing
+            raise
+
+    def _build(self, schema: Schema | None, stored: Schema, max_rule_rounds: int) -> None:
+        """What ``__init__`` makes once the state is loaded."""
         self._rules.sync()
         self._history = MemoryHistory(self._state)
         # The node index (search, rank): kept by every commit in its store transaction.
@@ -200,7 +215,13 @@ class Memory:
         if found is not None:
             found.close()
         self._store.close()
-        release_kept()  # what loading moved out of the collector's reach can be freed again
+        self._give_back()
+
+    def _give_back(self) -> None:
+        """What loading moved out of the collector's reach can be freed again (once: a second
+        close gives nothing back twice)."""
+        hold, self._hold = self._hold, None
+        release_kept(hold is not None and hold.detach() is not None)
 
     def __enter__(self) -> "Memory":
         return self

@@ -241,11 +241,9 @@ def _count_collections_only(monkeypatch) -> None:
     """The registry's collections counted, not run: where a test checks when the registry
     collects, not what a collection frees (a full pass takes ~1 s of CPU in a worker of the
     parallel suite, which holds over a million objects)."""
-    import types
-
     from hgm_engine.server import registry as module
 
-    monkeypatch.setattr(module, "gc", types.SimpleNamespace(collect=lambda: 0))
+    monkeypatch.setattr(module, "collect_kept", lambda: 0)
 
 
 def test_each_collection_of_the_registry_ends_with_malloc_trim(store_path, monkeypatch):

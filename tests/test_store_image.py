@@ -125,8 +125,16 @@ def _set_image(path, data: bytes | None) -> None:
         (lambda data: b"not an image at all, just bytes" * 4, "not an hgm image"),
         (lambda data: data[:20], "too short"),
         (lambda data: None, None),
+        (lambda data: data[:10] + (3).to_bytes(2, "little") + data[12:], f"format 3, this hgm reads {IMAGE_FORMAT}"),
+        (lambda data: data[: len(data) // 2], "truncated"),
+        (lambda data: data + b"\x00", "too long"),
+        (lambda data: data[:52] + (int.from_bytes(data[52:56], "little") + 1).to_bytes(4, "little") + data[56:], "does not match its checksum"),
+        (lambda data: data[:60] + bytes([data[60] ^ 1]) + data[61:], "does not match its checksum"),
+        (lambda data: data[:-1] + bytes([data[-1] ^ 0x40]), "does not match its checksum"),
+        (lambda data: "an image kept as text", "too short"),
     ],
-    ids=["flipped-bytes", "other-format", "not-an-image", "truncated", "missing"],
+    ids=["flipped-bytes", "other-format", "not-an-image", "truncated", "missing", "older-format", "cut-in-a-section",
+         "trailing-bytes", "section-count", "directory-entry", "last-section", "text"],
 )
 def test_a_damaged_old_or_missing_image_falls_back_to_the_rows_with_the_same_answers(stored, caplog, damage, reason):
     path, anchors = stored
@@ -142,6 +150,7 @@ def test_a_damaged_old_or_missing_image_falls_back_to_the_rows_with_the_same_ans
     with _open(path) as memory:  # the rows read, a new image was stored
         assert memory._store.last_load == "image"
         assert _answers(memory, anchors) == expected
+    assert int.from_bytes(_image_row(path)[10:12], "little") == IMAGE_FORMAT
 
 
 def test_a_row_changed_by_hand_after_the_image_is_refused_by_its_checksum(stored):
@@ -275,19 +284,17 @@ def test_an_image_whose_columns_have_another_shape_falls_back_to_the_rows(stored
     # a header and checksum that match, over columns of another layout (a bug, or a format
     # change without a new format number): the rows are read, nothing crashes
     import marshal
-    import zlib
 
     from hgm_engine.store import image as image_module
 
     path, anchors = stored
     with _open(path, image=False) as memory:
         expected = _answers(memory, anchors)
-    header = image_module._HEADER
     data = _image_row(path)
-    fields = list(header.unpack_from(data))
-    body = marshal.dumps((["g"], 5, "not", "the", "columns", {}, *([b""] * 8), [], 0, 7, b""))
-    unsigned = header.pack(*fields[:-1], 0)[: header.size - 4]
-    _set_image(path, header.pack(*fields[:-1], zlib.crc32(body, zlib.crc32(unsigned))) + body)
+    fields = image_module._HEADER.unpack_from(data)[:-1]
+    chunks = -(-fields[-2] // image_module.NODES_PER_CHUNK)
+    head = marshal.dumps((["g"], 5, "not", "the", "columns", {}, [], 0, 7, b""))
+    _set_image(path, image_module._framed(fields, [head, *([b""] * 8), *([marshal.dumps([])] * chunks)]))
     with caplog.at_level(logging.INFO, logger="hgm.store"):
         with _open(path) as memory:
             assert memory._store.last_load == "rows"

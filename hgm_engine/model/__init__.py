@@ -39,6 +39,9 @@ from hgm_engine.model.payloads import (
 from hgm_engine.model.graph import (
     MemoryGraph,
     bulk_allocation,
+    collect_kept,
+    forget_hold,
+    kept_memories,
     release_kept,
 )
 from hgm_engine.model.overlay import (
@@ -107,6 +110,9 @@ __all__ = [
     "edge_order_key",
     "EMPTY_ATTRS",
     "bulk_allocation",
+    "collect_kept",
+    "forget_hold",
+    "kept_memories",
     "release_kept",
     "MAX_VALUE_DEPTH",
     "MAX_INT_DIGITS",

@@ -20,6 +20,7 @@ each node's edges in *edge order* (spec/dsl.md §1) — and refreshes them as it
 from __future__ import annotations
 
 import operator
+import sys
 import threading
 from bisect import bisect_left
 from itertools import compress, islice
@@ -33,6 +34,10 @@ from hgm_engine.model.values import EMPTY_ATTRS, freeze
 __all__ = [
     "MemoryGraph",
     "bulk_allocation",
+    "KEPT_GROWTH",
+    "collect_kept",
+    "forget_hold",
+    "kept_memories",
     "release_kept",
 ]
 
@@ -54,8 +59,9 @@ class bulk_allocation:
     object alive at the end into the collector's permanent generation (``gc.freeze``): the
     payloads would otherwise still be young when the collector is enabled again, and its next
     passes would walk all of them (about 80 ms after reopening a 100k-node memory, falling
-    on whatever query came next). :func:`release_kept` gives them back (``Memory.close``),
-    so a closed memory's objects can be collected again.
+    on whatever query came next). Such a freeze is a *hold* (``kept`` is then True) that the
+    memory gives back when it closes (:func:`release_kept`), so that its objects can be
+    collected again.
 
     >>> with bulk_allocation():
     ...     payloads = [Node(str(i), "fact", EMPTY_ATTRS, i) for i in range(3)]
@@ -64,10 +70,14 @@ class bulk_allocation:
     """
 
     _keep = False
+    _hold = True
+    kept = False  # True once the block froze what it made as a hold (see release_kept)
 
-    def keep(self) -> None:
-        """What the block made lives on: freeze it when the block ends without an error."""
-        self._keep = True
+    def keep(self, hold: bool = True) -> None:
+        """What the block made lives on: freeze it when the block ends without an error.
+        ``hold=False``: no memory will give it back (a graph file loaded into a memory that
+        holds nothing); it is unfrozen when no memory holds frozen objects any more."""
+        self._keep, self._hold = True, hold
 
     def __enter__(self) -> "bulk_allocation":
         import gc
@@ -79,21 +89,114 @@ class bulk_allocation:
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         import gc
 
+        global _holds
         if self._was_enabled:
             if self._keep and exc_type is None:
-                gc.freeze()
+                with _KEPT:
+                    gc.freeze()
+                    if self._hold:
+                        _holds += 1
+                        self.kept = True
             gc.enable()
 
 
-def release_kept() -> None:
-    """Let the collector see again what ``bulk_allocation.keep`` moved out of its reach
-    (``gc.unfreeze``): called when a memory closes, so that its objects can be freed.
+# The memories whose load froze what it made (bulk_allocation.keep) and that have not given it
+# back (release_kept or forget_hold), and Python's heap (sys.getallocatedblocks) after the last
+# collect_kept. Under _KEPT (reentrant: a collection run under it calls finalizers).
+_KEPT = threading.RLock()
+_holds = 0
+_heap_after: int | None = None
 
-    >>> release_kept()
+KEPT_GROWTH = 0.25
+"""A close while other memories hold frozen objects runs :func:`collect_kept` once Python's
+heap has grown by this share since the last one (CPython's own rule for a full pass: a quarter
+more long-lived objects than it last found)."""
+
+
+def release_kept(held: bool) -> None:
+    """A memory closes: ``held`` when its load froze what it made (``bulk_allocation.kept``).
+
+    gc has no per-object unfreeze: ``gc.unfreeze`` gives the collector back every frozen
+    object of the process, every other open memory's payloads (and a caller's own
+    ``gc.freeze``) with this one's, and its next full passes would walk them all again. So
+    nothing is unfrozen while another memory still holds frozen objects; when the last one
+    closes (or a memory that held nothing closes while none holds: a graph file's load, an
+    empty memory), everything is. What this cannot do: a memory closed while others stay open
+    keeps its objects frozen, and those in reference cycles (a memory's own) are not freed
+    until a collection reaches them. So such a close runs :func:`collect_kept` once Python's
+    heap has grown by :data:`KEPT_GROWTH` since the last one (``sys.getallocatedblocks``, a walk
+    over the allocator's pools, not its objects): what waits stays in proportion to what is
+    alive, and each pass is paid for by that much growth. The server's registry also collects
+    on its own schedule.
+
+    >>> release_kept(False)
+    >>> kept_memories()
+    0
     """
     import gc
 
-    gc.unfreeze()
+    global _holds, _heap_after
+    with _KEPT:
+        if held and _holds:
+            _holds -= 1
+        if not _holds:
+            _heap_after = None
+            gc.unfreeze()
+        elif held:
+            heap = sys.getallocatedblocks()
+            if _heap_after is None:
+                _heap_after = heap
+            elif heap >= _heap_after * (1 + KEPT_GROWTH):
+                collect_kept()
+
+
+def forget_hold() -> None:
+    """A memory that held frozen objects was collected without being closed (its finalizer):
+    one hold fewer. Nothing is unfrozen here (this runs inside a collection); the next close
+    or collection does.
+
+    >>> before = kept_memories()
+    >>> with bulk_allocation() as bulk:
+    ...     bulk.keep()
+    >>> kept_memories() == before + 1, bulk.kept
+    (True, True)
+    >>> forget_hold(); kept_memories() == before
+    True
+    """
+    global _holds
+    with _KEPT:
+        if _holds:
+            _holds -= 1
+
+
+def collect_kept() -> int:
+    """A full pass of the collector that also reaches the frozen objects of memories already
+    closed: unfreeze everything, collect, and freeze what is left again while any memory still
+    holds frozen objects (``gc.collect``'s count of what it found unreachable).
+
+    >>> collect_kept() >= 0
+    True
+    """
+    import gc
+
+    global _heap_after
+    with _KEPT:
+        gc.unfreeze()
+        try:
+            return gc.collect()
+        finally:
+            if _holds:
+                gc.freeze()
+            _heap_after = sys.getallocatedblocks()
+
+
+def kept_memories() -> int:
+    """How many open memories hold frozen objects (see :func:`release_kept`).
+
+    >>> kept_memories() >= 0
+    True
+    """
+    return _holds
 
 
 class _Positions:
@@ -310,6 +413,7 @@ class MemoryGraph:
         last_seq: int | None = None,
         seqs: list[int] | None = None,
         numbers: dict[tuple[str, str], NumberIndex] | None = None,
+        seq_base: int | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
@@ -320,8 +424,9 @@ class MemoryGraph:
         when known (:meth:`roots` then needs no pass over the edges); ``last_seq``: the highest
         ``seq`` of ``nodes``, when known; ``seqs``: their seqs by position, when known (when
         they ascend, no id → position index is built until one is needed); ``numbers``: number
-        indexes kept with them (:meth:`stored_numbers`). Each type's index of
-        nodes is built when first read.
+        indexes kept with them (:meth:`stored_numbers`); ``seq_base``: ``seqs`` are known to be
+        ``seq_base, seq_base + 1, ...`` (not checked again). Each type's index of nodes is built
+        when first read.
         Nothing is checked: the caller read them from a store image whose checksum matched.
 
         >>> from hgm_engine.model import lazy_edges, lazy_nodes
@@ -335,7 +440,10 @@ class MemoryGraph:
         graph._rx.add_nodes_from(nodes)
         ids = edges.ids
         graph._nodes = dict(zip(ids, nodes))
-        if seqs is not None and len(seqs) == len(ids) and all(map(operator.lt, seqs, islice(seqs, 1, None))):
+        if seq_base is not None and seqs is not None and len(seqs) == len(ids):
+            graph._index, graph._seqs, graph._seq_base = None, seqs, seq_base
+            graph._bisects_left = max(1024, len(seqs) >> 5)
+        elif seqs is not None and len(seqs) == len(ids) and all(map(operator.lt, seqs, islice(seqs, 1, None))):
             graph._index, graph._seqs = None, seqs
             # A bisection costs ~2 dict lookups: a query that looks up more than one node in 32
             # pays for the map (built once, then kept) instead.

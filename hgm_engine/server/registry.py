@@ -43,7 +43,6 @@ hgm_engine.errors.RequestError: unknown-memory at acme/alcie: no memory 'acme/al
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import math
 import os
@@ -57,7 +56,7 @@ from typing import Any, Callable
 from hgm_engine.errors import Problem, RequestError
 from hgm_engine.memories import MemoryStore, open_store
 from hgm_engine.memory import Memory
-from hgm_engine.model import Schema
+from hgm_engine.model import Schema, collect_kept
 from hgm_engine.store import DEFAULT_MEMORY, check_memory_name, check_memory_prefix, unknown_memory
 from hgm_engine.server.service import LLMEndpoint, MemoryService, ServerLimits
 
@@ -415,13 +414,14 @@ class MemoryRegistry:
 
         A memory's objects form reference cycles, and loading a memory moves every object of
         the process out of the collector's reach (``gc.freeze``, so that its young payloads are
-        not walked again and again; closing one gives them back). In a server that opens a
-        memory for every few it closes, the collector's own schedule would rarely run between
-        a close and the next open's freeze, and the closed memories would stay in RAM for good.
-        So the registry collects itself, once per ``max(1, max_open // 4)`` closed memories:
-        a full pass walks every open memory (about 0.1-0.2 s CPU with 100 open memories of
-        1,000 nodes), which comes to a few ms per memory closed, against some 20 ms to open
-        one.
+        not walked again and again). Closing one gives them back only when no other open memory
+        holds frozen objects (``hgm_engine.model.release_kept``: gc cannot unfreeze one
+        memory's objects alone), so a closed memory's cycles stay frozen until a collection
+        unfreezes everything, collects and freezes what is left again (``collect_kept``). The
+        collector's own schedule never reaches them, so the registry collects itself, once per
+        ``max(1, max_open // 4)`` closed memories: a full pass walks every open memory (about
+        0.1-0.2 s CPU with 100 open memories of 1,000 nodes), which comes to a few ms per
+        memory closed, against some 20 ms to open one.
 
         A full pass walks every object of the process, though, not only the memories: in a
         process that holds much more than its open memories (an application embedding the
@@ -443,7 +443,7 @@ class MemoryRegistry:
         30 open memories of 1,000 nodes), some 0.3 ms per memory closed against about 37 ms of
         server CPU to open one."""
         started = time.process_time()
-        gc.collect()
+        collect_kept()  # gc.collect(), reaching the frozen objects of closed memories too
         self.collections += 1
         if self.trim and malloc_trim():
             self.trimmed += 1

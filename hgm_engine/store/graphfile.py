@@ -497,7 +497,7 @@ def load_graph_file(path: str | pathlib.Path, load: Callable[..., Any]) -> Any:
         doc = parse_graph_text(text, str(path))
         loaded = load(doc, reason=f"load {path.name}")
         del doc, text
-        bulk.keep()
+        bulk.keep(hold=False)  # no memory gives them back: unfrozen when none holds any
     return loaded
 
 

@@ -614,7 +614,10 @@ class SQLiteStore(Store):
                 names = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE name IN ('state_image', 'image_guard') OR name LIKE 'hgm_outside_%'")}
                 if "state_image" not in names or "image_guard" not in names:
                     return None
-                row = db.execute("SELECT t, data FROM state_image WHERE name = 'state'").fetchone()
+                # The blob is read through sqlite3.Blob, a section at a time (decode_image): a
+                # SELECT of it would copy it twice (SQLite's buffer, then Python's bytes), 33 MB
+                # of fresh pages for a 16 MB image.
+                row = db.execute("SELECT t, rowid, typeof(data) FROM state_image WHERE name = 'state'").fetchone()
                 if row is None:
                     return None
                 if len(names) != 2 + _IMAGE_TRIGGERS:
@@ -623,9 +626,13 @@ class SQLiteStore(Store):
                 guard = db.execute("SELECT edits FROM image_guard WHERE k = 1").fetchone()
                 t = self._latest_t()
                 self._read_version = db.execute("PRAGMA data_version").fetchone()[0]
-                image_t, data = row
+                image_t, rowid, kind = row
                 try:
-                    image = decode_image(data)
+                    if kind == "blob":
+                        with db.blobopen("state_image", "data", rowid, readonly=True) as blob:
+                            image = decode_image(blob)
+                    else:  # NULL, a text: not an image (decode_image says so)
+                        image = decode_image(db.execute("SELECT data FROM state_image WHERE rowid = ?", (rowid,)).fetchone()[0])
                     if image.t != image_t:
                         raise ImageMismatch(f"the image is of t={image.t}, its row says t={image_t}")
                     if guard is None or image.edits != guard[0]:

@@ -190,6 +190,7 @@ class MemoryState:
             self.graph, self.t = store.load_state()
             if len(self.graph):
                 bulk.keep()
+        self.kept = bulk.kept  # the memory gives them back when it closes (release_kept)
         self.views = ViewCache()
         self.listeners: list[Callable[[Commit], None]] = []
         self.write_lock = threading.RLock()
