@@ -11,8 +11,12 @@ choosing for each navigation step the fastest way it can run (:func:`navigation_
   the type test, the conditions and the pick written as one Python function;
 - **per-source loop**: any other predicates of a one-type out/in hop, applied per source in
   one loop;
-- **generic** / **generic per source**: everything else (repetitions, closures, siblings,
-  versions, several edge types) expands each source on its own.
+- **generic, then filters over the whole list**: everything else (repetitions, closures,
+  siblings, versions, several edge types) with only filters after it — each source expanded
+  on its own (a walk's sources in one call), then the filters once over the union (per source
+  where a node is reached from two sources);
+- **generic** / **generic per source**: everything else expands each source on its own, then
+  applies its predicates, if any, to each source's outputs.
 
 :meth:`Program.strategy` says which one runs for each node of the plan; ``explain(physical=True)``
 prints it.
@@ -29,7 +33,7 @@ import itertools
 from typing import Any, Callable, Mapping
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
-from hgm_engine.query.executor.codegen import hop_then_filters_detail, per_source_step
+from hgm_engine.query.executor.codegen import bucket_keys, hop_then_filters_detail, per_source_step
 from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context, Limits
 from hgm_engine.query.executor.operators import (
@@ -46,6 +50,8 @@ from hgm_engine.query.executor.operators import (
     one_type_hop,
     per_source_loop,
     traced_navigation,
+    filtered_sources,
+    then_filters,
     walk_levels,
     walk_step,
 )
@@ -59,11 +65,13 @@ def navigation_step(op: Navigate, compile_path) -> Step:
     """The :class:`~hgm_engine.query.executor.operators.Step` of a navigation step, its fast
     form the fastest strategy that fits (the module docstring lists them).
 
-    >>> from hgm_engine.query.plan import Filter, Attr, Cmp, Const
+    >>> from hgm_engine.query.plan import Filter, Attr, Cmp, Const, Index
     >>> navigation_step(Navigate("actions", Hop("out", ("parent_of",), "action")), None).strategy.name
     'one-type hop'
     >>> done = Filter(Cmp("=", Attr("status"), Const("done")))
     >>> navigation_step(Navigate("children", Hop("out", ("parent_of",)), (1, 2), (done,)), None).strategy.name
+    'generic, then filters over the whole list'
+    >>> navigation_step(Navigate("children", Hop("out", ("parent_of",)), (1, 2), (Index(0),)), None).strategy.name
     'generic per source'
     """
     walk = walk_step(op)
@@ -108,6 +116,15 @@ def navigation_step(op: Navigate, compile_path) -> Step:
             tests = "the type test and the predicates" if relation.node_type is not None else "the predicates"
             detail = f"one loop over {relation.direction}({relation.edge_types[0]}) of all sources, {tests} on each source's targets"
             return Step(loop, traced, Strategy("per-source loop", detail, _generated(predicate_steps())))
+    lists = filtered_sources(op)
+    if lists is not None:
+        # Filters alone keep or drop a node whichever source reached it: they run once over the
+        # union of the sources' outputs (then_filters: per source where two reach one node).
+        # (a union of walks over the stored columns keeps their positions for a first filter that tests them)
+        probes = bool(bucket_keys(op.predicates[0].condition, None))
+        return Step(then_filters(lists, [step.fast for step in predicate_steps()], probes), traced, Strategy(
+            "generic, then filters over the whole list", _expansion(op) + ", then the filters once over their union",
+            _generated(predicate_steps())))
     plain = walk_levels(op) or expanders(op)[0]  # a walk's levels without the expansions it does not use
     if not op.predicates:
         return Step(generic_hop(plain), traced, Strategy("generic", _expansion(op)))
