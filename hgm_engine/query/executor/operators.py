@@ -259,14 +259,17 @@ def _one_type_walk(relation: Hop, low: int, high: int | None) -> Callable | None
 
     def walk(ids, ctx):
         lists = []
-        get = None
+        get = stored = None
         for source in ids:
             if walks[0] < STORED_WALKS:  # (counted whether or not the view has columns)
                 walks[0] += 1
-                walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
-                if walked is not None:
-                    lists.append(walked)
-                    continue
+                if stored is None:  # (asked once a call; False: the view has no columns)
+                    stored = _stored_hop(ctx, edge_type, node_type) or False
+                if stored:
+                    walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high, stored)
+                    if walked is not None:
+                        lists.append(walked)
+                        continue
             if get is None:
                 get, find = ctx.hop(edge_type, node_type, outgoing)
                 ceiling = ctx.ceiling
@@ -415,12 +418,15 @@ def stored_ends(ids, ctx, edge_type: str, node_type: str | None, direction: str)
     return found, columns.ids
 
 
-def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgoing: bool, low: int, high: int | None):
+def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgoing: bool, low: int, high: int | None,
+                  stored: tuple | None = None):
     """The levels ``low`` to ``high`` of a one-type out or in hop repeated from ``source``,
     breadth-first, read from the view's stored columns by position (``MemoryGraph.
     stored_columns``) as a :class:`Walked`: the same ids, in the same order, and the same work
     charged per level as the walk over the hop's memo. None when the view has no such columns
     or ``source`` is not a node there (a node added since): the caller walks the memo.
+    ``stored``, when given, is what ``_stored_hop`` answers for the hop (a caller walking
+    several sources asks once).
 
     >>> from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_edges, lazy_nodes
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
@@ -433,9 +439,10 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
     >>> stored_levels("g", Context(MemoryGraph(), {}, None, DEFAULT_LIMITS), "parent_of", None, True, 1, None) is None
     True
     """
-    stored = _stored_hop(ctx, edge_type, node_type)
     if stored is None:
-        return None
+        stored = _stored_hop(ctx, edge_type, node_type)
+        if stored is None:
+            return None
     columns, position, code, kinds, kind = stored
     if outgoing:
         starts, others, types = columns.out_start, columns.target, columns.type
@@ -1209,7 +1216,7 @@ def walk_step(op: Navigate) -> Callable | None:
     return fast
 
 
-def then_filters(lists: Callable, filters: list[Callable], positions: bool = False) -> Callable:
+def then_filters(lists: Callable, filters: list[Callable], positions: Callable[[], bool] | None = None) -> Callable:
     """A navigation whose predicates are all filters, fast form: ``lists(ids, ctx)`` gives
     each source's outputs (:func:`walk_sources`, :func:`each_source`), then each filter runs
     once over their union (first occurrence kept) — what :func:`generic_per_source` gives, and
@@ -1219,8 +1226,9 @@ def then_filters(lists: Callable, filters: list[Callable], positions: bool = Fal
     over the sources' lists together. Where a node is (the lists' lengths add up to more than
     the union's) the filters run on each source's list, as in the general form. Each filter
     (:func:`list_op`'s) charges the nodes it tests; the step then charges the nodes it gives.
-    With ``positions`` (the first filter tests positions against the image's value indexes:
-    :class:`TieredFilter`) a union of walks over the stored columns keeps their positions.
+    A union of walks over the stored columns keeps their positions when ``positions()`` says
+    the first filter tests them against the image's value indexes (:class:`TieredFilter`;
+    asked the first time there is such a union).
 
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
     >>> from hgm_engine.model import MemoryGraph
@@ -1232,9 +1240,16 @@ def then_filters(lists: Callable, filters: list[Callable], positions: bool = Fal
     (['1', '3'], 11)
     """
 
+    probes: list = []  # positions(), once asked
+
     def fast(ids, ctx):
         found = lists(ids, ctx)
-        out = _union(found, positions)
+        if len(found) > 1 and positions is not None and found[0].__class__ is Walked:
+            if not probes:
+                probes.append(positions())
+            out = _union(found, probes[0])
+        else:
+            out = _union(found)
         if len(found) > 1 and len(out) != sum(map(len, found)):  # a node reached from two sources
             kept = []
             for outputs in found:
@@ -1243,7 +1258,7 @@ def then_filters(lists: Callable, filters: list[Callable], positions: bool = Fal
                         break
                     outputs = keep(outputs, ctx)
                 kept.append(outputs)
-            out = _union(kept)
+            out = _union(kept, bool(probes) and probes[0])
         else:
             for keep in filters:
                 if not out:

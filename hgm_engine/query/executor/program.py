@@ -121,7 +121,8 @@ def navigation_step(op: Navigate, compile_path) -> Step:
         # Filters alone keep or drop a node whichever source reached it: they run once over the
         # union of the sources' outputs (then_filters: per source where two reach one node).
         # (a union of walks over the stored columns keeps their positions for a first filter that tests them)
-        probes = bool(bucket_keys(op.predicates[0].condition, None))
+        first = op.predicates[0].condition
+        probes = lambda: bool(bucket_keys(first, None))  # noqa: E731
         return Step(then_filters(lists, [step.fast for step in predicate_steps()], probes), traced, Strategy(
             "generic, then filters over the whole list", _expansion(op) + ", then the filters once over their union",
             _generated(predicate_steps())))
