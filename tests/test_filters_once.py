@@ -159,11 +159,6 @@ def test_a_union_of_walks_over_the_columns_keeps_their_positions_for_the_value_i
     assert compile_uncached(text).program.run(_stored(nodes, edges)) == expected
     # the positions tested against the image's index: once over the union, or per source
     assert tested == [("action", "status", "pending")] * (2 if shared else 1)
-    tested.clear()
-    with monkeypatch.context() as patch:  # told the filter tests no positions: the union is of ids
-        patch.setattr(program_module, "bucket_keys", lambda condition, node_type: ())
-        assert compile_uncached(text).program.run(_stored(nodes, edges)) == expected
-    assert tested == ([("action", "status", "pending")] * 2 if shared else [])
 
 
 def _outcome(graph, text: str, limits: Limits):

@@ -256,6 +256,9 @@ def _one_type_walk(relation: Hop, low: int, high: int | None) -> Callable | None
         return None
     edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
     walks = [0]  # this step's walks over the stored columns so far (see STORED_WALKS)
+    # every level from the first on is kept, none is the last but an empty one: a closure
+    # (descendants, ancestors, derived{1,}) or {0,}, the commonest walks
+    every_level = low <= 1 and high is None
 
     def walk(ids, ctx):
         lists = []
@@ -280,6 +283,26 @@ def _one_type_walk(relation: Hop, low: int, high: int | None) -> Callable | None
             add = reached.add
             level = [source]
             out = [source] if low == 0 else []
+            if every_level:  # (the same loop without the levels' count)
+                while level:
+                    following = []
+                    for node_id in level:
+                        targets = get(node_id)
+                        if targets is None:
+                            targets = find(node_id)
+                        for other in targets:
+                            if other not in reached:
+                                add(other)
+                                following.append(other)
+                    out += following
+                    work += len(following)
+                    if work > ceiling:  # (charge stops the query with its error)
+                        ctx.work = work
+                        ctx.charge(0)
+                    level = following
+                ctx.work = work
+                lists.append(out)
+                continue
             depth = 0
             left = -1 if high is None else high  # levels still to expand (-1: no bound)
             while level and left:
@@ -1216,7 +1239,7 @@ def walk_step(op: Navigate) -> Callable | None:
     return fast
 
 
-def then_filters(lists: Callable, filters: list[Callable], positions: Callable[[], bool] | None = None) -> Callable:
+def then_filters(lists: Callable, filters: list[Callable], weights: list[int]) -> Callable:
     """A navigation whose predicates are all filters, fast form: ``lists(ids, ctx)`` gives
     each source's outputs (:func:`walk_sources`, :func:`each_source`), then each filter runs
     once over their union (first occurrence kept) — what :func:`generic_per_source` gives, and
@@ -1224,49 +1247,57 @@ def then_filters(lists: Callable, filters: list[Callable], positions: Callable[[
     each source's list and then taking the union is filtering the union; and where no node is
     reached from two sources, the nodes each filter tests over the union are those it tests
     over the sources' lists together. Where a node is (the lists' lengths add up to more than
-    the union's) the filters run on each source's list, as in the general form. Each filter
-    (:func:`list_op`'s) charges the nodes it tests; the step then charges the nodes it gives.
-    A union of walks over the stored columns keeps their positions when ``positions()`` says
-    the first filter tests them against the image's value indexes (:class:`TieredFilter`;
-    asked the first time there is such a union).
+    the union's) the filters run on each source's list, as in the general form. Filter ``k``
+    (a :class:`TieredFilter`) is charged ``weights[k]`` for each node it tests, as
+    :func:`list_op`'s filter step is, and the step then the nodes it gives, inline (as
+    :meth:`Context.charge` does). A union of walks over the stored columns keeps their
+    positions when the first filter tests positions against the image's value indexes (its
+    ``buckets``).
 
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
     >>> from hgm_engine.model import MemoryGraph
     >>> ctx = Context(MemoryGraph(), {}, None, DEFAULT_LIMITS)
-    >>> odd = lambda ids, ctx: ctx.charge(len(ids)) or [i for i in ids if int(i) % 2]
-    >>> then_filters(lambda ids, ctx: [["1", "2"], ["3"]], [odd])(["a", "b"], ctx), ctx.work
+    >>> odd = lambda ids, ctx: [i for i in ids if int(i) % 2]
+    >>> then_filters(lambda ids, ctx: [["1", "2"], ["3"]], [odd], [1])(["a", "b"], ctx), ctx.work
     (['1', '3'], 5)
-    >>> then_filters(lambda ids, ctx: [["1", "2"], ["2", "3"]], [odd])(["a", "b"], ctx), ctx.work  # "2" twice: per source
+    >>> then_filters(lambda ids, ctx: [["1", "2"], ["2", "3"]], [odd], [1])(["a", "b"], ctx), ctx.work  # "2" twice: per source
     (['1', '3'], 11)
     """
+    pairs = list(zip(filters, weights))
+    positions = bool(getattr(filters[0], "buckets", None)) if filters else False
 
-    probes: list = []  # positions(), once asked
+    def keep_all(out, ctx):
+        for keep, weight in pairs:
+            if not out:
+                break
+            # charged as Context.charge does, inline (Context.ceiling)
+            work = ctx.work = ctx.work + len(out) * weight
+            ceiling = ctx.ceiling
+            if ceiling is not None and work > ceiling:
+                ctx.charge(0)
+            out = keep(out, ctx)
+        return out
 
     def fast(ids, ctx):
         found = lists(ids, ctx)
-        if len(found) > 1 and positions is not None and found[0].__class__ is Walked:
-            if not probes:
-                probes.append(positions())
-            out = _union(found, probes[0])
+        if len(found) == 1:
+            out = found[0]
         else:
-            out = _union(found)
-        if len(found) > 1 and len(out) != sum(map(len, found)):  # a node reached from two sources
-            kept = []
-            for outputs in found:
-                for keep in filters:
-                    if not outputs:
-                        break
-                    outputs = keep(outputs, ctx)
-                kept.append(outputs)
-            out = _union(kept, bool(probes) and probes[0])
-        else:
-            for keep in filters:
+            out = _union(found, positions)
+            if len(out) != sum(map(len, found)):  # a node reached from two sources: per source
+                out = _union([keep_all(outputs, ctx) for outputs in found], positions)
+                found = None
+        ceiling = ctx.ceiling
+        if found is not None:  # keep_all, inline (the common case: one call a filter)
+            for keep, weight in pairs:
                 if not out:
                     break
+                work = ctx.work = ctx.work + len(out) * weight
+                if ceiling is not None and work > ceiling:
+                    ctx.charge(0)
                 out = keep(out, ctx)
         # charged as Context.charge does, inline (Context.ceiling)
         work = ctx.work = ctx.work + len(out)
-        ceiling = ctx.ceiling
         if ceiling is not None and work > ceiling:
             ctx.charge(0)
         return out

@@ -33,12 +33,13 @@ import itertools
 from typing import Any, Callable, Mapping
 
 from hgm_engine.model import Closure, Hop, Latest, Siblings, Versions
-from hgm_engine.query.executor.codegen import bucket_keys, hop_then_filters_detail, per_source_step
+from hgm_engine.query.executor.codegen import hop_then_filters_detail, per_source_step
 from hgm_engine.query.executor.conditions import condition_weight, condition_writer
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context, Limits
 from hgm_engine.query.executor.operators import (
     Step,
     Strategy,
+    TieredFilter,
     TieredHopThenFilters,
     Walked,
     expanders,
@@ -120,12 +121,11 @@ def navigation_step(op: Navigate, compile_path) -> Step:
     if lists is not None:
         # Filters alone keep or drop a node whichever source reached it: they run once over the
         # union of the sources' outputs (then_filters: per source where two reach one node).
-        # (a union of walks over the stored columns keeps their positions for a first filter that tests them)
-        first = op.predicates[0].condition
-        probes = lambda: bool(bucket_keys(first, None))  # noqa: E731
-        return Step(then_filters(lists, [step.fast for step in predicate_steps()], probes), traced, Strategy(
+        conditions = [p.condition for p in op.predicates]
+        filters = [TieredFilter(c, compile_path) for c in conditions]
+        return Step(then_filters(lists, filters, [condition_weight(c) for c in conditions]), traced, Strategy(
             "generic, then filters over the whole list", _expansion(op) + ", then the filters once over their union",
-            _generated(predicate_steps())))
+            tuple(filters)))
     plain = walk_levels(op) or expanders(op)[0]  # a walk's levels without the expansions it does not use
     if not op.predicates:
         return Step(generic_hop(plain), traced, Strategy("generic", _expansion(op)))
