@@ -35,6 +35,11 @@ QUERIES = [
     "#{s}.children{{1,3}}.where(status = 'done', priority < 3)",
     "#{s}.children{{0,2}}.where(type = 'goal')",
     "#{s}.children{{2}}.where(priority >= 0)",
+    "#{s}.children{{2,}}.where(priority >= 0)",
+    "#{s}.children{{0,}}.where(type = 'goal')",
+    # nine terms: each node tested weighs 2 (docs/language.md, work)
+    "#{s}.descendants.where(" + ", ".join(f"priority >= {n - 9}" for n in range(9)) + ")",
+    "nodes.where(type = 'goal').children{{1,2}}.where(" + ", ".join(f"priority >= {n - 9}" for n in range(9)) + ")",  # overlap
     "#{s}.subgoals{{1,}}.where(exists(actions))",  # a condition with a path inside
     "#{s}.ancestors.where(type = 'goal')",
     "#{s}.children.descendants.where(priority >= 2)",  # several sources
@@ -159,6 +164,23 @@ def test_a_union_of_walks_over_the_columns_keeps_their_positions_for_the_value_i
     assert compile_uncached(text).program.run(_stored(nodes, edges)) == expected
     # the positions tested against the image's index: once over the union, or per source
     assert tested == [("action", "status", "pending")] * (2 if shared else 1)
+
+
+def test_a_filter_over_max_work_stops_the_query_before_it_runs(monkeypatch) -> None:
+    # the id 1, the hop 2, the walks 4: the filter's charge of its 4 nodes passes 9
+    text = "#a.results.derived{1,}.where(confidence >= 0.5)"
+    calls = _counting_filters(monkeypatch)
+    for max_work in (7, 9, 10):
+        calls.clear()
+        ctx = Context(_fan(), {}, None, Limits(max_work=max_work))
+        if max_work < 11:
+            with pytest.raises(QueryExecutionError, match=f"more than {max_work} nodes"):
+                compile_uncached(text).program.fast(ctx)
+        assert calls == ([] if max_work < 11 else [4]), max_work
+    ctx = Context(_fan(), {}, None, Limits(max_work=11))  # the filter runs; the step's 3 pass 11
+    with pytest.raises(QueryExecutionError, match="more than 11 nodes"):
+        compile_uncached(text).program.fast(ctx)
+    assert calls == [4] and ctx.work == 14
 
 
 def _outcome(graph, text: str, limits: Limits):
