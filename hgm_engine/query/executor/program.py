@@ -43,6 +43,7 @@ from hgm_engine.query.executor.operators import (
     TieredHopThenFilters,
     Walked,
     expanders,
+    filtered_sources,
     generated_name,
     generic_hop,
     generic_per_source,
@@ -50,9 +51,8 @@ from hgm_engine.query.executor.operators import (
     list_op,
     one_type_hop,
     per_source_loop,
-    traced_navigation,
-    filtered_sources,
     then_filters,
+    traced_navigation,
     walk_levels,
     walk_step,
 )
