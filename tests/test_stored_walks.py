@@ -175,8 +175,8 @@ def test_a_walk_over_the_columns_stops_at_the_same_work_limit_as_the_memo_walk(t
 
 def test_a_step_on_a_graph_without_columns_stops_asking_for_them(monkeypatch) -> None:
     asked = []
-    real = operators.stored_levels
-    monkeypatch.setattr(operators, "stored_levels", lambda *args: asked.append(1) or real(*args))
+    real = MemoryGraph.stored_columns
+    monkeypatch.setattr(MemoryGraph, "stored_columns", lambda self: asked.append(1) or real(self))
     nodes, edges = _records()
     graph = MemoryGraph.from_records(nodes, edges)
     program = compile_uncached("#g0.descendants").program

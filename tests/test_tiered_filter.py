@@ -164,7 +164,7 @@ def test_explain_physical_names_the_generated_filter_before_and_after_the_first_
     for _ in range(runs):
         compiled.run(_graph(3))
     (line,) = [line for line in compiled.explain(physical=True).splitlines() if "physical:" in line]
-    assert "generic per source <hgm filter " in line
+    assert "generic, then filters over the whole list <hgm filter " in line
     assert compiled.run(_graph(3)).value == []
 
 

@@ -53,6 +53,10 @@ __all__ = [
     "generic_hop",
     "walk_step",
     "walk_levels",
+    "walk_sources",
+    "each_source",
+    "filtered_sources",
+    "then_filters",
     "generic_per_source",
     "traced_navigation",
     "TieredFilter",
@@ -209,10 +213,9 @@ def _hop(relation: Hop) -> Callable:
 
 
 def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | None:
-    """Breadth-first repetition of a one-type out or in hop, untraced, with the lookup
-    inline: each node's other ends read from the hop's memo (:meth:`Context.hop`; a call
-    only on a miss). The same levels, order and work as the general form; None for other
-    hops.
+    """Breadth-first repetition of a one-type out or in hop from one source, untraced:
+    ``levels(source, ctx) -> ids``, what :func:`_one_type_walk` gives for that source alone.
+    The same levels, order and work as the general form; None for other hops.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
@@ -222,41 +225,132 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     >>> _one_type_levels(Hop("out", ("parent_of",)), 1, None)("g", Context(g, {}, None, DEFAULT_LIMITS))
     ['s', 'a']
     """
+    walk = _one_type_walk(relation, low, high)
+    if walk is None:
+        return None
+
+    def levels(source, ctx):
+        return walk((source,), ctx)[0]
+
+    return levels
+
+
+def _one_type_walk(relation: Hop, low: int, high: int | None) -> Callable | None:
+    """``walk(ids, ctx) -> lists``: breadth-first repetition of a one-type out or in hop from
+    each source of ``ids`` in turn, untraced — each source's levels ``low`` to ``high`` as one
+    list, in the sources' order. A walk reads the stored columns (:func:`stored_levels`: the
+    step's first :data:`STORED_WALKS` sources), or else each node's other ends from the hop's
+    memo (:meth:`Context.hop`, asked once a call; a call only on a miss). Each level's nodes
+    are charged as :meth:`Context.charge` does, inline (``Context.ceiling``). The same levels,
+    order and work as the general form (:func:`_repeat`); None for other hops.
+
+    >>> from hgm_engine.model import MemoryGraph
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> g = MemoryGraph.from_records([("g", "goal", {}), ("s", "goal", {}), ("a", "action", {})],
+    ...                              [("g", "s", "parent_of", {}), ("s", "a", "parent_of", {})])
+    >>> ctx = Context(g, {}, None, DEFAULT_LIMITS)
+    >>> _one_type_walk(Hop("out", ("parent_of",)), 1, None)(["g", "s"], ctx), ctx.work
+    ([['s', 'a'], ['a']], 3)
+    """
     if relation.edge_types is None or len(relation.edge_types) != 1 or relation.direction == "both":
         return None
     edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
     walks = [0]  # this step's walks over the stored columns so far (see STORED_WALKS)
+    # every level from the first on is kept, none is the last but an empty one: a closure
+    # (descendants, ancestors, derived{1,}) or {0,}, the commonest walks
+    every_level = low <= 1 and high is None
 
-    def levels(source, ctx):
-        if walks[0] < STORED_WALKS:  # (counted whether or not the view has columns)
-            walks[0] += 1
-            walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high)
-            if walked is not None:
-                return walked
-        get, find = ctx.hop(edge_type, node_type, outgoing)
-        reached = {source}
-        level = [source]
-        out = [source] if low == 0 else []
-        depth = 0
-        while level and (high is None or depth < high):
-            depth += 1
-            following: list = []
-            append = following.append
-            for node_id in level:
-                targets = get(node_id)
-                if targets is None:
-                    targets = find(node_id)
-                for other in targets:
-                    if other not in reached:
-                        reached.add(other)
-                        append(other)
-            if depth >= low:
-                out.extend(following)
-            ctx.charge(len(following))
-            level = following
-        return out
+    def walk(ids, ctx):
+        lists = []
+        get = stored = None
+        for source in ids:
+            if walks[0] < STORED_WALKS:  # (counted whether or not the view has columns)
+                walks[0] += 1
+                if stored is None:  # (asked once a call; False: the view has no columns)
+                    stored = _stored_hop(ctx, edge_type, node_type) or False
+                if stored:
+                    walked = stored_levels(source, ctx, edge_type, node_type, outgoing, low, high, stored)
+                    if walked is not None:
+                        lists.append(walked)
+                        continue
+            if get is None:
+                get, find = ctx.hop(edge_type, node_type, outgoing)
+                ceiling = ctx.ceiling
+                if ceiling is None:
+                    ceiling = _NO_CEILING
+            work = ctx.work
+            reached = {source}
+            add = reached.add
+            level = [source]
+            out = [source] if low == 0 else []
+            if every_level:  # (the same loop without the levels' count)
+                while level:
+                    following = []
+                    for node_id in level:
+                        targets = get(node_id)
+                        if targets is None:
+                            targets = find(node_id)
+                        for other in targets:
+                            if other not in reached:
+                                add(other)
+                                following.append(other)
+                    out += following
+                    work += len(following)
+                    if work > ceiling:  # (charge stops the query with its error)
+                        ctx.work = work
+                        ctx.charge(0)
+                    level = following
+                ctx.work = work
+                lists.append(out)
+                continue
+            depth = 0
+            left = -1 if high is None else high  # levels still to expand (-1: no bound)
+            while level and left:
+                left -= 1
+                depth += 1
+                following: list = []
+                append = following.append
+                for node_id in level:
+                    targets = get(node_id)
+                    if targets is None:
+                        targets = find(node_id)
+                    for other in targets:
+                        if other not in reached:
+                            add(other)
+                            append(other)
+                if depth >= low:
+                    out.extend(following)
+                work += len(following)
+                if work > ceiling:  # (charge stops the query with its error)
+                    ctx.work = work
+                    ctx.charge(0)
+                level = following
+            ctx.work = work
+            lists.append(out)
+        return lists
 
-    return levels
+    return walk
+
+
+def _union(lists: list, positions: bool = False) -> list:
+    """The first occurrence of each id of ``lists`` (each without repeats), in order: the one
+    list itself (uncopied) when there is one; with ``positions``, a :class:`Walked` when each
+    list is one (their columns' positions kept, for a filter that tests them).
+
+    >>> _union([["a", "b"], ["b", "c"]])
+    ['a', 'b', 'c']
+    """
+    if len(lists) == 1:
+        return lists[0]
+    chain = itertools.chain.from_iterable
+    out = list(dict.fromkeys(chain(lists)))
+    if positions and lists and all([walked.__class__ is Walked for walked in lists]):
+        # (one call's walks read the same columns: a position is one id, so the first
+        # occurrences of the positions line up with those of the ids)
+        walked = Walked(out)
+        walked.positions, walked.ids = list(dict.fromkeys(chain([w.positions for w in lists]))), lists[0].ids
+        return walked
+    return out
 
 
 # A walk's first calls read the graph's stored columns by position (stored_levels), and so do
@@ -347,12 +441,15 @@ def stored_ends(ids, ctx, edge_type: str, node_type: str | None, direction: str)
     return found, columns.ids
 
 
-def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgoing: bool, low: int, high: int | None):
+def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgoing: bool, low: int, high: int | None,
+                  stored: tuple | None = None):
     """The levels ``low`` to ``high`` of a one-type out or in hop repeated from ``source``,
     breadth-first, read from the view's stored columns by position (``MemoryGraph.
     stored_columns``) as a :class:`Walked`: the same ids, in the same order, and the same work
     charged per level as the walk over the hop's memo. None when the view has no such columns
     or ``source`` is not a node there (a node added since): the caller walks the memo.
+    ``stored``, when given, is what ``_stored_hop`` answers for the hop (a caller walking
+    several sources asks once).
 
     >>> from hgm_engine.model import EdgeColumns, MemoryGraph, lazy_edges, lazy_nodes
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
@@ -365,9 +462,10 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
     >>> stored_levels("g", Context(MemoryGraph(), {}, None, DEFAULT_LIMITS), "parent_of", None, True, 1, None) is None
     True
     """
-    stored = _stored_hop(ctx, edge_type, node_type)
     if stored is None:
-        return None
+        stored = _stored_hop(ctx, edge_type, node_type)
+        if stored is None:
+            return None
     columns, position, code, kinds, kind = stored
     if outgoing:
         starts, others, types = columns.out_start, columns.target, columns.type
@@ -933,7 +1031,11 @@ def one_type_hop(relation: Hop) -> Callable | None:
             and not (isinstance(ctx.view, MemoryGraph) and ctx.view.distinct_ends(edge_type, direction == "out", len(out)))
         ):
             out = list(dict.fromkeys(out))
-        ctx.charge(len(out))
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
         return out
 
     return step
@@ -1052,26 +1154,155 @@ def walk_levels(op: Navigate) -> Callable | None:
     return None
 
 
+def walk_sources(op: Navigate) -> Callable | None:
+    """``walk(ids, ctx) -> lists`` of a walk — a one-type out or in hop repeated (``{m,n}``)
+    or its closure — each source's levels as one list (:func:`_one_type_walk`: the sources
+    walked in one call, the hop's memo asked once); None for other steps.
+
+    >>> walk_sources(Navigate("ancestors", Closure(Hop("in", ("parent_of",))))).__qualname__
+    '_one_type_walk.<locals>.walk'
+    >>> walk_sources(Navigate("children", Hop("out", ("parent_of",)))) is None
+    True
+    """
+    relation = op.relation
+    if relation.__class__ is Closure:
+        return _one_type_walk(relation.hop, 1, None)
+    if relation.__class__ is Hop and op.repeat is not None:
+        return _one_type_walk(relation, *op.repeat)
+    return None
+
+
+def each_source(plain: Callable) -> Callable:
+    """``lists(ids, ctx)``: ``plain(id, ctx)`` for each source, as :func:`walk_sources`'
+    walks give them (for a navigation that is not a walk).
+
+    >>> each_source(lambda i, ctx: [i + "1"])(["a", "b"], None)
+    [['a1'], ['b1']]
+    """
+
+    def lists(ids, ctx):
+        return [plain(i, ctx) for i in ids]
+
+    return lists
+
+
+def filtered_sources(op: Navigate) -> Callable | None:
+    """``lists(ids, ctx)`` of a navigation whose predicates are all filters, for
+    :func:`then_filters` (:func:`walk_sources` for a walk, else :func:`each_source` over its
+    expansion); None for a step with no predicates or with a positional one (``[0]``: it picks
+    from each source's own list).
+
+    >>> filtered_sources(Navigate("ancestors", Closure(Hop("in", ("parent_of",))), None, (Index(0),))) is None
+    True
+    >>> from hgm_engine.query.plan import Attr, Cmp, Const
+    >>> done = Filter(Cmp("=", Attr("status"), Const("done")))
+    >>> filtered_sources(Navigate("ancestors", Closure(Hop("in", ("parent_of",))), None, (done,))).__qualname__
+    '_one_type_walk.<locals>.walk'
+    """
+    predicates = op.predicates
+    if not predicates or not all([p.__class__ is Filter for p in predicates]):
+        return None
+    return walk_sources(op) or each_source(expanders(op)[0])
+
+
 def walk_step(op: Navigate) -> Callable | None:
     """The fast form of a walk without predicates — a one-type out or in hop repeated
     (``{m,n}``) or its closure (``ancestors``) — as :func:`generic_hop` over the walk's levels
-    gives it, with the levels' function called directly (:func:`_one_type_levels`: the stored
-    columns first, then the hop's memo) and the work charged inline; None for other steps.
-    (Its traced form is the general one: :func:`expanders`.)
+    gives it: the sources walked in one call (:func:`_one_type_walk`: the stored columns
+    first, then the hop's memo), the first occurrence of each id kept and the work charged
+    inline; None for other steps. (Its traced form is the general one: :func:`expanders`.)
 
     >>> from hgm_engine.model import MemoryGraph
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
     >>> g = MemoryGraph.from_records([("g", "goal", {}), ("s", "goal", {}), ("a", "action", {})],
     ...                              [("g", "s", "parent_of", {}), ("s", "a", "parent_of", {})])
-    >>> walk_step(Navigate("children", Hop("out", ("parent_of",)), (1, None)))(["g"], Context(g, {}, None, DEFAULT_LIMITS))
+    >>> walk_step(Navigate("children", Hop("out", ("parent_of",)), (1, None)))(["g", "s"], Context(g, {}, None, DEFAULT_LIMITS))
     ['s', 'a']
     >>> walk_step(Navigate("children", Hop("out", ("parent_of",)))) is None  # one hop: not a walk
     True
     """
     if op.predicates:
         return None
-    levels = walk_levels(op)
-    return None if levels is None else _each_source(levels, fresh=True)
+    walk = walk_sources(op)
+    if walk is None:
+        return None
+
+    def fast(ids, ctx):
+        out = _union(walk(ids, ctx))
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
+        return out
+
+    return fast
+
+
+def then_filters(lists: Callable, filters: list[Callable], weights: list[int]) -> Callable:
+    """A navigation whose predicates are all filters, fast form: ``lists(ids, ctx)`` gives
+    each source's outputs (:func:`walk_sources`, :func:`each_source`), then each filter runs
+    once over their union (first occurrence kept) — what :func:`generic_per_source` gives, and
+    the same work: a filter keeps or drops a node whichever source reached it, so filtering
+    each source's list and then taking the union is filtering the union; and where no node is
+    reached from two sources, the nodes each filter tests over the union are those it tests
+    over the sources' lists together. Where a node is (the lists' lengths add up to more than
+    the union's) the filters run on each source's list, as in the general form. Filter ``k``
+    (a :class:`TieredFilter`) is charged ``weights[k]`` for each node it tests, as
+    :func:`list_op`'s filter step is, and the step then the nodes it gives, inline (as
+    :meth:`Context.charge` does). A union of walks over the stored columns keeps their
+    positions when the first filter tests positions against the image's value indexes (its
+    ``buckets``).
+
+    >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
+    >>> from hgm_engine.model import MemoryGraph
+    >>> ctx = Context(MemoryGraph(), {}, None, DEFAULT_LIMITS)
+    >>> odd = lambda ids, ctx: [i for i in ids if int(i) % 2]
+    >>> then_filters(lambda ids, ctx: [["1", "2"], ["3"]], [odd], [1])(["a", "b"], ctx), ctx.work
+    (['1', '3'], 5)
+    >>> then_filters(lambda ids, ctx: [["1", "2"], ["2", "3"]], [odd], [1])(["a", "b"], ctx), ctx.work  # "2" twice: per source
+    (['1', '3'], 11)
+    """
+    pairs = list(zip(filters, weights))
+    positions = bool(getattr(filters[0], "buckets", None)) if filters else False
+
+    def keep_all(out, ctx):
+        for keep, weight in pairs:
+            if not out:
+                break
+            # charged as Context.charge does, inline (Context.ceiling)
+            work = ctx.work = ctx.work + len(out) * weight
+            ceiling = ctx.ceiling
+            if ceiling is not None and work > ceiling:
+                ctx.charge(0)
+            out = keep(out, ctx)
+        return out
+
+    def fast(ids, ctx):
+        found = lists(ids, ctx)
+        if len(found) == 1:
+            out = found[0]
+        else:
+            out = _union(found, positions)
+            if len(out) != sum(map(len, found)):  # a node reached from two sources: per source
+                out = _union([keep_all(outputs, ctx) for outputs in found], positions)
+                found = None
+        ceiling = ctx.ceiling
+        if found is not None:  # keep_all, inline (the common case: one call a filter)
+            for keep, weight in pairs:
+                if not out:
+                    break
+                work = ctx.work = ctx.work + len(out) * weight
+                if ceiling is not None and work > ceiling:
+                    ctx.charge(0)
+                out = keep(out, ctx)
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
+        return out
+
+    return fast
 
 
 def generic_per_source(plain: Callable, predicates: list[Callable]) -> Callable:

@@ -11,8 +11,12 @@ choosing for each navigation step the fastest way it can run (:func:`navigation_
   the type test, the conditions and the pick written as one Python function;
 - **per-source loop**: any other predicates of a one-type out/in hop, applied per source in
   one loop;
-- **generic** / **generic per source**: everything else (repetitions, closures, siblings,
-  versions, several edge types) expands each source on its own.
+- **generic, then filters over the whole list**: everything else (repetitions, closures,
+  siblings, versions, several edge types) with only filters after it — each source expanded
+  on its own (a walk's sources in one call), then the filters once over the union (per source
+  where a node is reached from two sources);
+- **generic** / **generic per source**: everything else expands each source on its own, then
+  applies its predicates, if any, to each source's outputs.
 
 :meth:`Program.strategy` says which one runs for each node of the plan; ``explain(physical=True)``
 prints it.
@@ -35,9 +39,11 @@ from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context, Limits
 from hgm_engine.query.executor.operators import (
     Step,
     Strategy,
+    TieredFilter,
     TieredHopThenFilters,
     Walked,
     expanders,
+    filtered_sources,
     generated_name,
     generic_hop,
     generic_per_source,
@@ -45,6 +51,7 @@ from hgm_engine.query.executor.operators import (
     list_op,
     one_type_hop,
     per_source_loop,
+    then_filters,
     traced_navigation,
     walk_levels,
     walk_step,
@@ -59,11 +66,13 @@ def navigation_step(op: Navigate, compile_path) -> Step:
     """The :class:`~hgm_engine.query.executor.operators.Step` of a navigation step, its fast
     form the fastest strategy that fits (the module docstring lists them).
 
-    >>> from hgm_engine.query.plan import Filter, Attr, Cmp, Const
+    >>> from hgm_engine.query.plan import Filter, Attr, Cmp, Const, Index
     >>> navigation_step(Navigate("actions", Hop("out", ("parent_of",), "action")), None).strategy.name
     'one-type hop'
     >>> done = Filter(Cmp("=", Attr("status"), Const("done")))
     >>> navigation_step(Navigate("children", Hop("out", ("parent_of",)), (1, 2), (done,)), None).strategy.name
+    'generic, then filters over the whole list'
+    >>> navigation_step(Navigate("children", Hop("out", ("parent_of",)), (1, 2), (Index(0),)), None).strategy.name
     'generic per source'
     """
     walk = walk_step(op)
@@ -108,6 +117,15 @@ def navigation_step(op: Navigate, compile_path) -> Step:
             tests = "the type test and the predicates" if relation.node_type is not None else "the predicates"
             detail = f"one loop over {relation.direction}({relation.edge_types[0]}) of all sources, {tests} on each source's targets"
             return Step(loop, traced, Strategy("per-source loop", detail, _generated(predicate_steps())))
+    lists = filtered_sources(op)
+    if lists is not None:
+        # Filters alone keep or drop a node whichever source reached it: they run once over the
+        # union of the sources' outputs (then_filters: per source where two reach one node).
+        conditions = [p.condition for p in op.predicates]
+        filters = [TieredFilter(c, compile_path) for c in conditions]
+        return Step(then_filters(lists, filters, [condition_weight(c) for c in conditions]), traced, Strategy(
+            "generic, then filters over the whole list", _expansion(op) + ", then the filters once over their union",
+            tuple(filters)))
     plain = walk_levels(op) or expanders(op)[0]  # a walk's levels without the expansions it does not use
     if not op.predicates:
         return Step(generic_hop(plain), traced, Strategy("generic", _expansion(op)))
