@@ -1287,16 +1287,10 @@ def then_filters(lists: Callable, filters: list[Callable], weights: list[int]) -
             if len(out) != sum(map(len, found)):  # a node reached from two sources: per source
                 out = _union([keep_all(outputs, ctx) for outputs in found], positions)
                 found = None
-        ceiling = ctx.ceiling
-        if found is not None:  # keep_all, inline (the common case: one call a filter)
-            for keep, weight in pairs:
-                if not out:
-                    break
-                work = ctx.work = ctx.work + len(out) * weight
-                if ceiling is not None and work > ceiling:
-                    ctx.charge(0)
-                out = keep(out, ctx)
+        if found is not None:
+            out = keep_all(out, ctx)
         # charged as Context.charge does, inline (Context.ceiling)
+        ceiling = ctx.ceiling
         work = ctx.work = ctx.work + len(out)
         if ceiling is not None and work > ceiling:
             ctx.charge(0)
