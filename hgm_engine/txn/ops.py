@@ -55,6 +55,7 @@ __all__ = [
     "TransactionDoc",
     "parse_transaction",
     "parse_op",
+    "op_places",
     "apply_op",
     "orphan_violations",
     "MARK_ATTRS",
@@ -214,7 +215,25 @@ _OP_KEYS = {
     "invalidate": ({"op", "id", "at"}, {"by", "reason"}),
 }
 _OP_NAMED = {name: frozenset(required | optional) for name, (required, optional) in _OP_KEYS.items()}
+_ADD_NODE_NAMED = tuple(sorted(_OP_NAMED["add_node"]))
+_ADD_EDGE_KEYS = tuple(sorted(_OP_KEYS["add_edge"][0]))
 _DOCUMENT_KEYS = ("author", "reason", "base_t", "ops", "dry_run")
+_OP_PLACES = tuple(f"ops[{i}]" for i in range(256))  # see op_places
+
+
+def op_places(count: int) -> tuple[str, ...]:
+    """The places of a transaction's ops in errors, ``ops[0]``, ``ops[1]``, ...: at least
+    ``count`` of them. Up to 256 they are made once and shared, not formatted again for each
+    op of each commit (parsing and applying both name them).
+
+    >>> op_places(3)[:3]
+    ('ops[0]', 'ops[1]', 'ops[2]')
+    >>> op_places(300)[299]
+    'ops[299]'
+    """
+    if count <= len(_OP_PLACES):
+        return _OP_PLACES
+    return tuple(f"ops[{i}]" for i in range(count))
 
 
 def _fail(message: str, where: str, category: str = "invalid-transaction") -> TransactionError:
@@ -373,8 +392,11 @@ def parse_op(doc: Any, where: str) -> Op:
         missing = sorted(required - set(doc))
         raise _fail(f"{name} needs {', '.join(repr(m) for m in missing)}", where)
     if name == "add_node":
-        named = _OP_NAMED[name]
-        attributes = {k: v for k, v in doc.items() if k not in named}
+        # the attributes are the other keys, in the document's order: a copy made in C less the
+        # op's own keys (a comprehension tests every key in Python)
+        attributes = doc.copy()
+        for key in _ADD_NODE_NAMED:
+            attributes.pop(key, None)
         node_id = doc.get("id")
         if node_id is not None:
             node_id = _string(doc, "id", where)
@@ -386,7 +408,9 @@ def parse_op(doc: Any, where: str) -> Op:
             raise _fail("'order' must be a number", where)
         return AddNode(node_id, _string(doc, "type", where), attributes, parent, order)
     if name == "add_edge":
-        attributes = {k: v for k, v in doc.items() if k not in required}
+        attributes = doc.copy()  # as add_node's
+        for key in _ADD_EDGE_KEYS:
+            del attributes[key]  # all there (required)
         return AddEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where), attributes)
     if not doc.keys() <= _OP_NAMED[name]:
         unknown = sorted((k for k in doc if k not in required and k not in optional), key=str)
@@ -495,7 +519,7 @@ def parse_transaction(doc: Any, *, max_ops: int = MAX_OPS) -> TransactionDoc:
     if dry_run is not None and not isinstance(dry_run, bool):
         shown = repr(dry_run) if isinstance(dry_run, str) and len(dry_run) < 40 else f"a {type(dry_run).__name__}"
         raise _fail(f"'dry_run' must be true or false, not {shown}", "dry_run")
-    parsed = tuple([parse_op(op, f"ops[{i}]") for i, op in enumerate(ops)])
+    parsed = tuple(map(parse_op, ops, op_places(len(ops))))
     return TransactionDoc(doc.get("author"), doc.get("reason"), base_t, parsed)
 
 

@@ -1,0 +1,77 @@
+"""Parsing and applying ops name each op by its place, and parsing keeps an op's attributes.
+
+Issue 15, seventh session: the places ``ops[i]`` are made once (``op_places``) instead of
+formatted for each op of each commit, and an ``add_node``/``add_edge`` op's attributes are the
+document less the op's own keys, copied in C. These tests pin what must not change with that:
+every op of a long transaction is parsed and applied (none dropped past the shared places),
+an error names the op's exact place before and past them, and the attributes are the same
+keys in the same order as the document's.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hgm_engine import Memory
+from hgm_engine.errors import TransactionError
+from hgm_engine.txn.ops import op_places, parse_op, parse_transaction
+
+
+def _adds(count: int) -> list[dict]:
+    return [{"op": "add_node", "id": f"n{i}", "type": "goal"} for i in range(count)]
+
+
+@pytest.mark.parametrize("count", [1, 255, 256, 257, 300])
+def test_every_op_of_a_transaction_is_parsed_and_committed(count):
+    assert len(parse_transaction({"ops": _adds(count)}).ops) == count
+    memory = Memory()
+    assert memory.apply({"ops": _adds(count)}).committed
+    assert all(memory.graph.node(f"n{i}") is not None for i in range(count))
+
+
+@pytest.mark.parametrize("bad", [0, 3, 255, 256, 299])
+def test_a_parse_error_names_the_ops_place(bad):
+    ops = _adds(300)
+    ops[bad] = {"op": "add_node", "id": f"n{bad}"}  # no type
+    with pytest.raises(TransactionError) as raised:
+        parse_transaction({"ops": ops})
+    assert raised.value.problems[0].where == f"ops[{bad}]"
+
+
+@pytest.mark.parametrize("bad", [0, 3, 255, 256, 299])
+def test_an_apply_error_names_the_ops_place_and_leaves_memory_as_it_was(bad):
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    ops = _adds(300)
+    ops[bad] = {"op": "add_edge", "from": "g", "to": "nowhere", "type": "related_to"}
+    with pytest.raises(TransactionError) as raised:
+        memory.apply({"ops": ops})
+    assert [(p.category, p.where) for p in raised.value.problems] == [("unknown-node", f"ops[{bad}]")]
+    assert list(memory.graph.node_ids()) == ["g"] and memory.t == 1
+
+
+def test_op_places_are_the_ops_indexes():
+    for count in (0, 10, 256, 1000):
+        places = op_places(count)
+        assert len(places) >= count
+        assert list(places[:count]) == [f"ops[{i}]" for i in range(count)]
+
+
+_NAMES = st.sampled_from(["op", "id", "type", "parent", "order", "from", "to", "content", "status", "a", "zz", "priority"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_NAMES, unique=True), st.sampled_from(["add_node", "add_edge"]))
+def test_an_ops_attributes_are_its_other_keys_in_the_documents_order(keys, name):
+    doc = {key: f"v-{key}" for key in keys}
+    doc.update(op=name, type="goal" if name == "add_node" else "related_to")
+    if name == "add_edge":
+        doc.update({"from": "a1", "to": "b1"})
+    doc.pop("order", None)  # a string order is refused; its place is the op's, tested above
+    op = parse_op(doc, "ops[0]")
+    own = {"op", "type", "id", "parent", "order"} if name == "add_node" else {"op", "from", "to", "type"}
+    expected = [(k, v) for k, v in doc.items() if k not in own]
+    assert list(op.attributes.items()) == expected
+    assert op.attributes is not doc
