@@ -75,3 +75,60 @@ def test_an_ops_attributes_are_its_other_keys_in_the_documents_order(keys, name)
     expected = [(k, v) for k, v in doc.items() if k not in own]
     assert list(op.attributes.items()) == expected
     assert op.attributes is not doc
+
+
+_GOOD = {
+    "add_node": {"op": "add_node", "id": "n1", "type": "goal"},
+    "update_node": {"op": "update_node", "id": "n1", "set": {}},
+    "add_edge": {"op": "add_edge", "from": "a1", "to": "b1", "type": "related_to"},
+    "delete_edge": {"op": "delete_edge", "from": "a1", "to": "b1", "type": "related_to"},
+}
+_FIELDS = [("add_node", "id"), ("add_node", "type"), ("update_node", "id")] + [
+    (name, key) for name in ("add_edge", "delete_edge") for key in ("from", "to", "type")
+]
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize("name,key", _FIELDS)
+@pytest.mark.parametrize("value,where_suffix", [("", ""), (1, ""), (["x"], ""), ("a\ud800", ".KEY")])
+def test_an_ops_id_type_and_ends_are_checked_strings(name, key, value, where_suffix):
+    doc = dict(_GOOD[name], **{key: value})
+    with pytest.raises(TransactionError) as raised:
+        parse_op(doc, "ops[4]")
+    problem = raised.value.problems[0]
+    assert problem.where == "ops[4]" + where_suffix.replace("KEY", key)
+    assert (key in problem.message) if not where_suffix else ("surrogate" in problem.message)
+
+
+@pytest.mark.parametrize("name,key", _FIELDS)
+@pytest.mark.parametrize("value", ["é-ü", _Text("plain"), "x"])
+def test_an_ops_id_type_and_ends_may_be_any_valid_string(name, key, value):
+    op = parse_op(dict(_GOOD[name], **{key: value}), "ops[0]")
+    field = {"id": "node_id", "type": "node_type" if name == "add_node" else "edge_type", "from": "source", "to": "target"}[key]
+    assert getattr(op, field) == value
+
+
+@pytest.mark.parametrize("name", ["add_edge", "delete_edge"])
+def test_the_first_bad_end_of_an_edge_is_the_one_named(name):
+    with pytest.raises(TransactionError) as raised:
+        parse_op(dict(_GOOD[name], to="", type=3), "ops[0]")
+    assert "'to'" in raised.value.problems[0].message
+    with pytest.raises(TransactionError) as raised:
+        parse_op(dict(_GOOD[name], **{"from": 7, "to": ""}), "ops[0]")
+    assert "'from'" in raised.value.problems[0].message
+
+
+def test_unknown_document_keys_are_named_sorted():
+    with pytest.raises(TransactionError) as raised:
+        parse_transaction({"ops": [], "zeta": 1, "alpha": 2})
+    assert raised.value.problems[0].message == "unknown keys ['alpha', 'zeta']"
+    assert raised.value.problems[0].where == "document"
+
+
+def test_an_unset_name_that_is_a_mark_or_the_id_is_refused():
+    for name in ("dirty", "id"):
+        with pytest.raises(TransactionError):
+            parse_op({"op": "update_node", "id": "n1", "unset": [name]}, "ops[0]")
