@@ -132,3 +132,30 @@ def test_an_unset_name_that_is_a_mark_or_the_id_is_refused():
     for name in ("dirty", "id"):
         with pytest.raises(TransactionError):
             parse_op({"op": "update_node", "id": "n1", "unset": [name]}, "ops[0]")
+
+
+_REQUIRED = {
+    "add_node": {"type": "goal"},
+    "add_edge": {"from": "a1", "to": "b1", "type": "related_to"},
+    "update_node": {"id": "n1"},
+    "update_edge": {"from": "a1", "to": "b1", "type": "related_to"},
+    "delete_node": {"id": "n1"},
+    "delete_edge": {"from": "a1", "to": "b1", "type": "related_to"},
+    "replace_branch": {"id": "n1", "with": []},
+    "confirm": {"id": "n1"},
+    "invalidate": {"id": "n1", "at": "2024-01-01"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REQUIRED))
+def test_an_op_without_a_required_key_is_refused_naming_every_missing_one(name):
+    parse_op({"op": name, **_REQUIRED[name]}, "ops[2]")  # all there: parsed
+    keys = sorted(_REQUIRED[name])
+    for left_out in keys:
+        doc = {"op": name, **{k: v for k, v in _REQUIRED[name].items() if k != left_out}}
+        with pytest.raises(TransactionError) as raised:
+            parse_op(doc, "ops[2]")
+        assert (raised.value.problems[0].message, raised.value.problems[0].where) == (f"{name} needs {left_out!r}", "ops[2]")
+    with pytest.raises(TransactionError) as raised:
+        parse_op({"op": name}, "ops[2]")
+    assert raised.value.problems[0].message == f"{name} needs {', '.join(repr(k) for k in keys)}"
