@@ -27,7 +27,7 @@ from hgm_engine.errors import ConflictError, GraphFileError, Problem, RequestErr
 from hgm_engine.model import Change, GraphOverlay, Node, apply_changes, bulk_allocation, text_problem
 from hgm_engine.store import check_document, graph_from_document
 from hgm_engine.model import Commit
-from hgm_engine.txn.ops import AddEdge, AddNode, OpContext, apply_op, orphan_violations
+from hgm_engine.txn.ops import AddEdge, AddNode, OpContext, apply_op, op_places, orphan_violations
 from hgm_engine.txn.report import TransactionReport
 from hgm_engine.txn.sync import MemoryState
 
@@ -47,11 +47,12 @@ def ops_builder(ops: Iterable[Any]) -> Build:
     ['g']
     """
     ops = tuple(ops)
+    places = op_places(len(ops))
 
     def build(overlay: GraphOverlay, ctx: OpContext) -> list[str]:
         created: list[str] = []
-        for index, op in enumerate(ops):
-            created.extend(apply_op(overlay, op, ctx, f"ops[{index}]"))
+        for op, where in zip(ops, places):
+            created.extend(apply_op(overlay, op, ctx, where))
         return created
 
     return build

@@ -55,6 +55,7 @@ __all__ = [
     "TransactionDoc",
     "parse_transaction",
     "parse_op",
+    "op_places",
     "apply_op",
     "orphan_violations",
     "MARK_ATTRS",
@@ -214,7 +215,27 @@ _OP_KEYS = {
     "invalidate": ({"op", "id", "at"}, {"by", "reason"}),
 }
 _OP_NAMED = {name: frozenset(required | optional) for name, (required, optional) in _OP_KEYS.items()}
+_OP_NEEDS = {name: tuple(sorted(required - {"op"})) for name, (required, _) in _OP_KEYS.items()}
+_ADD_NODE_NAMED = tuple(sorted(_OP_NAMED["add_node"]))
+_ADD_EDGE_KEYS = tuple(sorted(_OP_KEYS["add_edge"][0]))
 _DOCUMENT_KEYS = ("author", "reason", "base_t", "ops", "dry_run")
+_DOCUMENT_KEY_SET = frozenset(_DOCUMENT_KEYS)
+_OP_PLACES = tuple(f"ops[{i}]" for i in range(256))  # see op_places
+
+
+def op_places(count: int) -> tuple[str, ...]:
+    """The places of a transaction's ops in errors, ``ops[0]``, ``ops[1]``, ...: at least
+    ``count`` of them. Up to 256 they are made once and shared, not formatted again for each
+    op of each commit (parsing and applying both name them).
+
+    >>> op_places(3)[:3]
+    ('ops[0]', 'ops[1]', 'ops[2]')
+    >>> op_places(300)[299]
+    'ops[299]'
+    """
+    if count <= len(_OP_PLACES):
+        return _OP_PLACES
+    return tuple(f"ops[{i}]" for i in range(count))
 
 
 def _fail(message: str, where: str, category: str = "invalid-transaction") -> TransactionError:
@@ -237,6 +258,20 @@ def _string(doc: Mapping, key: str, where: str) -> str:
     if not value.isascii():  # an ASCII string has no lone surrogate (text_problem)
         _raise_if(text_problem(value, f"{where}.{key}"))
     return value
+
+
+def _edge_key(doc: Mapping, where: str) -> tuple[str, str, str]:
+    """``from``, ``to`` and ``type`` of an edge op (all there), each as :func:`_string` gives
+    it: at once when all three are non-empty ASCII strings, else by :func:`_string` in that
+    order (the same error for the first bad one)."""
+    source, target, edge_type = doc["from"], doc["to"], doc["type"]
+    if (
+        source.__class__ is str and target.__class__ is str and edge_type.__class__ is str
+        and source and target and edge_type
+        and source.isascii() and target.isascii() and edge_type.isascii()
+    ):
+        return source, target, edge_type
+    return _string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where)
 
 
 def _mapping(value: Any, what: str, where: str) -> dict:
@@ -369,14 +404,25 @@ def parse_op(doc: Any, where: str) -> Op:
     if name.__class__ is not str or name not in _OP_KEYS:
         name = _op_name(doc, where)  # raises
     required, optional = _OP_KEYS[name]
-    if not required <= doc.keys():
+    # the required keys besides 'op' (there: it named the op), looked up one by one: cheaper
+    # than a set against the keys for the one to three an op needs
+    for key in _OP_NEEDS[name]:
+        if key not in doc:
+            break
+    else:
+        key = None
+    if key is not None:
         missing = sorted(required - set(doc))
         raise _fail(f"{name} needs {', '.join(repr(m) for m in missing)}", where)
     if name == "add_node":
-        named = _OP_NAMED[name]
-        attributes = {k: v for k, v in doc.items() if k not in named}
+        # the attributes are the other keys, in the document's order: a copy made in C less the
+        # op's own keys (a comprehension tests every key in Python)
+        attributes = doc.copy()
+        for key in _ADD_NODE_NAMED:
+            attributes.pop(key, None)
         node_id = doc.get("id")
-        if node_id is not None:
+        # a non-empty ASCII string is what _string returns as it is; it checks anything else
+        if node_id is not None and (node_id.__class__ is not str or not node_id or not node_id.isascii()):
             node_id = _string(doc, "id", where)
         parent = doc.get("parent")
         if parent is not None and not isinstance(parent, str):
@@ -384,10 +430,15 @@ def parse_op(doc: Any, where: str) -> Op:
         order = doc.get("order")
         if order is not None and (isinstance(order, bool) or not isinstance(order, (int, float))):
             raise _fail("'order' must be a number", where)
-        return AddNode(node_id, _string(doc, "type", where), attributes, parent, order)
+        node_type = doc["type"]  # required
+        if node_type.__class__ is not str or not node_type or not node_type.isascii():  # as the id
+            node_type = _string(doc, "type", where)
+        return AddNode(node_id, node_type, attributes, parent, order)
     if name == "add_edge":
-        attributes = {k: v for k, v in doc.items() if k not in required}
-        return AddEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where), attributes)
+        attributes = doc.copy()  # as add_node's
+        for key in _ADD_EDGE_KEYS:
+            del attributes[key]  # all there (required)
+        return AddEdge(*_edge_key(doc, where), attributes)
     if not doc.keys() <= _OP_NAMED[name]:
         unknown = sorted((k for k in doc if k not in required and k not in optional), key=str)
         raise _fail(f"{name} does not take {_names_of(unknown)}", where)
@@ -395,8 +446,12 @@ def parse_op(doc: Any, where: str) -> Op:
         changes = _mapping(doc.get("set"), "'set'", where)
         _check_attrs(changes, where)
         unset = _names(doc.get("unset"), "'unset'", where)
-        _check_attrs(dict.fromkeys(unset), where)
-        return UpdateNode(_string(doc, "id", where), changes, unset)
+        if unset:
+            _check_attrs(dict.fromkeys(unset), where)
+        node_id = doc["id"]  # required
+        if node_id.__class__ is not str or not node_id or not node_id.isascii():  # as add_node's
+            node_id = _string(doc, "id", where)
+        return UpdateNode(node_id, changes, unset)
     if name == "update_edge":
         changes = _mapping(doc.get("set"), "'set'", where)
         _check_edge_attrs(changes, where)
@@ -419,7 +474,7 @@ def parse_op(doc: Any, where: str) -> Op:
             _raise_if(text_problem(reason, f"{where}.reason"))
         return Invalidate(_string(doc, "id", where), _string(doc, "at", where), by, reason)
     if name == "delete_edge":
-        return DeleteEdge(_string(doc, "from", where), _string(doc, "to", where), _string(doc, "type", where))
+        return DeleteEdge(*_edge_key(doc, where))
     if name == "replace_branch":
         plan = doc.get("with")
         if not isinstance(plan, list):
@@ -475,8 +530,8 @@ def parse_transaction(doc: Any, *, max_ops: int = MAX_OPS) -> TransactionDoc:
     """
     if not isinstance(doc, dict):
         raise _fail("a transaction is a JSON object with 'ops'", "document")
-    unknown = sorted((k for k in doc if k not in _DOCUMENT_KEYS), key=str)
-    if unknown:
+    if not doc.keys() <= _DOCUMENT_KEY_SET:
+        unknown = sorted((k for k in doc if k not in _DOCUMENT_KEYS), key=str)
         raise _fail(f"unknown keys {unknown}", "document")
     ops = doc.get("ops")
     if not isinstance(ops, list):
@@ -495,7 +550,7 @@ def parse_transaction(doc: Any, *, max_ops: int = MAX_OPS) -> TransactionDoc:
     if dry_run is not None and not isinstance(dry_run, bool):
         shown = repr(dry_run) if isinstance(dry_run, str) and len(dry_run) < 40 else f"a {type(dry_run).__name__}"
         raise _fail(f"'dry_run' must be true or false, not {shown}", "dry_run")
-    parsed = tuple([parse_op(op, f"ops[{i}]") for i, op in enumerate(ops)])
+    parsed = tuple(map(parse_op, ops, op_places(len(ops))))
     return TransactionDoc(doc.get("author"), doc.get("reason"), base_t, parsed)
 
 
