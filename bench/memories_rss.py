@@ -92,15 +92,26 @@ def sample(trim: bool = False) -> dict[str, Any]:
     """What this process holds now (see the module); with ``trim``, after ``malloc_trim(0)``.
 
     >>> sorted(sample())
-    ['blocks', 'malloc', 'memories', 'objects', 'rss_mib']
+    ['blocks', 'frozen', 'malloc', 'memories', 'objects', 'rss_mib']
     """
     from hgm_engine.memory import Memory
+    from hgm_engine.model.graph import kept_memories
     from hgm_engine.server.registry import malloc_trim
 
-    gc.collect()
-    objects = gc.get_objects()
-    found = {"objects": len(objects), "memories": sum(1 for obj in objects if type(obj) is Memory)}
-    del objects
+    # Open memories keep what their load made in the collector's permanent generation
+    # (gc.freeze, bulk_allocation.keep), which gc.get_objects does not list: give it back for
+    # the count (and the collection, as collect_kept does), then freeze again what is alive
+    # while any memory holds frozen objects, as the engine would have it.
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    try:
+        gc.collect()
+        objects = gc.get_objects()
+        found = {"objects": len(objects), "memories": sum(1 for obj in objects if type(obj) is Memory), "frozen": frozen}
+        del objects
+    finally:
+        if kept_memories():
+            gc.freeze()
     if trim:
         malloc_trim()
     return {"rss_mib": _rss(), **found, "blocks": sys.getallocatedblocks(), "malloc": allocator()}
@@ -118,13 +129,7 @@ def _serve(argv: list[str]) -> int:
         while True:
             wake.wait()
             wake.clear()
-            # a memory being loaded freezes the collector's view (gc.freeze) until the next
-            # close: gc.get_objects would not see the frozen objects. Wait for the evictions.
-            deadline = time.monotonic() + 10
-            while gc.get_freeze_count() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            frozen = gc.get_freeze_count()
-            found = {**sample(trim=os.path.exists(out + ".trim")), "frozen": frozen}
+            found = sample(trim=os.path.exists(out + ".trim"))
             path = f"{out}.{next(count)}"
             pathlib.Path(path + ".tmp").write_text(json.dumps(found))
             os.replace(path + ".tmp", path)
@@ -217,8 +222,7 @@ def _summary(samples: list[dict[str, Any]], every: int) -> dict[str, Any]:
         return round(max(values) - min(values), 1)
 
     malloc = first["malloc"] is not None
-    # a sample taken while a load's gc.freeze was still on misses the frozen objects
-    seen = [s for s in steady if not s.get("frozen")] or steady
+    seen = steady  # (each sample counts the frozen objects too: see sample)
     return {
         "rss_first_mib": samples[0]["rss_mib"],
         "rss_steady_mib": [s["rss_mib"] for s in steady],
