@@ -1328,7 +1328,8 @@ def then_filters(lists: Callable, filters: list[Callable], weights: list[int]) -
         if len(found) == 1:
             out = found[0]
         else:
-            out = _union(found, positions)
+            # (positions kept only for walks over the stored columns: a walk over the memo has none)
+            out = _union(found, positions and bool(found) and found[0].__class__ is Walked)
             if len(out) != sum(map(len, found)):  # a node reached from two sources: per source
                 out = _union([keep_all(outputs, ctx) for outputs in found], positions)
                 found = None
