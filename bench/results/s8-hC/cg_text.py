@@ -1,4 +1,4 @@
-"""instructions of memory.query(TEXT): mode warm (7th call) / total (first) / run (program.run first)"""
+"""instructions of memory.query(TEXT) on STORE: mode warm (7th call) / hot (301st) / total (first) / run (program.run first); bench/results/s7-hA/cg_text.py with the store as an argument"""
 import functools, json, sys
 tree, store, mode, text = sys.argv[1:5]
 sys.path[:0] = [tree]
