@@ -33,6 +33,7 @@ from hgm_engine.model.payloads import (
     stored_value_indexes,
     decode_payloads,
     NumberIndex,
+    NumberColumns,
     compact_ids,
     slot_setters,
 )
@@ -129,6 +130,7 @@ __all__ = [
     "packed_attrs",
     "stored_value_indexes",
     "NumberIndex",
+    "NumberColumns",
     "compact_ids",
     "slot_setters",
     "decode_payloads",

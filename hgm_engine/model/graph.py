@@ -28,7 +28,7 @@ from typing import Any, Callable, Container, Iterable, Iterator, Mapping
 
 import rustworkx as rx
 
-from hgm_engine.model.payloads import NO_ADJACENCY, Adjacency, Edge, EdgeColumns, Node, NumberIndex, decode_payloads
+from hgm_engine.model.payloads import NO_ADJACENCY, Adjacency, Edge, EdgeColumns, Node, NumberColumns, NumberIndex, decode_payloads
 from hgm_engine.model.values import EMPTY_ATTRS, freeze
 
 __all__ = [
@@ -316,6 +316,8 @@ class MemoryGraph:
         # Number indexes kept in that image: (type, attribute) -> number -> positions; dropped
         # at the first change to a node (filters then test the attributes), see stored_numbers.
         self._stored_numbers: dict[tuple[str, str], NumberIndex] | None = None
+        # Number columns kept in that image (NumberColumns), dropped with the number indexes.
+        self._stored_number_columns: NumberColumns | None = None
         # (type, attribute, value) -> the payloads of one of those buckets, made on first use
         # (a query asks for one value: the others are not made); dropped with them.
         self._stored_buckets: dict[tuple[str, str, str], tuple[Node, ...]] = {}
@@ -414,6 +416,7 @@ class MemoryGraph:
         seqs: list[int] | None = None,
         numbers: dict[tuple[str, str], NumberIndex] | None = None,
         seq_base: int | None = None,
+        number_columns: NumberColumns | None = None,
     ) -> "MemoryGraph":
         """Build a graph in bulk from node payloads in creation order (``groups``: each node
         type's positions in ``nodes``, ascending) and the edges as columns, which stay
@@ -425,7 +428,8 @@ class MemoryGraph:
         ``seq`` of ``nodes``, when known; ``seqs``: their seqs by position, when known (when
         they ascend, no id → position index is built until one is needed); ``numbers``: number
         indexes kept with them (:meth:`stored_numbers`); ``seq_base``: ``seqs`` are known to be
-        ``seq_base, seq_base + 1, ...`` (not checked again). Each type's index of nodes is built
+        ``seq_base, seq_base + 1, ...`` (not checked again); ``number_columns``: number columns
+        kept with them (:meth:`stored_number_columns`). Each type's index of nodes is built
         when first read.
         Nothing is checked: the caller read them from a store image whose checksum matched.
 
@@ -456,6 +460,7 @@ class MemoryGraph:
         graph._csr = edges
         graph._stored_values, graph._stored_ids = values, ids
         graph._stored_numbers = numbers
+        graph._stored_number_columns = number_columns
         if roots is not None:
             graph._roots, graph._root_ids = roots, set(roots)
         graph._edge_index = None
@@ -661,6 +666,16 @@ class MemoryGraph:
         found = None if numbers is None else numbers.get((node_type, attribute))
         return None if found is None else (found, self._stored_ids)
 
+    def stored_number_columns(self) -> NumberColumns | None:
+        """The number columns kept in the stored image this graph was read from
+        (:class:`~hgm_engine.model.payloads.NumberColumns`, by the positions of the stored
+        columns' ids), or None: none kept, or a node has changed since.
+
+        >>> MemoryGraph().stored_number_columns() is None
+        True
+        """
+        return self._stored_number_columns
+
     def stored_positions(self, node_type: str, attribute: str, value: str) -> Iterable[int] | None:
         """The ascending positions (in :meth:`stored_numbers`' ids) of the nodes of
         ``node_type`` whose ``attribute`` is the string ``value``, from the stored image's value
@@ -789,6 +804,7 @@ class MemoryGraph:
         if self._members:
             self._members = {}
         self._stored_numbers = None  # positions of the nodes before the change: not kept up
+        self._stored_number_columns = None
         if self._stored_values is not None:
             # The image's positions describe the nodes before this change: every index kept
             # there becomes a built one (the node just changed is in the bucket of its old

@@ -21,6 +21,7 @@ import marshal
 import operator
 import sys
 from collections import Counter, deque
+from array import array
 from itertools import accumulate, compress, repeat
 from operator import attrgetter
 from typing import Any, Callable, Iterable, Mapping
@@ -44,6 +45,8 @@ __all__ = [
     "stored_value_indexes",
     "decode_payloads",
     "NumberIndex",
+    "NumberColumns",
+    "COLUMN_SHARE",
     "compact_ids",
     "slot_setters",
 ]
@@ -125,42 +128,72 @@ def _packed(attrs: FrozenDict) -> bytes | str | None:
 
 def stored_value_indexes(
     nodes: list[Node], limit: int = 64
-) -> tuple[list, dict[tuple[str, str], dict[str, list[int]]], dict[tuple[str, str], dict[int | float, list[int]]]]:
+) -> tuple[
+    list,
+    dict[tuple[str, str], dict[str, list[int]]],
+    dict[tuple[str, str], dict[int | float, list[int]]],
+    dict[tuple[str, str], array],
+]:
     """``packed_attrs`` of every node, and the value indexes worth keeping with them: for each
     (node type, attribute) whose string values take at most ``limit`` distinct values (a
     status, a kind: what ``where(status = 'failed')`` looks up), each value's node positions;
-    and for each (node type, attribute) whose *numbers* take at most ``limit`` distinct values
-    (a priority: what ``where(priority >= 4)`` tests), each number's node positions. A number
-    is an ``int`` or a ``float``, never a ``bool`` (``true`` is not ``1`` in the language); equal
-    numbers share a bucket (``4`` and ``4.0``, as ``=`` has it). Other values of the attribute
-    (strings, booleans, lists, missing) are in neither kind of number bucket: no comparison
-    with a number holds for them.
+    for each (node type, attribute) whose *numbers* take at most ``limit`` distinct values
+    (a priority: what ``where(priority >= 4)`` tests), each number's node positions; and for
+    each (node type, attribute) that is a number on at least half of the type's nodes
+    (:data:`COLUMN_SHARE`), however many values it takes, its *number column*: each node's
+    number by its rank among the nodes of its type, NaN where it holds none
+    (:class:`NumberColumns`); None for a pair that holds numbers but gets no column. A number is an ``int`` or a ``float``, never a ``bool`` (``true``
+    is not ``1`` in the language); equal numbers share a bucket (``4`` and ``4.0``, as ``=``
+    has it). Other values of the attribute (strings, booleans, lists, missing) are in neither
+    kind of number bucket: no comparison with a number holds for them. An attribute holding an
+    int a float cannot hold exactly (beyond 2**53) gets no column, nor one that is a number on
+    fewer of the type's nodes.
 
     >>> nodes = [Node("a", "action", freeze({"status": "done", "content": "x", "priority": 4}), 1),
     ...          Node("b", "action", freeze({"status": "failed", "priority": True}), 2),
     ...          Node("c", "action", freeze({"priority": 4.0}), 3)]
-    >>> stored_value_indexes(nodes, limit=1)[1:]
+    >>> stored_value_indexes(nodes, limit=1)[1:3]
     ({('action', 'content'): {'x': [0]}}, {('action', 'priority'): {4: [0, 2]}})
+    >>> stored_value_indexes(nodes + [Node("d", "action", freeze({"priority": 2**60}), 4), Node("e", "goal", freeze({"priority": 1}), 5)])[3]
+    {('action', 'priority'): None, ('goal', 'priority'): array('d', [1.0])}
+    >>> stored_value_indexes(nodes)[3]
+    {('action', 'priority'): array('d', [4.0, nan, 4.0])}
     """
     packed = []
     found: dict[tuple[str, str], dict[str, list[int]]] = {}
     numbers: dict[tuple[str, str], dict[int | float, list[int]]] = {}
     dropped: set[tuple[str, str]] = set()
     dropped_numbers: set[tuple[str, str]] = set()
+    type_sizes = Counter(map(_TYPE, nodes))
+    ranks: dict[str, int] = dict.fromkeys(type_sizes, 0)  # each type's nodes so far
+    columns: dict[tuple[str, str], array] = {}
+    filled: Counter = Counter()  # the numbers each column holds
+    inexact: set[tuple[str, str]] = set()  # a column could not hold one of their ints
     for position, node in enumerate(nodes):
         raw = node._raw
         attrs = node.attrs if raw is None else _decoded_attrs(raw, node)
         packed.append(packed_attrs(node) if raw.__class__ is bytes else _packed(attrs))
         node_type = node.type
+        rank = ranks[node_type]
+        ranks[node_type] = rank + 1
         for attribute, value in attrs.items():
             kind = value.__class__
             if kind is str:
                 kept, lost = found, dropped
+                key = (node_type, attribute)
             elif kind is int or kind is float:
                 kept, lost = numbers, dropped_numbers
+                key = (node_type, attribute)
+                column = columns.get(key)
+                if column is None:
+                    column = columns[key] = array("d", _NAN_BYTES * type_sizes[node_type])
+                if kind is int and not -_EXACT <= value <= _EXACT:  # a float would not hold it exactly
+                    inexact.add(key)
+                else:
+                    column[rank] = value
+                    filled[key] += 1
             else:
                 continue
-            key = (node_type, attribute)
             if key in lost:
                 continue
             buckets = kept.get(key)
@@ -174,7 +207,22 @@ def stored_value_indexes(
                     continue
                 bucket = buckets[value] = []
             bucket.append(position)
-    return packed, found, numbers
+    # None for a pair that holds numbers but gets no column: its nodes are tested as they are
+    # (a pair absent holds no number at all: no comparison with a number holds for its nodes)
+    kept_columns = {
+        key: column if key not in inexact and filled[key] >= COLUMN_SHARE * type_sizes[key[0]] else None
+        for key, column in columns.items()
+    }
+    return packed, found, numbers, kept_columns
+
+
+COLUMN_SHARE = 0.5
+"""A number column costs 8 bytes for every node of its type: it is kept for an attribute that is
+a number on at least this share of them (a timestamp, a score, a confidence: what a filter such
+as ``where(confidence >= 0.5)`` after a walk reads without decoding a payload)."""
+
+_NAN_BYTES = array("d", [float("nan")]).tobytes()
+_EXACT = 2**53  # every int up to this size is a float exactly
 
 
 _NUMBER_TESTS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq, "==": operator.eq}
@@ -210,6 +258,47 @@ class NumberIndex:
             found = frozenset().union(*(where for value, where in self.buckets.items() if holds(value, number)))
             self._memo[key] = found
         return found
+
+
+class NumberColumns:
+    """The number columns kept in a stored image (:func:`stored_value_indexes`): for some
+    (node type, attribute) pairs, each node's number by its rank among the nodes of its type,
+    NaN where it holds none. ``kinds[p]`` is node ``p``'s type as a position in the image's
+    type names (its type codes), ``rank[p]`` its rank among the nodes of its type, and
+    ``by_kind[attribute][kinds[p]]`` the column of the attribute for that type: all NaN for a
+    type none of whose nodes holds a number there, None for a type that holds numbers there
+    but has no column (its nodes are tested on their attributes). An attribute no type holds a
+    number in is not in ``by_kind``. A comparison of the attribute with a number reads
+    ``by_kind[attribute][kinds[p]][rank[p]]``: NaN compares false with every number, and
+    unequal, as an attribute that is not a number does (an int is kept only where a float holds
+    it exactly: the comparisons are the int's). ``columns``: (type, attribute) → its column,
+    or None; ``sizes``: each type's count of nodes, by code.
+
+    >>> from array import array
+    >>> columns = NumberColumns(array("i", [0, 1, 0, 2]), ["fact", "goal", "action"], array("i", [0, 0, 1, 0]),
+    ...                         {("fact", "confidence"): array("d", [0.5, float("nan")]), ("action", "confidence"): None}, [2, 1, 1])
+    >>> confidence = columns.by_kind["confidence"]
+    >>> [confidence[columns.kinds[p]][columns.rank[p]] >= 0.5 for p in range(3)], confidence[2]
+    ([True, False, False], None)
+    >>> "created" in columns.by_kind
+    False
+    """
+
+    __slots__ = ("kinds", "rank", "by_kind")
+
+    def __init__(self, kinds, type_names, rank, columns: dict[tuple[str, str], array | None], sizes: list[int]):
+        self.kinds, self.rank = kinds, rank
+        names = list(type_names)
+        by_kind: dict[str, list] = {}
+        no_numbers = None  # one all-NaN column for the types that hold no number there
+        for (node_type, attribute), column in columns.items():
+            found = by_kind.get(attribute)
+            if found is None:
+                if no_numbers is None:
+                    no_numbers = array("d", _NAN_BYTES) * max(sizes, default=0)
+                found = by_kind[attribute] = [no_numbers] * len(names)
+            found[names.index(node_type)] = column
+        self.by_kind = by_kind
 
 
 def compact_ids(ids: Iterable[str]) -> list[str]:

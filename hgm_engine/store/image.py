@@ -9,7 +9,9 @@ reads them, several times faster than JSON); the root goals; the value indexes a
 each type and attribute with few distinct values); and, since format 3, the number indexes that
 answer a comparison such as ``priority >= 4`` after it (the positions of the nodes of each
 number, int or float but never bool, for each type and attribute whose numbers take few
-values). One checksum covers the blob, so opening checks one CRC-32 instead of
+values), and, since format 5, the number columns a filter such as ``confidence >= 0.5`` after a
+walk reads (each node's number, for each type and attribute that is a number on at least half
+of the type's nodes, however many values it takes). One checksum covers the blob, so opening checks one CRC-32 instead of
 one per row, and builds no attribute map it does not need. The node type column (codes) is
 kept as it is read: hops to one node type read it (``EdgeColumns.finder``).
 
@@ -55,15 +57,16 @@ import sys
 import zlib
 from typing import Any, NamedTuple
 
-from hgm_engine.model import EdgeColumns, MemoryGraph, NumberIndex, lazy_nodes, stored_value_indexes
+from hgm_engine.model import EdgeColumns, MemoryGraph, NumberColumns, NumberIndex, lazy_nodes, stored_value_indexes
 
 __all__ = ["IMAGE_FORMAT", "NODES_PER_CHUNK", "ImageMismatch", "Image", "encode_image", "decode_image", "image_header"]
 
-IMAGE_FORMAT = 4
+IMAGE_FORMAT = 5
 """The layout of the columns; an image of another layout is not read (the rows are, and the open
 writes an image of this layout). 3: the number indexes were added after the roots. 4 (seventh
 session): sections behind a directory, the edge columns as raw arrays, the attributes in
-chunks, and consecutive node seqs kept as their first one."""
+chunks, and consecutive node seqs kept as their first one. 5 (eighth session): the number
+columns and each node's rank in its type after the number indexes."""
 
 NODES_PER_CHUNK = 8192
 """Nodes per section of attributes: small enough that a reader reusing its buffers touches
@@ -108,7 +111,13 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
     codes = list(map(code.__getitem__, types))
     groups = {name: array("i", compress(range(len(nodes)), map(i.__eq__, codes))) for name, i in code.items()}
     edges = EdgeColumns.of_edges(nodes, graph.edges())
-    packed, values, numbers = stored_value_indexes(nodes)
+    packed, values, numbers, number_columns = stored_value_indexes(nodes)
+    rank = array("i")
+    if any(column is not None for column in number_columns.values()):  # each node's rank in its type: what a column is read by
+        rank = array("i", bytes(4 * len(nodes)))
+        for group in groups.values():
+            for i, p in enumerate(group):
+                rank[p] = i
     position = dict(zip(ids, range(len(ids))))
     roots = array("i", map(position.__getitem__, graph.roots()))
     seqs: list[int] | int = list(map(_SEQ, nodes))
@@ -125,6 +134,8 @@ def encode_image(graph: MemoryGraph, t: int, edits: int) -> bytes:
         {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in values.items()},
         roots.tobytes(),
         {f"{node_type}\x1f{attribute}": {value: array("i", where).tobytes() for value, where in buckets.items()} for (node_type, attribute), buckets in numbers.items()},
+        rank.tobytes(),
+        {f"{node_type}\x1f{attribute}": None if column is None else column.tobytes() for (node_type, attribute), column in number_columns.items()},
     )
     columns = (edges.source, edges.target, edges.type, edges.seq, edges.out_start, edges.in_start, edges.in_other, edges.in_type)
     for column, kind in zip(columns, _EDGE_KINDS):
@@ -230,7 +241,8 @@ def decode_image(data: Any) -> Image:
         return part
 
     try:
-        ids, group_data, node_types, node_seqs, edge_type_names, edge_raws, last_seq, value_data, root_data, number_data = marshal.loads(section(_HEAD))
+        (ids, group_data, node_types, node_seqs, edge_type_names, edge_raws, last_seq, value_data, root_data, number_data,
+         rank_data, column_data) = marshal.loads(section(_HEAD))
         source, target, types, seqs, out_start, in_start, in_other, in_type = (
             _array(kind, section(_EDGES + i)) for i, kind in enumerate(_EDGE_KINDS)
         )
@@ -241,6 +253,14 @@ def decode_image(data: Any) -> Image:
         numbers = {tuple(key.split("\x1f", 1)): NumberIndex({value: _array("i", where) for value, where in buckets.items()}) for key, buckets in number_data.items()}
         groups = {name: _array("i", data) for name, data in group_data.items()}
         type_codes = _array("i", node_types)
+        number_columns = None
+        if column_data:
+            columns = {tuple(key.split("\x1f", 1)): None if data is None else _array("d", data) for key, data in column_data.items()}
+            if any(column is not None for column in columns.values()):  # (else every pair's nodes are tested)
+                rank = _array("i", rank_data)
+                if len(rank) != node_count or any(column is not None and len(column) != len(groups[key[0]]) for key, column in columns.items()):
+                    raise ImageMismatch("the image's number columns do not fit its nodes")
+                number_columns = NumberColumns(type_codes, groups, rank, columns, list(map(len, groups.values())))
         seq_base = None
         if node_seqs.__class__ is int:  # consecutive: the first one (a range, no list of them)
             seq_base, node_seqs = node_seqs, range(node_seqs, node_seqs + node_count)
@@ -259,7 +279,7 @@ def decode_image(data: Any) -> Image:
         graph = MemoryGraph.from_columns(
             nodes, groups, edges, values, tuple(map(ids.__getitem__, _array("i", root_data))),
             node_seqs[-1] if seq_base is not None and node_seqs else max(node_seqs, default=0), node_seqs, numbers,
-            seq_base=seq_base,
+            seq_base=seq_base, number_columns=number_columns,
         )
     except ImageMismatch:
         raise

@@ -465,6 +465,8 @@ def bucket_keys(cond, node_type: str | None = None) -> tuple[tuple[str, str, Any
     >>> bucket_keys(Cmp("=", Attr("status"), Const("done")))  # the type unknown: no bucket
     ()
     """
+    if node_type is None and cond.__class__ is not AllOf:
+        return ()  # one term: it cannot give both the type and a value
     found = bucket_terms([cond], node_type)
     if found is None:
         return ()

@@ -24,7 +24,7 @@ from hgm_engine.model import INSTANTS, VALID_FROM, VALID_TO, MemoryGraph, holds_
 from hgm_engine.query.plan import AllOf, AnyOf, Attr, Cmp, Const, HasAttr, Negate, Param, PathCount, PathExists, Truthy, ValidAt
 from hgm_engine.query.regexcheck import compile_regex
 
-__all__ = ["condition", "condition_writer", "attr_getter", "condition_weight", "interpreted"]
+__all__ = ["condition", "condition_writer", "attr_getter", "condition_weight", "interpreted", "number_terms"]
 
 # How many terms of a condition cost about as much as reading a node: a filter charges each
 # node it tests once per this many terms (docs/language.md §13).
@@ -238,6 +238,50 @@ def _inline_comparison(op: str, get: Callable, constant) -> Callable | None:
 
 
 _ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+# What a comparison with a number is, read from a stored number column (NaN where the attribute
+# is not a number: false for every one of them but "!=", as _inline_comparison has it).
+_COLUMN_TESTS = {**_ORDER, "=": operator.eq, "!=": operator.ne}
+
+
+def number_terms(cond) -> tuple[list, tuple] | None:
+    """``([(attribute, compare, number)], the other terms)`` when the leading terms of the
+    conjunction ``cond`` compare an attribute with a number (an int or a float, never a bool:
+    ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``), which a stored number column answers
+    (``NumberColumns``: ``compare(column value, number)``, NaN where the attribute is not a
+    number); else None. Only these pure terms lead (they raise nothing, so testing them first
+    for every node and the other terms on those kept is the filter's test).
+
+    >>> import operator
+    >>> number_terms(Cmp(">=", Attr("confidence"), Const(0.5))) == ([("confidence", operator.ge, 0.5)], ())
+    True
+    >>> found, rest = number_terms(AllOf((Cmp("<", Attr("n"), Const(3)), Cmp("=", Attr("s"), Const("x")), Cmp(">", Attr("m"), Const(1)))))
+    >>> [name for name, _, _ in found], len(rest)
+    (['n'], 2)
+    >>> number_terms(Cmp("=", Attr("n"), Const(True))), number_terms(Cmp(">", Const(1), Attr("n"))), number_terms(Cmp(">", Attr("id"), Const(1)))
+    (None, None, None)
+    """
+    if cond.__class__ is not AllOf:  # one term, the commonest
+        term = _column_term(cond)
+        return None if term is None else ([term], ())
+    found = []
+    for term in cond.items:
+        term = _column_term(term)
+        if term is None:
+            break
+        found.append(term)
+    if not found:
+        return None
+    return found, cond.items[len(found):]
+
+
+def _column_term(term) -> tuple | None:
+    """``(attribute, compare, number)`` of a comparison a number column answers, else None."""
+    if term.__class__ is not Cmp or term.left.__class__ is not Attr or term.right.__class__ is not Const:
+        return None
+    name, number, compare = term.left.name, term.right.value, _COLUMN_TESTS.get(term.op)
+    if compare is None or name == "id" or name == "type" or (number.__class__ is not int and number.__class__ is not float):
+        return None
+    return name, compare, number
 
 
 def attr_getter(name: str) -> Callable:

@@ -29,7 +29,7 @@ from typing import Callable
 from hgm_engine.model import Closure, Hop, Latest, MemoryGraph, Siblings, Versions
 from hgm_engine.model.nodeindex import query_terms, searcher_for
 from hgm_engine.query.executor.codegen import bucket_keys, bucket_terms, buckets_at_hand, hop_then_filters_step, tell_reads
-from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted
+from hgm_engine.query.executor.conditions import attr_getter, condition, condition_weight, condition_writer, interpreted, number_terms
 from hgm_engine.query.executor.values import sort_key
 from hgm_engine.query.plan import AllOf, Filter, Index, Limit, Navigate, Param, Rank, Slice, SortBy
 
@@ -787,7 +787,7 @@ class TieredFilter:
     (['b'], True, ['b'], False)
     """
 
-    __slots__ = ("condition", "compile_path", "node_type", "test", "rest", "generated", "tested", "buckets")
+    __slots__ = ("condition", "compile_path", "node_type", "test", "rest", "generated", "tested", "buckets", "numbers")
 
     def __init__(self, cond, compile_path, node_type: str | None = None):
         self.condition = cond
@@ -800,7 +800,16 @@ class TieredFilter:
         # The value-index buckets the generated loop probes by id (ConditionWriter.typed_test):
         # the closures probe them too when they are at hand, and otherwise tell the graph of
         # their reads as the loop does, so the index is built at the same call either way.
-        self.buckets = bucket_keys(cond, node_type)
+        self.buckets = keys = bucket_keys(cond, node_type)
+        # Without buckets: the leading comparisons with numbers, which a walk's positions are
+        # tested on from the image's number columns (_numbers), and the other terms.
+        self.numbers = None if keys else number_terms(cond)
+
+    @property
+    def reads_positions(self) -> bool:
+        """Whether a walk's positions (:class:`Walked`) are tested as they are (against the
+        image's value indexes or number columns): a union of walks then keeps them."""
+        return bool(self.buckets) or self.numbers is not None
 
     def function(self) -> Callable:
         """The generated loop, written and compiled now if it was not yet."""
@@ -811,10 +820,15 @@ class TieredFilter:
         return generated
 
     def __call__(self, ids, ctx):
-        if ids.__class__ is Walked and self.buckets:
-            kept = self._positions(ids, ctx)
-            if kept is not None:
-                return kept
+        if ids.__class__ is Walked:
+            if self.buckets:
+                kept = self._positions(ids, ctx)
+                if kept is not None:
+                    return kept
+            elif self.numbers is not None:
+                kept = self._numbers(ids, ctx)
+                if kept is not None:
+                    return kept
         generated = self.generated
         if generated is not None:
             return generated(ids, ctx)
@@ -869,12 +883,43 @@ class TieredFilter:
         nodes = ctx.nodes
         return [i for i in map(ids.__getitem__, candidates) if (n := nodes.get(i)) is not None and rest(n, ctx)]
 
+    def _numbers(self, walked: Walked, ctx) -> list | None:
+        """The ids of a walk over the stored columns that pass, the leading comparisons with
+        numbers read from the image's number columns by position (``MemoryGraph.
+        stored_number_columns``): no node is reached for them, no payload decoded; the
+        remaining terms are tested on the nodes kept. None when the image has no column for
+        one of them at the type of a node reached (or a node changed since): the caller tests
+        the ids."""
+        view = ctx.view
+        stored = view.stored_number_columns() if isinstance(view, MemoryGraph) else None
+        if stored is None:
+            return None
+        kinds, rank, by_kind = stored.kinds, stored.rank, stored.by_kind
+        terms, others = self.numbers
+        candidates = walked.positions
+        for attribute, compare, number in terms:
+            columns = by_kind.get(attribute)
+            if columns is None:
+                return None
+            try:
+                candidates = [p for p in candidates if compare(columns[kinds[p]][rank[p]], number)]
+            except TypeError:  # a type without this column (None): its nodes are tested as they are
+                return None
+        ids = walked.ids
+        if not others:
+            kept = Walked(map(ids.__getitem__, candidates))
+            kept.positions, kept.ids = candidates, ids
+            return kept
+        rest = self._rest()
+        nodes = ctx.nodes
+        return [i for i in map(ids.__getitem__, candidates) if (n := nodes.get(i)) is not None and rest(n, ctx)]
+
     def _rest(self) -> Callable:
-        """The closures of the terms the buckets do not answer (:func:`_always` when none),
-        made once."""
+        """The closures of the terms the buckets (or number columns) do not answer
+        (:func:`_always` when none), made once."""
         rest = self.rest
         if rest is None:
-            terms = bucket_terms([self.condition], self.node_type)[2]
+            terms = bucket_terms([self.condition], self.node_type)[2] if self.buckets else self.numbers[1]
             rest = self.rest = interpreted(AllOf(tuple(terms)), self.compile_path) if terms else _always
         return rest
 
@@ -1264,7 +1309,7 @@ def then_filters(lists: Callable, filters: list[Callable], weights: list[int]) -
     (['1', '3'], 11)
     """
     pairs = list(zip(filters, weights))
-    positions = bool(getattr(filters[0], "buckets", None)) if filters else False
+    positions = bool(getattr(filters[0], "reads_positions", False)) if filters else False
 
     def keep_all(out, ctx):
         for keep, weight in pairs:
@@ -1283,7 +1328,8 @@ def then_filters(lists: Callable, filters: list[Callable], weights: list[int]) -
         if len(found) == 1:
             out = found[0]
         else:
-            out = _union(found, positions)
+            # (positions kept only for walks over the stored columns: a walk over the memo has none)
+            out = _union(found, positions and bool(found) and found[0].__class__ is Walked)
             if len(out) != sum(map(len, found)):  # a node reached from two sources: per source
                 out = _union([keep_all(outputs, ctx) for outputs in found], positions)
                 found = None
