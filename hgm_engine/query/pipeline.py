@@ -389,23 +389,26 @@ class QueryCache:
             compile_key = limits.compile_key()
             if compile_key != _DEFAULT_COMPILE_KEY:
                 key = (text, compile_key)
+        entries = self._entries
         with self._lock:
-            entry = self._entries.get(key)
+            entry = entries.get(key)
             if entry is not None:
                 self.hits += 1
-                self._entries.move_to_end(key)
+                entries.move_to_end(key)
                 return entry
             self.misses += 1
         entry = compile_uncached(text, self.schema, limits)  # outside the lock: errors and slow compiles
-        if len(text) > self.max_chars:
+        chars = len(text)
+        if chars > self.max_chars:
             return entry
         with self._lock:
-            if key not in self._entries:
-                self._chars += len(text)
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size or self._chars > self.max_chars:
-                _, dropped = self._entries.popitem(last=False)
+            if key in entries:  # compiled by another thread meanwhile: the newer one is kept
+                entries.move_to_end(key)
+            else:
+                self._chars += chars
+            entries[key] = entry  # (a new key goes last)
+            while len(entries) > self.size or self._chars > self.max_chars:
+                _, dropped = entries.popitem(last=False)
                 self._chars -= len(dropped.text)
         return entry
 
