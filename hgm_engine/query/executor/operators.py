@@ -484,6 +484,36 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
     work = ctx.work
     reached = {start}
     add = reached.add
+    if high is None and low <= 1 and work + limit <= ceiling:
+        # A closure (every level from the first on kept) whose work cannot pass the ceiling
+        # (it reaches each of the columns' nodes at most once): no level needs counting nor
+        # charging on its own, so one list is read as it grows (a queue: breadth-first, the
+        # levels one after the other) and the work charged once. (Under a deadline the
+        # ceiling is -1: the loop below, which looks at the clock at every level.)
+        queue = [start]
+        append = queue.append
+        if kind is None:  # (the same loop without the node type's test)
+            for p in queue:
+                for j in range(starts[p], starts[p + 1]):
+                    if types[j] == code:
+                        q = others[j]
+                        if q not in reached:
+                            add(q)
+                            append(q)
+        else:
+            for p in queue:
+                for j in range(starts[p], starts[p + 1]):
+                    if types[j] == code:
+                        q = others[j]
+                        if q not in reached and kinds[q] == kind:
+                            add(q)
+                            append(q)
+        ctx.work = work + len(queue) - 1
+        out = queue if low == 0 else queue[1:]
+        ids = columns.ids
+        walked = Walked(map(ids.__getitem__, out))
+        walked.positions, walked.ids = out, ids
+        return walked
     level = [start]
     out = [start] if low == 0 else []
     depth = 0
