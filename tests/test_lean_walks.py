@@ -83,7 +83,7 @@ def _outcome(graph, text: str, limits: Limits):
 
 @pytest.mark.parametrize("text", ["#n0.following", "#n11.preceding", "#n0.descendants", "#n0.children{0,}",
                                   "#n0.subgoals{1,}", "#n11.ancestors", "#n0.following | #n4.following",
-                                  "#n0.following{2,}", "#n0.children{2,}"])
+                                  "#n0.next{2,}", "#n0.next{0,}", "#n0.children{2,}"])
 def test_a_closure_stops_at_every_max_work_where_the_memo_walk_does(text) -> None:
     nodes, edges = _chains()
     most = _outcome(MemoryGraph.from_records(nodes, edges), text, DEFAULT_LIMITS)[1]

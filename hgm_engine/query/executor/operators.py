@@ -154,20 +154,20 @@ def _hop(relation: Hop) -> Callable:
         if direction == "out":
 
             def single(node_id, ctx):
-                return ctx.out_adj(node_id).by_type.get(edge_type, ())
+                return ctx.view.out_adjacency(node_id).by_type.get(edge_type, ())
 
         else:
 
             def single(node_id, ctx):
-                return ctx.in_adj(node_id).by_type.get(edge_type, ())
+                return ctx.view.in_adjacency(node_id).by_type.get(edge_type, ())
 
         expand = single
     elif edge_types is not None and len(edge_types) == 1:
         edge_type = edge_types[0]
 
         def both_single(node_id, ctx):
-            outgoing = ctx.out_adj(node_id).by_type.get(edge_type, ())
-            incoming = ctx.in_adj(node_id).by_type.get(edge_type, ())
+            outgoing = ctx.view.out_adjacency(node_id).by_type.get(edge_type, ())
+            incoming = ctx.view.in_adjacency(node_id).by_type.get(edge_type, ())
             if not incoming:
                 return outgoing
             if not outgoing:
@@ -181,9 +181,9 @@ def _hop(relation: Hop) -> Callable:
         def expand(node_id, ctx):
             pairs = ()
             if direction in ("out", "both"):
-                pairs = ctx.out_adj(node_id).pairs
+                pairs = ctx.view.out_adjacency(node_id).pairs
             if direction in ("in", "both"):
-                pairs = pairs + ctx.in_adj(node_id).pairs
+                pairs = pairs + ctx.view.in_adjacency(node_id).pairs
             if wanted is None:
                 return list(dict.fromkeys(other for _, other in pairs))
             return list(dict.fromkeys(other for edge_type, other in pairs if edge_type in wanted))
@@ -196,12 +196,12 @@ def _hop(relation: Hop) -> Callable:
         if direction == "out":
 
             def single_typed(node_id, ctx):
-                return ctx.out_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
+                return ctx.view.out_adjacency(node_id).of_type(edge_type, node_type, ctx.nodes)
 
         else:
 
             def single_typed(node_id, ctx):
-                return ctx.in_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
+                return ctx.view.in_adjacency(node_id).of_type(edge_type, node_type, ctx.nodes)
 
         return single_typed
 
@@ -610,8 +610,8 @@ def _repeat(expand: Callable, low: int, high: int | None, relation: Hop | None =
 def _siblings() -> tuple[Callable, Callable]:
     def traced(node_id, ctx):
         out: dict[str, tuple] = {}
-        for parent in ctx.in_adj(node_id).by_type.get("parent_of", ()):
-            for child in ctx.out_adj(parent).by_type.get("parent_of", ()):
+        for parent in ctx.view.in_adjacency(node_id).by_type.get("parent_of", ()):
+            for child in ctx.view.out_adjacency(parent).by_type.get("parent_of", ()):
                 if child != node_id and child not in out:
                     out[child] = (parent,)
         return list(out.items())
@@ -626,7 +626,7 @@ def _newer_chain(node_id: str, ctx) -> list[str]:
     current = node_id
     nodes = ctx.nodes
     while True:
-        replacers = ctx.in_adj(current).by_type.get("replaces", ())
+        replacers = ctx.view.in_adjacency(current).by_type.get("replaces", ())
         if not replacers:
             return chain
         newest = max(replacers, key=lambda r: nodes[r].seq)
@@ -642,7 +642,7 @@ def _older_chain(node_id: str, ctx) -> list[str]:
     seen = {node_id}
     current = node_id
     while True:
-        replaced = ctx.out_adj(current).by_type.get("replaces", ())
+        replaced = ctx.view.out_adjacency(current).by_type.get("replaces", ())
         if not replaced or replaced[0] in seen:
             return chain
         current = replaced[0]
@@ -1102,7 +1102,7 @@ def per_source_loop(relation: Hop, predicates: list[Callable]) -> Callable | Non
     edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
 
     def step(ids, ctx):
-        adjacency = ctx.out_adj if outgoing else ctx.in_adj
+        adjacency = ctx.view.out_adjacency if outgoing else ctx.view.in_adjacency
         nodes = ctx.nodes
         out: list[str] = []
         extend = out.extend
