@@ -4,7 +4,12 @@ charge work and stop exactly as the general loops they stand for.
 
 - a closure over the stored columns whose work cannot pass ``Context.ceiling`` reads one list
   as a queue (``operators.stored_levels``), without a level's bookkeeping, and charges its
-  work once; the level loop (which charges every level) is the reference.
+  work once; the level loop (which charges every level) is the reference;
+- ``Context`` sets only what every run reads; the limits a regular expression or ``paths()``
+  asks for are read from its ``limits`` when asked (``tests/test_query_limits.py`` holds
+  those limits);
+- ``memory.query`` reads the current graph itself (no ``view_at``) and holds the read lock
+  through the one context manager the reads keep.
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ import itertools
 
 import pytest
 
+from hgm_engine import Memory
 from hgm_engine.errors import QueryExecutionError
 from hgm_engine.model import MemoryGraph
+from hgm_engine.query import CompiledQuery
 from hgm_engine.query.executor import context as context_module
 from hgm_engine.query.executor import operators
 from hgm_engine.query.executor.context import DEFAULT_LIMITS, Context
@@ -112,3 +119,33 @@ def test_a_closure_under_a_deadline_looks_at_the_clock_at_every_level(text, monk
         assert seen[0] == seen[1], (text, passes_at)
         outcomes.append(seen[0][0] is QueryExecutionError)
     assert outcomes[0] and outcomes[4] and not outcomes[-1], outcomes
+
+
+def test_a_query_reads_the_current_graph_or_the_state_at_as_of_under_the_read_lock(monkeypatch) -> None:
+    memory = Memory()
+    memory.apply({"ops": [{"op": "add_node", "id": "g", "type": "goal"}]})
+    memory.apply({"ops": [{"op": "add_node", "id": "h", "type": "goal"}]})
+    state = memory.state
+    seen = []
+    real = CompiledQuery.run
+
+    def run(self, view, **kwargs):
+        with state.lock.writing(blocking=False) as acquired:
+            seen.append((view, acquired))  # a writer cannot get in while the query runs
+        return real(self, view, **kwargs)
+
+    monkeypatch.setattr(CompiledQuery, "run", run)
+    assert memory.query("root").ids == ["g", "h"]
+    assert memory.query("root", as_of=1).ids == ["g"]
+    assert memory.query("root", as_of=2).ids == ["g", "h"]
+    memory.load({"format": "hgm-graph/1", "nodes": [{"id": "k", "type": "goal"}], "edges": []})
+    assert memory.query("root").ids == ["g", "h", "k"]  # the graph the state holds now
+    assert memory.query("root", as_of=1).ids == ["g"]
+    current, earlier, latest, loaded, before = [view for view, _ in seen]
+    assert current is not earlier and latest is current and loaded is state.graph
+    assert before is not loaded and not any(acquired for _, acquired in seen)
+    with state.lock.writing(blocking=False) as acquired:
+        assert acquired  # and nothing is left held
+    result = memory.query("root", as_of=1)  # payloads read under the lock, at the query's t
+    assert [node.id for node in result.payloads()] == ["g"]
+    assert [node.id for node in memory.query("root").payloads()] == ["g", "h", "k"]
