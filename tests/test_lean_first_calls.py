@@ -111,7 +111,7 @@ def test_a_walk_is_built_without_its_general_expansion() -> None:
     strategy = program.strategy(program.plan.branches[0].ops[0])
     assert (strategy.name, strategy.detail) == ("generic", "each source expanded on its own (breadth-first levels)")
     fast = program._paths[0].fast_ops[0]
-    assert fast.__qualname__ == "walk_step.<locals>.fast"  # walk_step's form: the sources walked in one call
+    assert fast.__qualname__ == "_one_type_walk.<locals>.walk"  # walk_step's form: the sources walked in one call
 
 
 def _charge_always(monkeypatch) -> None:

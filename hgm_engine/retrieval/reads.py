@@ -36,6 +36,8 @@ class ReadVerbs:
     def __init__(self, memory: Any, search: SearchVerbs, schema: Schema):
         self.memory = memory
         self.state = memory.state  # the memory's for its whole life
+        # the state's read lock, held by every read (one context manager serves them all)
+        self.reading = self.state.lock.reading()
         self.search = search
         self.cache = QueryCache(schema)
 
@@ -66,7 +68,7 @@ class ReadVerbs:
         (None, 'goal')
         """
         state = self.state
-        with state.lock.reading():
+        with self.reading:
             yield state.graph if as_of is None else state.view_at(self.memory.resolve_t(as_of))
 
     def query(
@@ -88,16 +90,20 @@ class ReadVerbs:
         limits = memory.limits
         compiled = self.cache.get(expr, limits)
         state = self.state
-        with state.lock.reading():
+        with self.reading:
             self.search.index.ensure()
-            t = state.t if as_of is None else memory.resolve_t(as_of)
-            view = state.view_at(t)
+            if as_of is None:  # the current state (what view_at gives for its t)
+                t = state.t
+                view = state.graph
+            else:
+                t = memory.resolve_t(as_of)
+                view = state.view_at(t)
             return compiled.run(view, focus=focus, params=params, limits=limits, payloads=lambda ids: self._payloads(ids, t))
 
     def _payloads(self, ids: list[str], t: int) -> tuple[Node, ...]:
         """Node payloads as they were at ``t`` (for results read after later commits)."""
         state = self.state
-        with state.lock.reading():
+        with self.reading:
             nodes = state.view_at(t).node_map()
             return tuple(nodes[i] for i in ids)
 

@@ -28,8 +28,9 @@ class Context:
 
     ``view`` is anything with ``node_map()``, ``ids_of_type()``, ``roots()``,
     ``out_adjacency()`` and ``in_adjacency()`` (a graph or a historical view); the operators
-    read ``nodes``, ``out_adj`` and ``in_adj`` from here, bound once per run, and a hop's
-    remembered answers through :meth:`hop`.
+    read ``nodes`` (bound once per run) and ``view`` from here, and a hop's remembered answers
+    through :meth:`hop`. Only what every run reads is set when it starts: the limits that
+    only a regular expression or ``paths()`` asks for are read from ``limits`` when asked.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> g = MemoryGraph(); _ = g.add_node("a", "fact", {})
@@ -39,33 +40,33 @@ class Context:
     """
 
     __slots__ = (
-        "view", "nodes", "out_adj", "in_adj", "_hop_memo", "params", "focus", "work", "max_work", "deadline", "regexes",
-        "regex_timeout", "regex_left", "output", "max_output", "members", "ceiling",
+        "view", "nodes", "params", "focus", "work", "limits", "deadline", "ceiling", "regexes", "regex_left", "output",
+        "members",
     )
 
     def __init__(self, view, params: Mapping[str, Any], focus: str | None, limits: Limits):
         self.view = view
         self.nodes = view.node_map()
-        self.out_adj = view.out_adjacency
-        self.in_adj = view.in_adjacency
-        self._hop_memo = getattr(view, "hop_memo", None)  # a graph remembers hops' answers
         self.params = params
         self.focus = focus
         self.work = 0
-        self.max_work = limits.max_work
-        self.deadline = None if limits.timeout is None else time.monotonic() + limits.timeout
-        # An operator charging work inline calls charge(0) only when the work passes this
-        # (which stops it with charge's error): max_work, or -1 under a deadline (every charge
-        # then looks at the clock, as charge does); None: nothing to check.
-        self.ceiling = -1 if self.deadline is not None else self.max_work
+        self.limits = limits
+        # An operator charging work inline calls charge(0) only when the work passes the
+        # ceiling (which stops it with charge's error): max_work, or -1 under a deadline (every
+        # charge then looks at the clock, as charge does); None: nothing to check.
+        if limits.timeout is None:
+            self.deadline = None
+            self.ceiling = limits.max_work
+        else:
+            self.deadline = time.monotonic() + limits.timeout
+            self.ceiling = -1
         self.regexes: dict[str, Any] = {}  # parameter name -> its compiled pattern, this run
-        self.regex_timeout = limits.regex_timeout
-        self.regex_left = limits.regex_budget  # seconds all matches of this run may still take
-        self.output = 0
-        self.max_output = limits.max_output
         # (attribute, string) -> the view's value members (MemoryGraph.value_members), read
         # once a run by a filter running as closures (conditions.interpreted); made when needed
         self.members: dict | None = None
+        # (regex_left: the seconds all matches of this run may still take, and output: the node
+        # ids put into the walks of paths() so far, are set by the first search and the first
+        # charge_walks: most runs make neither)
 
     def hop(self, edge_type: str, node_type: str | None, outgoing: bool) -> tuple[Callable, Callable]:
         """``(get, find)`` for one hop (the other ends over ``edge_type``, of ``node_type``
@@ -80,10 +81,12 @@ class Context:
         >>> get("g") or find("g")
         ('a',)
         """
-        if self._hop_memo is not None:
-            memo, find = self._hop_memo(edge_type, node_type, outgoing)
+        view = self.view
+        remembered = getattr(view, "hop_memo", None)  # a graph remembers the answers
+        if remembered is not None:
+            memo, find = remembered(edge_type, node_type, outgoing)
             return memo.get, find
-        adjacency, nodes = (self.out_adj if outgoing else self.in_adj), self.nodes
+        adjacency, nodes = (view.out_adjacency if outgoing else view.in_adjacency), self.nodes
         if node_type is None:
             return _NOTHING_REMEMBERED, lambda node_id: adjacency(node_id).by_type.get(edge_type, ())
         return _NOTHING_REMEMBERED, lambda node_id: adjacency(node_id).of_type(edge_type, node_type, nodes)
@@ -97,8 +100,11 @@ class Context:
         >>> Context(MemoryGraph(), {}, None, DEFAULT_LIMITS).search(regex.compile("b+"), "abbc").group()
         'bb'
         """
-        timeout = self.regex_timeout
-        left = self.regex_left
+        timeout = self.limits.regex_timeout
+        try:
+            left = self.regex_left
+        except AttributeError:  # the run's first match
+            left = self.regex_left = self.limits.regex_budget
         if left is not None and left < timeout:
             timeout = max(0.0, left)
         started = time.monotonic()
@@ -125,9 +131,10 @@ class Context:
         3
         """
         self.work += amount
-        if self.max_work is not None and self.work > self.max_work:
+        max_work = self.limits.max_work
+        if max_work is not None and self.work > max_work:
             raise QueryExecutionError(
-                [Problem("limit-exceeded", f"the query produced more than {self.max_work} nodes in its steps")]
+                [Problem("limit-exceeded", f"the query produced more than {max_work} nodes in its steps")]
             )
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise QueryExecutionError([Problem("limit-exceeded", "the query ran past its time limit")])
@@ -145,9 +152,10 @@ class Context:
           ...
         hgm_engine.errors.QueryExecutionError: limit-exceeded: the walks of paths() would hold more than 5 node ids (Limits.max_output)
         """
-        self.output += amount
-        if self.max_output is not None and self.output > self.max_output:
+        output = self.output = getattr(self, "output", 0) + amount
+        max_output = self.limits.max_output
+        if max_output is not None and output > max_output:
             raise QueryExecutionError(
-                [Problem("limit-exceeded", f"the walks of paths() would hold more than {self.max_output} node ids (Limits.max_output)")]
+                [Problem("limit-exceeded", f"the walks of paths() would hold more than {max_output} node ids (Limits.max_output)")]
             )
         self.charge(amount)

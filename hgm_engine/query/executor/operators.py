@@ -154,20 +154,20 @@ def _hop(relation: Hop) -> Callable:
         if direction == "out":
 
             def single(node_id, ctx):
-                return ctx.out_adj(node_id).by_type.get(edge_type, ())
+                return ctx.view.out_adjacency(node_id).by_type.get(edge_type, ())
 
         else:
 
             def single(node_id, ctx):
-                return ctx.in_adj(node_id).by_type.get(edge_type, ())
+                return ctx.view.in_adjacency(node_id).by_type.get(edge_type, ())
 
         expand = single
     elif edge_types is not None and len(edge_types) == 1:
         edge_type = edge_types[0]
 
         def both_single(node_id, ctx):
-            outgoing = ctx.out_adj(node_id).by_type.get(edge_type, ())
-            incoming = ctx.in_adj(node_id).by_type.get(edge_type, ())
+            outgoing = ctx.view.out_adjacency(node_id).by_type.get(edge_type, ())
+            incoming = ctx.view.in_adjacency(node_id).by_type.get(edge_type, ())
             if not incoming:
                 return outgoing
             if not outgoing:
@@ -181,9 +181,9 @@ def _hop(relation: Hop) -> Callable:
         def expand(node_id, ctx):
             pairs = ()
             if direction in ("out", "both"):
-                pairs = ctx.out_adj(node_id).pairs
+                pairs = ctx.view.out_adjacency(node_id).pairs
             if direction in ("in", "both"):
-                pairs = pairs + ctx.in_adj(node_id).pairs
+                pairs = pairs + ctx.view.in_adjacency(node_id).pairs
             if wanted is None:
                 return list(dict.fromkeys(other for _, other in pairs))
             return list(dict.fromkeys(other for edge_type, other in pairs if edge_type in wanted))
@@ -196,12 +196,12 @@ def _hop(relation: Hop) -> Callable:
         if direction == "out":
 
             def single_typed(node_id, ctx):
-                return ctx.out_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
+                return ctx.view.out_adjacency(node_id).of_type(edge_type, node_type, ctx.nodes)
 
         else:
 
             def single_typed(node_id, ctx):
-                return ctx.in_adj(node_id).of_type(edge_type, node_type, ctx.nodes)
+                return ctx.view.in_adjacency(node_id).of_type(edge_type, node_type, ctx.nodes)
 
         return single_typed
 
@@ -235,14 +235,16 @@ def _one_type_levels(relation: Hop, low: int, high: int | None) -> Callable | No
     return levels
 
 
-def _one_type_walk(relation: Hop, low: int, high: int | None) -> Callable | None:
+def _one_type_walk(relation: Hop, low: int, high: int | None, union: bool = False) -> Callable | None:
     """``walk(ids, ctx) -> lists``: breadth-first repetition of a one-type out or in hop from
     each source of ``ids`` in turn, untraced — each source's levels ``low`` to ``high`` as one
     list, in the sources' order. A walk reads the stored columns (:func:`stored_levels`: the
     step's first :data:`STORED_WALKS` sources), or else each node's other ends from the hop's
     memo (:meth:`Context.hop`, asked once a call; a call only on a miss). Each level's nodes
     are charged as :meth:`Context.charge` does, inline (``Context.ceiling``). The same levels,
-    order and work as the general form (:func:`_repeat`); None for other hops.
+    order and work as the general form (:func:`_repeat`); None for other hops. With
+    ``union``, ``walk(ids, ctx) -> ids``: the step :func:`walk_step` makes, the first
+    occurrence of each id of the lists (:func:`_union`), charged as a step's output is.
 
     >>> from hgm_engine.model import MemoryGraph
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
@@ -327,7 +329,15 @@ def _one_type_walk(relation: Hop, low: int, high: int | None) -> Callable | None
                 level = following
             ctx.work = work
             lists.append(out)
-        return lists
+        if not union:
+            return lists
+        out = lists[0] if len(lists) == 1 else _union(lists)
+        # charged as Context.charge does, inline (Context.ceiling)
+        work = ctx.work = ctx.work + len(out)
+        ceiling = ctx.ceiling
+        if ceiling is not None and work > ceiling:
+            ctx.charge(0)
+        return out
 
     return walk
 
@@ -477,11 +487,63 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
         return None
     # Each level's nodes are charged as Context.charge does, inline: it is called (to stop
     # the query with its error) only past max_work, or at every level under a deadline
-    # (Context.ceiling); the work is counted here and given to ctx before each such call.
+    # (Context.ceiling). (The loops are functions of their own: CPython 3.11 quickens a
+    # function's whole code once its loops have gone round 8 times, at a cost in proportion to
+    # its length, which a first call pays.)
     ceiling = ctx.ceiling
     if ceiling is None:
         ceiling = _NO_CEILING
     work = ctx.work
+    if high is None and low <= 1 and work + limit <= ceiling:
+        # A closure (every level from the first on kept) whose work cannot pass the ceiling
+        # (it reaches each of the columns' nodes at most once): no level is charged on its own,
+        # the work is charged once. (Under a deadline the ceiling is -1: the levels' loop,
+        # which looks at the clock at every level.)
+        out = _closure_positions(start, starts, others, types, code, kinds, kind)
+        ctx.work = work + len(out) - 1
+        if low:
+            del out[0]
+    else:
+        out = _level_positions(start, ctx, starts, others, types, code, kinds, kind, low, high, work, ceiling)
+    ids = columns.ids
+    walked = Walked(map(ids.__getitem__, out))
+    walked.positions, walked.ids = out, ids
+    return walked
+
+
+def _closure_positions(start: int, starts, others, types, code: int, kinds, kind: int | None) -> list[int]:
+    """The positions a one-type hop repeated from the position ``start`` reaches, ``start``
+    first, breadth-first, read from the columns ``starts``, ``others``, ``types`` (the edges of
+    type ``code``, to nodes of type ``kind`` unless None): :func:`stored_levels`' closure."""
+    reached = {start}
+    add = reached.add
+    queue = [start]  # read as it grows: the levels one after the other
+    append = queue.append
+    if kind is None:  # (the same loop without the node type's test)
+        for p in queue:
+            for j in range(starts[p], starts[p + 1]):
+                if types[j] == code:
+                    q = others[j]
+                    if q not in reached:
+                        add(q)
+                        append(q)
+    else:
+        for p in queue:
+            for j in range(starts[p], starts[p + 1]):
+                if types[j] == code:
+                    q = others[j]
+                    if q not in reached and kinds[q] == kind:
+                        add(q)
+                        append(q)
+    return queue
+
+
+def _level_positions(start: int, ctx, starts, others, types, code: int, kinds, kind: int | None, low: int,
+                     high: int | None, work: int, ceiling: int) -> list[int]:
+    """The positions of levels ``low`` to ``high`` of a one-type hop repeated from the
+    position ``start`` (as :func:`_closure_positions` reads them), each level charged as it is
+    made: ``work`` and ``ceiling`` are ``ctx``'s, given to ``ctx`` before each call of
+    ``charge`` and at the end."""
     reached = {start}
     add = reached.add
     level = [start]
@@ -494,7 +556,7 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
         following: list = []
         append = following.append
         # (every position reached is one of the columns': only the source may be a node
-        # added since, and it was checked above)
+        # added since, and the caller checked it)
         if kind is None:  # (the same loop without the node type's test)
             for p in level:
                 for j in range(starts[p], starts[p + 1]):
@@ -519,10 +581,7 @@ def stored_levels(source: str, ctx, edge_type: str, node_type: str | None, outgo
             ctx.charge(0)
         level = following
     ctx.work = work
-    ids = columns.ids
-    walked = Walked(map(ids.__getitem__, out))
-    walked.positions, walked.ids = out, ids
-    return walked
+    return out
 
 
 def _repeat(expand: Callable, low: int, high: int | None, relation: Hop | None = None) -> tuple[Callable, Callable]:
@@ -580,8 +639,8 @@ def _repeat(expand: Callable, low: int, high: int | None, relation: Hop | None =
 def _siblings() -> tuple[Callable, Callable]:
     def traced(node_id, ctx):
         out: dict[str, tuple] = {}
-        for parent in ctx.in_adj(node_id).by_type.get("parent_of", ()):
-            for child in ctx.out_adj(parent).by_type.get("parent_of", ()):
+        for parent in ctx.view.in_adjacency(node_id).by_type.get("parent_of", ()):
+            for child in ctx.view.out_adjacency(parent).by_type.get("parent_of", ()):
                 if child != node_id and child not in out:
                     out[child] = (parent,)
         return list(out.items())
@@ -596,7 +655,7 @@ def _newer_chain(node_id: str, ctx) -> list[str]:
     current = node_id
     nodes = ctx.nodes
     while True:
-        replacers = ctx.in_adj(current).by_type.get("replaces", ())
+        replacers = ctx.view.in_adjacency(current).by_type.get("replaces", ())
         if not replacers:
             return chain
         newest = max(replacers, key=lambda r: nodes[r].seq)
@@ -612,7 +671,7 @@ def _older_chain(node_id: str, ctx) -> list[str]:
     seen = {node_id}
     current = node_id
     while True:
-        replaced = ctx.out_adj(current).by_type.get("replaces", ())
+        replaced = ctx.view.out_adjacency(current).by_type.get("replaces", ())
         if not replaced or replaced[0] in seen:
             return chain
         current = replaced[0]
@@ -1117,7 +1176,7 @@ def per_source_loop(relation: Hop, predicates: list[Callable]) -> Callable | Non
     edge_type, node_type, outgoing = relation.edge_types[0], relation.node_type, relation.direction == "out"
 
     def step(ids, ctx):
-        adjacency = ctx.out_adj if outgoing else ctx.in_adj
+        adjacency = ctx.view.out_adjacency if outgoing else ctx.view.in_adjacency
         nodes = ctx.nodes
         out: list[str] = []
         extend = out.extend
@@ -1199,10 +1258,11 @@ def walk_levels(op: Navigate) -> Callable | None:
     return None
 
 
-def walk_sources(op: Navigate) -> Callable | None:
+def walk_sources(op: Navigate, union: bool = False) -> Callable | None:
     """``walk(ids, ctx) -> lists`` of a walk — a one-type out or in hop repeated (``{m,n}``)
     or its closure — each source's levels as one list (:func:`_one_type_walk`: the sources
-    walked in one call, the hop's memo asked once); None for other steps.
+    walked in one call, the hop's memo asked once; with ``union``, their union charged as a
+    step's output); None for other steps.
 
     >>> walk_sources(Navigate("ancestors", Closure(Hop("in", ("parent_of",))))).__qualname__
     '_one_type_walk.<locals>.walk'
@@ -1211,9 +1271,10 @@ def walk_sources(op: Navigate) -> Callable | None:
     """
     relation = op.relation
     if relation.__class__ is Closure:
-        return _one_type_walk(relation.hop, 1, None)
+        return _one_type_walk(relation.hop, 1, None, union)
     if relation.__class__ is Hop and op.repeat is not None:
-        return _one_type_walk(relation, *op.repeat)
+        low, high = op.repeat
+        return _one_type_walk(relation, low, high, union)
     return None
 
 
@@ -1255,7 +1316,8 @@ def walk_step(op: Navigate) -> Callable | None:
     (``{m,n}``) or its closure (``ancestors``) — as :func:`generic_hop` over the walk's levels
     gives it: the sources walked in one call (:func:`_one_type_walk`: the stored columns
     first, then the hop's memo), the first occurrence of each id kept and the work charged
-    inline; None for other steps. (Its traced form is the general one: :func:`expanders`.)
+    inline, in the walk's own function (no call between the step and the walk); None for
+    other steps. (Its traced form is the general one: :func:`expanders`.)
 
     >>> from hgm_engine.model import MemoryGraph
     >>> from hgm_engine.query.executor.context import Context, DEFAULT_LIMITS
@@ -1266,22 +1328,7 @@ def walk_step(op: Navigate) -> Callable | None:
     >>> walk_step(Navigate("children", Hop("out", ("parent_of",)))) is None  # one hop: not a walk
     True
     """
-    if op.predicates:
-        return None
-    walk = walk_sources(op)
-    if walk is None:
-        return None
-
-    def fast(ids, ctx):
-        out = _union(walk(ids, ctx))
-        # charged as Context.charge does, inline (Context.ceiling)
-        work = ctx.work = ctx.work + len(out)
-        ceiling = ctx.ceiling
-        if ceiling is not None and work > ceiling:
-            ctx.charge(0)
-        return out
-
-    return fast
+    return None if op.predicates else walk_sources(op, union=True)
 
 
 def then_filters(lists: Callable, filters: list[Callable], weights: list[int]) -> Callable:

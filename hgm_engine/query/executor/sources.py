@@ -52,7 +52,7 @@ def _current_goal(ctx) -> list[str]:
     while level:
         following = []
         for node_id in level:
-            for parent in ctx.in_adj(node_id).by_type.get("parent_of", ()):
+            for parent in ctx.view.in_adjacency(node_id).by_type.get("parent_of", ()):
                 if parent in reached:
                     continue
                 if nodes[parent].type == "goal":
